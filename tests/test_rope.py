@@ -1,0 +1,315 @@
+import math
+import os
+import sys
+
+import pytest
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import rope  # noqa: E402
+from rope import (ROPE_TYPES, apply_rope, bands, check_scaling, freq_ratio, is_dynamic,  # noqa: E402
+                  rope_cos_sin, rope_inv_freq, rotations_within, wavelengths, yarn_correction_range)
+
+D, B, L = 128, 10000.0, 4096
+PLAIN = rope_inv_freq(D, B)[0]
+
+
+def cfg(t, factor=8.0, L=L, **kw):
+    return {'rope_type': t, 'factor': factor, 'original_max_position_embeddings': L, **kw}
+
+
+def close(a, b, tol=1e-6):
+    return torch.allclose(torch.as_tensor(a, dtype=torch.float64), torch.as_tensor(b, dtype=torch.float64),
+                          rtol=tol, atol=0)
+
+
+# ---------------------------------------------------------------- rotation itself
+
+def test_rotation_preserves_norm():
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 50, 64)
+    cos, sin = rope_cos_sin(rope_inv_freq(64)[0], 50)
+    y = apply_rope(x, cos, sin)
+    assert y.shape == x.shape
+    assert torch.allclose(y.norm(dim=-1), x.norm(dim=-1), rtol=1e-5)
+    assert not torch.allclose(y[:, :, 1:], x[:, :, 1:], atol=1e-3)  # it did rotate (position 0 is identity)
+    assert torch.allclose(y[:, :, 0], x[:, :, 0])
+
+
+@pytest.mark.parametrize('t', ROPE_TYPES)
+def test_scores_depend_only_on_relative_position(t):
+    torch.manual_seed(1)
+    d, T = 32, 40
+    inv, af = rope_inv_freq(d, 10000.0, None if t == 'default' else cfg(t, 4.0, L=16), seq_len=T)
+    cos, sin = rope_cos_sin(inv, T, af)
+    q, k = torch.randn(d), torch.randn(d)
+    qs, ks = apply_rope(q.expand(T, d), cos, sin), apply_rope(k.expand(T, d), cos, sin)
+    scores = qs @ ks.T  # scores[m, n] = q(m).k(n)
+    for delta in (-7, 0, 3, 25):
+        diag = torch.diagonal(scores, offset=-delta)  # entries with m - n = delta
+        assert torch.allclose(diag, diag[0].expand_as(diag), atol=1e-4), (t, delta)
+    assert not torch.allclose(scores[5, 0], scores[6, 0])  # ...and it does depend on m - n
+
+
+def test_rotate_half_equals_complex_form_after_permutation():
+    # Reference in the spirit of litgpt's test_rope: the interleaved layout, pairs (x[2i], x[2i+1]) rotated as
+    # complex numbers by e^{i m theta_i}, equals rotate-half after moving x[2i] -> i, x[2i+1] -> i + d/2.
+    torch.manual_seed(2)
+    d, T = 16, 12
+    inv, _ = rope_inv_freq(d, 500.0)
+    v = torch.randn(3, T, d, dtype=torch.float64)  # interleaved layout
+    angles = torch.arange(T, dtype=torch.float64)[:, None] * inv.double()
+    rot = torch.polar(torch.ones_like(angles), angles)
+    ref = torch.view_as_real(torch.view_as_complex(v.reshape(3, T, d // 2, 2)) * rot).reshape(3, T, d)
+    perm = torch.cat((torch.arange(0, d, 2), torch.arange(1, d, 2)))
+    cos, sin = rope_cos_sin(inv, T, dtype=torch.float64)
+    out = apply_rope(v[..., perm], cos, sin)
+    assert torch.allclose(out, ref[..., perm], atol=1e-6)
+    assert not torch.allclose(apply_rope(v, cos, sin), ref, atol=1e-3)  # without the permutation: different
+
+
+# ---------------------------------------------------------------- the methods
+
+@pytest.mark.parametrize('t', ROPE_TYPES)
+def test_factor_one_is_plain(t):
+    sc = cfg(t, 1.0)
+    for l in ((None, 1000, L) if t in ('dynamic', 'dynamic_yarn') else (None, 3 * L)):
+        inv, af = rope_inv_freq(D, B, sc, seq_len=l)
+        assert inv.dtype == torch.float32 and inv.shape == (D // 2,)
+        assert torch.equal(inv, PLAIN) and af == 1.0, (t, l)
+
+
+def test_pi_at_m_equals_plain_at_m_over_s():
+    inv, af = rope_inv_freq(D, B, cfg('linear', 4.0))
+    m = torch.arange(0, 9000, 7)
+    c1, s1 = rope_cos_sin(inv, m)
+    c2, s2 = rope_cos_sin(PLAIN, m / 4.0)
+    assert af == 1.0 and torch.allclose(c1, c2, atol=2e-4) and torch.allclose(s1, s2, atol=2e-4)
+    assert close(freq_ratio(D, B, cfg('linear', 4.0)), torch.full((D // 2,), 0.25))
+
+
+def test_ntk_keeps_pair0_and_last_pair_is_pi():
+    s = 8.0
+    inv, af = rope_inv_freq(D, B, {'rope_type': 'ntk', 'factor': s})  # L not needed for static NTK
+    pi, _ = rope_inv_freq(D, B, cfg('linear', s))
+    assert inv[0] == PLAIN[0] == 1.0 and af == 1.0
+    assert close(inv[-1], pi[-1])
+    r = freq_ratio(D, B, {'rope_type': 'ntk', 'factor': s})
+    assert torch.all(r[1:] < r[:-1])  # the squeeze grows smoothly from pair 0 to the last
+    # b' = b * s^(d/(d-2))
+    assert close(inv[10], (B * s ** (D / (D - 2))) ** (-20 / D))
+
+
+def test_yarn_correction_range_numbers():
+    assert yarn_correction_range(D, B, L) == (20, 46)
+    lo, hi = yarn_correction_range(D, B, L, truncate=False)
+    assert abs(lo - 20.94) < 0.01 and abs(hi - 45.03) < 0.01
+    # from the ORIGINAL L; a bug computing it from s*L would shift it
+    assert yarn_correction_range(D, B, 8 * L) == (35, 60)
+    # high is clamped to d-1 (not d/2-1): at L=150000 the ramp reaches past the last pair
+    assert yarn_correction_range(D, B, 150000) == (45, 71)
+    assert yarn_correction_range(32, B, 128) == (0, 6)  # small L: low clamps at 0
+
+
+def test_yarn_bands_and_ramp():
+    s = 8.0
+    r = rotations_within(D, B, L)
+    ratio = freq_ratio(D, B, cfg('yarn', s))
+    assert torch.all(ratio[r > 32] == 1.0)                 # > beta_fast turns in L: untouched
+    assert close(ratio[r < 1], torch.full_like(ratio[r < 1], 1 / s))  # < beta_slow turns: exactly PI
+    assert ratio[20] == 1.0 and ratio[21] < 1.0 and ratio[45] > 1 / s + 1e-3 and close(ratio[46], 1 / s)
+    ramp = (30 - 20) / (46 - 20)
+    assert close(ratio[30], (1 - ramp) + ramp / s)  # 0.66346...
+    # last pair stays PI when high (71) is beyond d/2-1: partially kept, not pure PI
+    assert freq_ratio(D, B, cfg('yarn', s, L=150000))[-1] > 1 / s + 0.01
+    # truncate=False is honoured
+    r2 = freq_ratio(D, B, cfg('yarn', s, truncate=False))
+    dim = lambda n: D * math.log(L / (2 * math.pi * n)) / (2 * math.log(B))
+    assert not close(r2[30], ratio[30], 1e-3) and close(r2[30], 1 - (30 - dim(32)) / (dim(1) - dim(32)) * (1 - 1 / s))
+
+
+def test_yarn_mscale_and_logit_growth():
+    inv, af = rope_inv_freq(D, B, cfg('yarn', 8.0))
+    assert abs(af - 1.2079442) < 1e-7 and abs(rope.yarn_mscale(8.0) - (0.1 * math.log(8) + 1)) < 1e-12
+    assert rope_inv_freq(D, B, cfg('yarn', 8.0, attention_factor=1.5))[1] == 1.5
+    af2 = rope_inv_freq(D, B, cfg('yarn', 8.0, mscale=0.707, mscale_all_dim=0.707))[1]
+    assert af2 == 1.0
+    af3 = rope_inv_freq(D, B, cfg('yarn', 8.0, mscale=1.0, mscale_all_dim=0.5))[1]
+    assert abs(af3 - (0.1 * math.log(8) + 1) / (0.05 * math.log(8) + 1)) < 1e-12
+    # mscale multiplies both cos and sin (once): cos^2 + sin^2 = mscale^2, and every logit grows by mscale^2
+    T = 64
+    c1, s1 = rope_cos_sin(inv, T)
+    c2, s2 = rope_cos_sin(inv, T, af)
+    assert torch.allclose(c2 ** 2 + s2 ** 2, torch.full_like(c2, af ** 2), rtol=1e-5)
+    torch.manual_seed(3)
+    q, k = torch.randn(T, D), torch.randn(T, D)
+    logits1 = apply_rope(q, c1, s1) @ apply_rope(k, c1, s1).T
+    logits2 = apply_rope(q, c2, s2) @ apply_rope(k, c2, s2).T
+    assert torch.allclose(logits2, logits1 * af ** 2, rtol=1e-4, atol=1e-4)
+    # ntk_by_parts and llama3 have no temperature
+    assert rope_inv_freq(D, B, cfg('ntk_by_parts', 8.0))[1] == 1.0 and rope_inv_freq(D, B, cfg('llama3', 8.0))[1] == 1.0
+
+
+def test_ntk_by_parts_paper_form():
+    s = 8.0
+    r = rotations_within(D, B, L)
+    ratio = freq_ratio(D, B, cfg('ntk_by_parts', s))
+    assert torch.all(ratio[r > 32] == 1.0) and close(ratio[r < 1], torch.full_like(ratio[r < 1], 1 / s))
+    i = 30  # middle band: gamma linear in rotations, not in pair index (unlike YaRN)
+    g = (r[i] - 1) / (32 - 1)
+    assert close(ratio[i], g + (1 - g) / s) and not close(ratio[i], freq_ratio(D, B, cfg('yarn', s))[i], 1e-2)
+
+
+def test_llama3_equals_by_parts_with_alpha1_beta4():
+    s = 8.0
+    ll = freq_ratio(D, B, cfg('llama3', s))
+    bp = freq_ratio(D, B, cfg('ntk_by_parts', s, beta_fast=4.0, beta_slow=1.0))
+    assert close(ll, bp, 1e-6)
+    lam = wavelengths(D, B)
+    assert torch.all(ll[lam < L / 4] == 1.0) and close(ll[lam > L], torch.full_like(ll[lam > L], 1 / s))
+    mid = (lam >= L / 4) & (lam <= L)
+    assert mid.sum() >= 3 and torch.all((ll[mid] > 1 / s - 1e-6) & (ll[mid] < 1 + 1e-6))
+
+
+def test_dynamic_types():
+    plain = PLAIN
+    for a in (1.0, 2.0):
+        dyn = cfg('dynamic', a)
+        for l in (None, 0, 100, L):  # plain at l <= L
+            assert torch.equal(rope_inv_freq(D, B, dyn, l)[0], plain)
+        # at l = s*L equal to static NTK with s' = a*s - a + 1 (a = 1: the paper's s = l/L)
+        ntk = {'rope_type': 'ntk', 'factor': a * 4 - a + 1}
+        assert close(rope_inv_freq(D, B, dyn, 4 * L)[0], rope_inv_freq(D, B, ntk)[0])
+    dyy = cfg('dynamic_yarn', 1.0)
+    assert torch.equal(rope_inv_freq(D, B, dyy, L)[0], plain) and rope_inv_freq(D, B, dyy, L)[1] == 1.0
+    inv, af = rope_inv_freq(D, B, dyy, 4 * L)
+    inv_s, af_s = rope_inv_freq(D, B, cfg('yarn', 4.0))
+    assert torch.equal(inv, inv_s) and af == af_s > 1.0  # mscale follows s_l
+    # a fine-tuned factor is a floor: s_l = max(factor, l/L)
+    assert torch.equal(rope_inv_freq(D, B, cfg('dynamic_yarn', 4.0), 2 * L)[0], inv_s)
+    assert torch.equal(rope_inv_freq(D, B, cfg('dynamic_yarn', 4.0), None)[0], inv_s)
+    assert is_dynamic(dyy) and is_dynamic(cfg('dynamic')) and not is_dynamic(cfg('yarn')) and not is_dynamic(None)
+
+
+def test_dynamic_ntk_returns_to_plain_after_long_input():
+    sc = cfg('dynamic', 1.0)
+    short1, _ = rope_inv_freq(D, B, sc, 1000)
+    long_, _ = rope_inv_freq(D, B, sc, 8 * L)
+    short2, _ = rope_inv_freq(D, B, sc, 1000)
+    assert not torch.equal(long_, PLAIN) and torch.equal(short1, PLAIN) and torch.equal(short2, PLAIN)
+    mid, _ = rope_inv_freq(D, B, sc, 2 * L)  # shrinking 8L -> 2L also recomputes
+    assert close(mid, rope_inv_freq(D, B, {'rope_type': 'ntk', 'factor': 2.0})[0])
+
+
+# ---------------------------------------------------------------- the worked numbers (seed note 003)
+
+def test_worked_numbers_d128_L4096():
+    deg = torch.rad2deg(PLAIN.double())
+    assert abs(deg[0] - 57.2958) < 1e-4                       # pair 0: 1 rad per token
+    assert abs(rotations_within(D, B, L)[0] - 651.9) < 0.1     # ~652 turns within L
+    assert abs(deg[-1] - 0.0066164) < 1e-7                    # last pair per token
+    assert abs(deg[-1] * L - 27.10) < 0.005                    # ... over all of L
+    boundary = D * math.log(L / (2 * math.pi)) / (2 * math.log(B))
+    assert abs(boundary - 45.03) < 0.005
+    r = rotations_within(D, B, L)
+    assert torch.all(r[:46] >= 1) and torch.all(r[46:] < 1)   # pairs 0..45 complete a turn
+    assert abs(wavelengths(D, B)[0] - 2 * math.pi) < 1e-9
+    bd = bands(D, B, L)
+    assert bd[:21] == ['high'] * 21 and bd[21:46] == ['middle'] * 25 and bd[46:] == ['low'] * 18
+
+
+# ---------------------------------------------------------------- precision
+
+def test_cos_sin_float32_under_bf16_autocast():
+    inv, _ = rope_inv_freq(64)
+    with torch.autocast(device_type='cpu', dtype=torch.bfloat16):
+        cos, sin = rope_cos_sin(inv, torch.arange(300))
+        cb, sb = rope_cos_sin(inv, torch.arange(300), dtype=torch.bfloat16)
+    assert cos.dtype == sin.dtype == torch.float32 and cos.shape == (300, 64)
+    assert not torch.equal(cos[256], cos[257]) and not torch.equal(sin[256], sin[257])
+    assert torch.allclose(cos[257, :32], torch.cos(257 * inv.double()).float(), atol=1e-4)
+    assert cb.dtype == torch.bfloat16 and torch.equal(cb, cos.to(torch.bfloat16))
+    assert torch.equal(sb, sin.to(torch.bfloat16))
+    # positions stay exact far past 256 (float32 is exact to 2^24)
+    c, _ = rope_cos_sin(inv, torch.tensor([100000, 100001]))
+    assert not torch.equal(c[0], c[1])
+
+
+def test_apply_rope_keeps_dtype_and_broadcasts():
+    inv, _ = rope_inv_freq(32)
+    cos, sin = rope_cos_sin(inv, 10)
+    x = torch.randn(2, 4, 10, 32, dtype=torch.bfloat16)
+    assert apply_rope(x, cos, sin).dtype == torch.bfloat16
+    with pytest.raises(ValueError, match='head_dim'):
+        apply_rope(torch.randn(10, 16), cos, sin)
+
+
+# ---------------------------------------------------------------- bad input
+
+@pytest.mark.parametrize('scaling, field', [
+    ({'rope_type': 'rope3'}, 'rope_type'),
+    ({'factor': 2.0}, 'rope_type'),
+    ({'rope_type': 'linear', 'factor': 2.0, 'beta': 3}, "'beta'"),
+    ({'rope_type': 'linear', 'factor': 2.0, 'beta_fast': 3}, 'beta_fast'),  # a key of another type
+    ({'rope_type': 'linear', 'factor': 0.5}, 'factor'),
+    ({'rope_type': 'yarn', 'original_max_position_embeddings': 128}, 'factor'),
+    ({'rope_type': 'ntk', 'factor': 'big'}, 'factor'),
+    ({'rope_type': 'yarn', 'factor': 2.0}, 'original_max_position_embeddings'),
+    ({'rope_type': 'dynamic', 'factor': 2.0}, 'original_max_position_embeddings'),
+    ({'rope_type': 'ntk_by_parts', 'factor': 2.0}, 'original_max_position_embeddings'),
+    ({'rope_type': 'dynamic_yarn', 'factor': 2.0}, 'original_max_position_embeddings'),
+    ({'rope_type': 'llama3', 'factor': 2.0}, 'original_max_position_embeddings'),
+    ({'rope_type': 'yarn', 'factor': 2.0, 'original_max_position_embeddings': 0}, 'original_max_position_embeddings'),
+    (cfg('yarn', beta_fast=1.0, beta_slow=1.0), 'beta_fast'),
+    (cfg('ntk_by_parts', beta_fast=4.0, beta_slow=8.0), 'beta_fast'),
+    (cfg('llama3', low_freq_factor=4.0, high_freq_factor=4.0), 'low_freq_factor'),
+    (cfg('yarn', mscale=0.7), 'mscale_all_dim'),
+    (cfg('yarn', truncate='no'), 'truncate'),
+    (cfg('yarn', attention_factor=0.0), 'attention_factor'),
+    ([('rope_type', 'yarn')], 'rope_scaling'),
+])
+def test_bad_scaling_names_the_field(scaling, field):
+    with pytest.raises(ValueError, match=field):
+        check_scaling(scaling)
+    with pytest.raises(ValueError, match=field):
+        rope_inv_freq(64, 10000.0, scaling)
+
+
+def test_unknown_type_lists_accepted_values():
+    with pytest.raises(ValueError) as e:
+        check_scaling({'rope_type': 'yarn2'})
+    assert all(t in str(e.value) for t in ROPE_TYPES)
+
+
+@pytest.mark.parametrize('kw, field', [
+    (dict(head_dim=63), 'head_dim'), (dict(head_dim=0), 'head_dim'), (dict(head_dim=-4), 'head_dim'),
+    (dict(head_dim=64, base=1.0), 'base'), (dict(head_dim=64, base=0.5), 'base'),
+    (dict(head_dim=64, scaling=cfg('dynamic'), seq_len=-1), 'seq_len'),
+    (dict(head_dim=2, scaling={'rope_type': 'ntk', 'factor': 2.0}), 'head_dim'),
+])
+def test_bad_arguments_name_the_field(kw, field):
+    with pytest.raises(ValueError, match=field):
+        rope_inv_freq(**kw)
+
+
+def test_check_scaling_fills_defaults_and_copies():
+    src = {'rope_type': 'yarn', 'factor': 4, 'original_max_position_embeddings': 256}
+    sc = check_scaling(src)
+    assert sc == {'rope_type': 'yarn', 'factor': 4.0, 'original_max_position_embeddings': 256,
+                  'beta_fast': 32.0, 'beta_slow': 1.0, 'truncate': True}
+    assert src == {'rope_type': 'yarn', 'factor': 4, 'original_max_position_embeddings': 256}  # untouched
+    assert check_scaling(None) is None and check_scaling(sc) == sc  # idempotent (model.py stores the result)
+    assert check_scaling({'rope_type': 'dynamic', 'original_max_position_embeddings': 256})['factor'] == 1.0
+    assert check_scaling(cfg('llama3'))['high_freq_factor'] == 4.0
+
+
+def test_cli_view(capsys):
+    rope.main(['--head_dim', '64', '--L', '256', '--factor', '4'])
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 + 32 + 1 and lines[1].split()[4:] == ['default', 'linear', 'ntk', 'dynamic', 'by_parts',
+                                                                 'yarn', 'dyn_yarn', 'llama3']
+    assert lines[2].split()[:4] == ['0', '6.3', '40.74', 'high'] and lines[-2].split()[3] == 'low'
+    assert lines[-2].split()[4:] == ['1.000'] + ['0.250'] * 7  # last pair: every scaled type is PI there
+    assert lines[-1].split()[-3:] == ['1.139', '1.139', '1.000']  # yarn, dynamic yarn mscale(4); llama3 none
+    with pytest.raises(SystemExit, match='head_dim'):
+        rope.main(['--head_dim', '63'])

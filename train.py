@@ -1,0 +1,455 @@
+"""
+The one training engine: train a small RoPE GPT at a short context (and, through finetune_long.py,
+fine-tune it at a longer one).
+
+    python train.py config/train_shakespeare_char_cpu.py          # CPU, ~10 minutes
+    python train.py config/train_shakespeare_char_cpu.py --max_iters=100 --out_dir=out-try
+    python train.py config/train_shakespeare_char_cpu.py --init_from=resume     # continue a run
+    python train.py config/train_shakespeare_char_cpu.py --bench=True           # tokens/s and MFU
+    torchrun --standalone --nproc_per_node=4 train.py config/train_shakespeare_gpu.py
+
+Settings: the defaults below, then config files (python files that assign some of these names),
+then --key=value overrides, in the order given.
+"""
+
+import ast
+import json
+import math
+import os
+import signal
+import sys
+import time
+from contextlib import nullcontext
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from data.common import atomic_torch_save, atomic_write_text, load_meta, load_split
+from model import GPT, GPTConfig, load_checkpoint, model_from_checkpoint, model_args
+from rope import check_scaling
+
+DEFAULTS = dict(
+    # I/O
+    out_dir='out-shakespeare-char',
+    init_from='scratch',          # 'scratch' or 'resume' (continue the run in out_dir)
+    overwrite=False,              # allow starting from scratch over an existing run in out_dir
+    eval_interval=250,
+    eval_iters=20,                # validation batches per evaluation (the same windows every time)
+    log_interval=10,
+    always_save_checkpoint=True,  # False: write ckpt.pt only when the validation loss improves
+    # data
+    dataset='shakespeare_char',   # a folder under data/ made by its prepare.py
+    batch_size=32,                # sequences per micro-batch per process
+    block_size=128,               # training length L
+    gradient_accumulation_steps=1,  # micro-batches per optimizer step, summed over all processes
+    # model
+    n_layer=4, n_head=4, n_embd=128, dropout=0.0, bias=False,
+    pos_emb='rope',               # rope | sinusoidal | learned | none
+    rope_base=10000.0,
+    # AdamW and the learning-rate schedule (linear warm-up, then cosine decay to min_lr)
+    learning_rate=1e-3, max_iters=2000, weight_decay=0.1, beta1=0.9, beta2=0.99, grad_clip=1.0,
+    decay_lr=True, warmup_iters=100, lr_decay_iters=2000, min_lr=1e-4,
+    # system
+    device='auto',                # auto | cpu | cuda | cuda:N | mps
+    dtype='auto',                 # auto (bfloat16 on CUDA when supported, else float32) | float32 | bfloat16 | float16
+    compile=False,                # torch.compile the model
+    seed=1337,
+    bench=False,                  # time max_iters steps (no eval, no checkpoint), print tokens/s and MFU
+    progress=True,                # tqdm bar
+)
+
+# Peak dense bf16 FLOP/s used for MFU; unknown devices report "n/a" rather than a guess.
+PEAK_FLOPS = {'H100': 989e12, 'H200': 989e12, 'A100': 312e12, 'L4': 121e12, 'A10': 125e12, '4090': 165e12, '3090': 71e12}
+
+
+class ConfigError(ValueError):
+    """A bad setting: the message names it and says what to do."""
+
+
+# ----------------------------------------------------------------------------- configuration
+
+def get_config(argv, defaults=DEFAULTS, start=None):
+    """defaults (or `start`, e.g. a resumed run's stored settings) <- config files (argv entries without '--')
+    <- --key=value (python literals or bare strings). Unknown keys and wrong types are errors."""
+    cfg = dict(start or defaults)
+
+    def setkey(key, val, where):
+        if key not in defaults:
+            raise ConfigError(f"unknown setting {key!r} ({where}); known settings: {', '.join(sorted(defaults))}")
+        want = type(defaults[key])
+        if want is float and isinstance(val, int) and not isinstance(val, bool):
+            val = float(val)
+        if defaults[key] is not None and not isinstance(val, want) or (want is int and isinstance(val, bool)):
+            raise ConfigError(f"setting {key}={val!r} ({where}) should be a {want.__name__}, like {defaults[key]!r}")
+        cfg[key] = val
+
+    for arg in argv:
+        if not arg.startswith('--'):
+            if not os.path.isfile(arg):
+                raise ConfigError(f"config file {arg} does not exist; see config/ for the shipped ones")
+            scope = {}
+            exec(open(arg).read(), {}, scope)
+            for k, v in scope.items():
+                if not k.startswith('_'):
+                    setkey(k, v, arg)
+        else:
+            if '=' not in arg:
+                raise ConfigError(f"argument {arg} should look like --key=value")
+            key, val = arg[2:].split('=', 1)
+            try:
+                val = ast.literal_eval(val)
+            except (ValueError, SyntaxError):
+                pass  # a bare string
+            setkey(key, val, 'command line')
+    return cfg
+
+
+SCALING_KEYS = {'factor': float, 'beta_fast': float, 'beta_slow': float, 'mscale': float, 'mscale_all_dim': float,
+                'attention_factor': float, 'truncate': bool, 'low_freq_factor': float, 'high_freq_factor': float,
+                'original_max_position_embeddings': int}
+
+
+def parse_arms(spec, factor, L):
+    """'default,linear,yarn:beta_fast=8:attention_factor=1' -> [(name, rope_scaling or None), ...].
+    Each entry is a rope type with optional ':key=value' settings; factor and L fill what is not given.
+    'default' (or 'plain') means no scaling. Names are readable and unique: 'yarn s=4 β_fast=8'."""
+    arms = []
+    for entry in [e.strip() for e in spec.split(',') if e.strip()]:
+        rope_type, *pairs = entry.split(':')
+        if rope_type in ('default', 'plain', 'none'):
+            if pairs:
+                raise ConfigError(f"arm {entry!r}: plain RoPE takes no settings")
+            arms.append(('plain', None))
+            continue
+        scaling = {'rope_type': rope_type, 'factor': float(factor), 'original_max_position_embeddings': int(L)}
+        for pair in pairs:
+            key, _, val = pair.partition('=')
+            if key not in SCALING_KEYS or not val:
+                raise ConfigError(f"arm {entry!r}: {pair!r} should be key=value with key one of {', '.join(SCALING_KEYS)}")
+            try:
+                scaling[key] = {'true': True, 'false': False}[val.lower()] if SCALING_KEYS[key] is bool else SCALING_KEYS[key](val)
+            except (KeyError, ValueError):
+                raise ConfigError(f"arm {entry!r}: {key}={val!r} is not a {SCALING_KEYS[key].__name__}") from None
+        check_scaling(scaling)
+        extras = ' '.join(f"{'β_fast' if k == 'beta_fast' else 'β_slow' if k == 'beta_slow' else k}={v:g}"
+                          if not isinstance(v, bool) else f"{k}={v}"
+                          for k, v in scaling.items() if k not in ('rope_type', 'factor', 'original_max_position_embeddings'))
+        arms.append((f"{rope_type} s={scaling['factor']:g}" + (f" {extras}" if extras else ''), scaling))
+    names = [n for n, _ in arms]
+    if not arms:
+        raise ConfigError(f"no arm in {spec!r}; list rope types like linear,ntk,yarn")
+    dup = next((n for n in names if names.count(n) > 1), None)
+    if dup:
+        raise ConfigError(f"arm {dup!r} is given twice; give each arm different settings")
+    return arms
+
+
+def slug(name):
+    """A folder name for an arm name: 'yarn s=4 β_fast=8' -> 'yarn_s4_beta_fast8'."""
+    return ''.join(c if c.isalnum() or c in '._-' else '_' for c in name.replace('β', 'beta').replace('=', '')).strip('_')
+
+
+def pick_device(name):
+    if name == 'auto':
+        return 'cuda' if torch.cuda.is_available() else 'mps' if torch.backends.mps.is_available() else 'cpu'
+    kind = name.split(':')[0]
+    if kind not in ('cpu', 'cuda', 'mps'):
+        raise ConfigError(f"device={name!r} is unknown; use auto, cpu, cuda, cuda:N or mps")
+    if kind == 'cuda' and not torch.cuda.is_available() or kind == 'mps' and not torch.backends.mps.is_available():
+        raise ConfigError(f"device={name!r} is not available on this machine; use --device=cpu or --device=auto")
+    return name
+
+
+def autocast_context(device_type, dtype):
+    """bf16/fp16 autocast on CUDA; float32 elsewhere. RoPE tables stay float32 either way (rope.py)."""
+    if dtype == 'auto':
+        dtype = 'bfloat16' if device_type == 'cuda' and torch.cuda.is_bf16_supported() else 'float32'
+    if dtype not in ('float32', 'bfloat16', 'float16'):
+        raise ConfigError(f"dtype={dtype!r} is unknown; use auto, float32, bfloat16 or float16")
+    if dtype == 'float32' or device_type == 'cpu':
+        return dtype, nullcontext()
+    return dtype, torch.autocast(device_type=device_type, dtype=getattr(torch, dtype))
+
+
+def mfu(model, T, tokens_per_s, device):
+    """Model FLOPs utilisation against the device's peak, or None when the peak is unknown (e.g. CPU)."""
+    if not str(device).startswith('cuda'):
+        return None
+    name = torch.cuda.get_device_name(device)
+    peak = next((v for k, v in PEAK_FLOPS.items() if k in name), None)
+    return None if peak is None else model.flops_per_token(T) * tokens_per_s / peak
+
+
+def get_lr(it, cfg):
+    if it < cfg['warmup_iters']:
+        return cfg['learning_rate'] * (it + 1) / (cfg['warmup_iters'] + 1)
+    if not cfg['decay_lr']:
+        return cfg['learning_rate']
+    if it > cfg['lr_decay_iters']:
+        return cfg['min_lr']
+    ratio = (it - cfg['warmup_iters']) / max(1, cfg['lr_decay_iters'] - cfg['warmup_iters'])
+    return cfg['min_lr'] + 0.5 * (1.0 + math.cos(math.pi * ratio)) * (cfg['learning_rate'] - cfg['min_lr'])
+
+
+# ----------------------------------------------------------------------------- data
+
+def data_dir_of(dataset):
+    return dataset if os.path.isdir(dataset) and os.sep in dataset else os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', dataset)
+
+
+def doc_windows(docs, T, n, seed):
+    """n windows [start, start+T) lying inside single documents, drawn with a fixed seed: the same windows for
+    the same (docs, T, n, seed). Documents are picked in proportion to how many windows they hold."""
+    room = np.array([max(0, end - start - T) for _, start, end in docs], dtype=np.float64)
+    if room.sum() == 0:
+        longest = max(end - start for _, start, end in docs)
+        raise ConfigError(f"no held-out document is longer than {T} tokens (longest: {longest}); use a shorter length")
+    rng = np.random.default_rng(seed)
+    which = rng.choice(len(docs), size=n, p=room / room.sum())
+    return [int(docs[d][1] + rng.integers(0, room[d] + 1)) for d in which]
+
+
+def fetch_windows(data, starts, T, device):
+    """Inputs x = data[s : s+T] and targets y = data[s+1 : s+T+1] for each start s, as int64 tensors on device."""
+    x = torch.from_numpy(np.stack([data[s:s + T] for s in starts]).astype(np.int64))
+    y = torch.from_numpy(np.stack([data[s + 1:s + 1 + T] for s in starts]).astype(np.int64))
+    if str(device).startswith('cuda'):
+        return x.pin_memory().to(device, non_blocking=True), y.pin_memory().to(device, non_blocking=True)
+    return x.to(device), y.to(device)
+
+
+class Batches:
+    """Random training windows from one seeded generator. Every process draws the same indices for the whole
+    optimizer step and takes its own micro-batches, so a DDP run sees the data of the single-process run."""
+
+    def __init__(self, data, T, batch_size, seed, device):
+        self.data, self.T, self.B, self.device = data, T, batch_size, device
+        self.gen = torch.Generator().manual_seed(seed)
+
+    def step(self, n_micro, rank=0, world=1):
+        ix = torch.randint(len(self.data) - self.T - 1, (n_micro, self.B), generator=self.gen)
+        return [fetch_windows(self.data, ix[m].tolist(), self.T, self.device) for m in range(rank, n_micro, world)]
+
+
+@torch.no_grad()
+def estimate_loss(model, val, starts, T, L, batch_size, device, ctx):
+    """Mean validation loss over fixed windows, and over the positions >= L alone (None when T <= L)."""
+    model.eval()
+    losses = []
+    for i in range(0, len(starts), batch_size):
+        x, y = fetch_windows(val, starts[i:i + batch_size], T, device)
+        with ctx:
+            losses.append(model(x, y, reduction='none')[1].float().cpu())
+    model.train()
+    loss = torch.cat(losses)
+    return loss.mean().item(), (loss[:, L:].mean().item() if T > L else None)
+
+
+# ----------------------------------------------------------------------------- the engine
+
+def ddp_setup(cfg):
+    """(rank, world_size, local_rank); initialises the process group when launched by torchrun."""
+    if int(os.environ.get('RANK', -1)) == -1:
+        return 0, 1, 0
+    from torch.distributed import init_process_group, is_initialized
+    use_cuda = torch.cuda.is_available() and cfg['device'] in ('auto', 'cuda')
+    if not is_initialized():
+        init_process_group(backend='nccl' if use_cuda else 'gloo')
+    local_rank = int(os.environ['LOCAL_RANK'])
+    if use_cuda:
+        torch.cuda.set_device(local_rank)
+    return int(os.environ['RANK']), int(os.environ['WORLD_SIZE']), local_rank
+
+
+def new_lineage(T):
+    """Where a model came from; finetune_long.py fills in the base checkpoint, method and factor."""
+    return dict(train_len=T, seq_len=T, base_checkpoint=None, rope_type=None, factor=None, finetune_steps=0)
+
+
+def train(cfg, model=None, lineage=None):
+    """Train `model` (or a new GPT from cfg, or the run in out_dir when init_from='resume') for
+    cfg['max_iters'] optimizer steps at length cfg['block_size']. Evaluates every eval_interval steps on
+    fixed held-out windows, logs to out_dir/log.jsonl and writes out_dir/ckpt.pt atomically.
+    Returns the last evaluation row (dict)."""
+    rank, world, local_rank = ddp_setup(cfg)
+    master = rank == 0
+    device = pick_device(cfg['device'])
+    if world > 1 and device.startswith('cuda'):
+        device = f'cuda:{local_rank}'
+    device_type = device.split(':')[0]
+    dtype, ctx = autocast_context(device_type, cfg['dtype'])
+    T, B, accum = cfg['block_size'], cfg['batch_size'], cfg['gradient_accumulation_steps']
+    if accum % world:
+        raise ConfigError(f"gradient_accumulation_steps={accum} is not divisible by the {world} processes; "
+                          f"make it a multiple of {world}")
+    for key in ('block_size', 'batch_size', 'max_iters', 'eval_interval', 'eval_iters', 'log_interval'):
+        if cfg[key] < (0 if key == 'max_iters' else 1):
+            raise ConfigError(f"{key}={cfg[key]} is out of range; it must be a positive integer")
+    out_dir, resume = cfg['out_dir'], cfg['init_from'] == 'resume'
+    ckpt_path = os.path.join(out_dir, 'ckpt.pt')
+    if cfg['init_from'] not in ('scratch', 'resume'):
+        raise ConfigError(f"init_from={cfg['init_from']!r} is unknown; use scratch or resume "
+                          f"(finetune_long.py takes a run folder)")
+    if not resume and not cfg['bench'] and os.path.exists(ckpt_path) and not cfg['overwrite']:
+        raise ConfigError(f"{out_dir} already holds a run (ckpt.pt); pass --init_from=resume to continue it, "
+                          f"--overwrite=True to replace it, or another --out_dir")
+
+    data_dir = data_dir_of(cfg['dataset'])
+    meta = load_meta(data_dir)
+    train_data, val_data = load_split(data_dir, 'train'), load_split(data_dir, 'val')
+    if T + 1 >= len(train_data):
+        raise ConfigError(f"block_size={T} does not fit in the {len(train_data)} training tokens of {data_dir}")
+    ckpt = load_checkpoint(ckpt_path) if resume else None
+    if ckpt is not None:
+        model, lineage = model_from_checkpoint(ckpt), ckpt['lineage']
+    elif model is None:
+        model = GPT(GPTConfig(block_size=T, vocab_size=meta['vocab_size'], n_layer=cfg['n_layer'],
+                              n_head=cfg['n_head'], n_embd=cfg['n_embd'], dropout=cfg['dropout'],
+                              bias=cfg['bias'], pos_emb=cfg['pos_emb'], rope_base=cfg['rope_base']))
+    lineage = dict(lineage or new_lineage(T), seq_len=T)
+    if model.config.vocab_size != meta['vocab_size']:
+        raise ConfigError(f"the model has a vocabulary of {model.config.vocab_size} but {data_dir} has "
+                          f"{meta['vocab_size']}; use the dataset the model was trained on")
+    if model.config.pos_emb == 'learned' and T > model.config.block_size:
+        raise ConfigError(f"block_size={T} is longer than the model's learned position table "
+                          f"({model.config.block_size})")
+    val_starts = doc_windows(meta['docs']['val'], T + 1, cfg['eval_iters'] * B, seed=cfg['seed'])
+    L = lineage['train_len']
+
+    torch.manual_seed(cfg['seed'] + rank)
+    model.to(device)
+    optimizer = model.configure_optimizers(cfg['weight_decay'], cfg['learning_rate'],
+                                           (cfg['beta1'], cfg['beta2']), device_type)
+    batches = Batches(train_data, T, B, cfg['seed'], device)
+    iter_num, best_val, rows = 0, float('inf'), []
+    if ckpt is not None:
+        optimizer.load_state_dict(ckpt['optimizer'])
+        iter_num, best_val, rows = ckpt['iter_num'], ckpt['best_val_loss'], list(ckpt.get('log', []))
+        batches.gen.set_state(ckpt['rng']['batches'])
+        if master:
+            torch.set_rng_state(ckpt['rng']['torch'])
+    raw = model
+    if cfg['compile']:
+        model = torch.compile(model)
+    if world > 1:
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        model = DDP(model, device_ids=[local_rank] if device_type == 'cuda' else None)
+
+    def save(reason):
+        lineage['finetune_steps'] = iter_num if lineage['base_checkpoint'] else 0
+        atomic_torch_save({
+            'model': raw.state_dict(), 'model_args': model_args(raw), 'optimizer': optimizer.state_dict(),
+            'iter_num': iter_num, 'best_val_loss': best_val, 'config': dict(cfg), 'lineage': dict(lineage),
+            'rng': {'batches': batches.gen.get_state(), 'torch': torch.get_rng_state()},
+            'dataset': {'dataset': cfg['dataset'], 'vocab_size': meta['vocab_size'],
+                        'tokenizer': meta.get('tokenizer')},
+            'log': rows}, ckpt_path)
+        if reason:
+            tqdm.write(f"saved {ckpt_path} at iter {iter_num} ({reason})")
+
+    def evaluate():
+        nonlocal best_val
+        val, beyond = estimate_loss(raw, val_data, val_starts, T, L, B, device, ctx)
+        if not math.isfinite(val):
+            raise FloatingPointError(f"validation loss is {val} at iter {iter_num}")
+        row = dict(iter=iter_num, train_loss=recent_loss, val_loss=round(val, 5),
+                   val_loss_beyond_L=None if beyond is None else round(beyond, 5), lr=lr,
+                   tokens_per_s=round(tok_s, 1), elapsed_s=round(time.time() - t_start, 2))
+        rows.append(row)
+        atomic_write_text(os.path.join(out_dir, 'log.jsonl'), ''.join(json.dumps(r) + '\n' for r in rows))
+        tqdm.write(f"iter {iter_num}: train {recent_loss if recent_loss is None else round(recent_loss, 4)}, "
+                   f"val {val:.4f}" + ('' if beyond is None else f", val beyond L={L}: {beyond:.4f}"))
+        improved = val < best_val
+        best_val = min(best_val, val)
+        if improved or cfg['always_save_checkpoint']:
+            save(None)
+        return row
+
+    stop = {'sig': None}
+    if master and not cfg['bench']:
+        os.makedirs(out_dir, exist_ok=True)
+        old_handler = signal.signal(signal.SIGINT, lambda s, f: stop.update(sig=s))
+    tokens_per_iter = B * T * accum
+    bar = tqdm(total=cfg['max_iters'], initial=iter_num, disable=not (master and cfg['progress']),
+               unit='it', dynamic_ncols=True, desc='bench' if cfg['bench'] else os.path.basename(out_dir.rstrip('/')))
+    t_start = t_log = time.time()
+    lr, tok_s, recent_loss, last_row, start_iter, bench_t0 = get_lr(iter_num, cfg), 0.0, None, None, iter_num, None
+    try:
+        while True:
+            evaluating = not cfg['bench'] and master and (iter_num % cfg['eval_interval'] == 0 or iter_num == cfg['max_iters'])
+            if evaluating and not (resume and iter_num == start_iter and rows and rows[-1]['iter'] == iter_num):
+                last_row = evaluate()
+            if iter_num >= cfg['max_iters'] or stop['sig']:
+                break
+            lr = get_lr(iter_num, cfg)
+            for group in optimizer.param_groups:
+                group['lr'] = lr
+            micro = batches.step(accum, rank, world)
+            for m, (x, y) in enumerate(micro):
+                if world > 1:
+                    model.require_backward_grad_sync = m == len(micro) - 1
+                with ctx:
+                    loss = model(x, y)[1] / len(micro)
+                loss.backward()
+            if cfg['grad_clip'] > 0:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg['grad_clip'])
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            iter_num += 1
+            if cfg['bench'] and iter_num - start_iter == 3:
+                bench_t0 = time.time()  # skip warm-up (and compilation) steps
+            if iter_num % cfg['log_interval'] == 0 or iter_num == cfg['max_iters']:
+                recent_loss = loss.item() * len(micro)
+                if not math.isfinite(recent_loss):
+                    raise FloatingPointError(f"training loss is {recent_loss} at iter {iter_num}")
+                now = time.time()
+                tok_s = tokens_per_iter * (iter_num - (bar.n)) / max(now - t_log, 1e-9)
+                t_log = now
+                bar.set_postfix(loss=f'{recent_loss:.4f}', tok_s=f'{tok_s:,.0f}', lr=f'{lr:.2e}')
+                bar.update(iter_num - bar.n)
+    except FloatingPointError as e:
+        kept = f"the last good checkpoint {ckpt_path} is kept" if os.path.exists(ckpt_path) else "no checkpoint was written"
+        raise ConfigError(f"{e}; training stopped ({kept}); lower learning_rate or check the data") from None
+    finally:
+        bar.close()
+        if master and not cfg['bench']:
+            signal.signal(signal.SIGINT, old_handler)
+    if stop['sig']:
+        if master:
+            save('interrupted by Ctrl-C; continue with --init_from=resume')
+        raise KeyboardInterrupt
+    if cfg['bench']:
+        n = iter_num - start_iter - 3
+        if n <= 0:
+            raise ConfigError("bench needs more than 3 steps; pass --max_iters=20 or more")
+        tok_s = tokens_per_iter * n / (time.time() - bench_t0)
+        frac = mfu(raw, T, tok_s, device)
+        print(f"bench: {raw.get_num_params() / 1e6:.2f}M params, pos_emb={raw.config.pos_emb}, T={T}, "
+              f"batch={B}x{accum}, device={device}, dtype={dtype}, compile={cfg['compile']}: "
+              f"{tok_s:,.0f} tokens/s, MFU {'n/a' if frac is None else f'{100 * frac:.1f}%'}")
+        return {'tokens_per_s': tok_s, 'mfu': frac}
+    return last_row
+
+
+def cli(main):
+    """Run a script's main(); a bad input (ValueError) ends in one line naming the problem and exit code 2."""
+    try:
+        main(sys.argv[1:])
+    except ValueError as e:
+        if os.environ.get('LONGCTX_DEBUG'):
+            raise
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)
+
+
+def main(argv):
+    cfg = get_config(argv)
+    train(cfg)
+
+
+if __name__ == '__main__':
+    cli(main)
