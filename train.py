@@ -301,6 +301,7 @@ def train(cfg, model=None, lineage=None):
     if T + 1 >= len(train_data):
         raise ConfigError(f"block_size={T} does not fit in the {len(train_data)} training tokens of {data_dir}")
     ckpt = load_checkpoint(ckpt_path) if resume else None
+    torch.manual_seed(cfg['seed'] + rank)
     if ckpt is not None:
         model, lineage = model_from_checkpoint(ckpt), ckpt['lineage']
     elif model is None:
@@ -317,7 +318,6 @@ def train(cfg, model=None, lineage=None):
     val_starts = doc_windows(meta['docs']['val'], T + 1, cfg['eval_iters'] * B, seed=cfg['seed'])
     L = lineage['train_len']
 
-    torch.manual_seed(cfg['seed'] + rank)
     model.to(device)
     optimizer = model.configure_optimizers(cfg['weight_decay'], cfg['learning_rate'],
                                            (cfg['beta1'], cfg['beta2']), device_type)

@@ -1,0 +1,116 @@
+"""train.py: configuration, data windows, the loop lowers the loss, resume is exact, torchrun/DDP agrees."""
+import json
+import os
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import ROOT, run, tiny_cfg
+from data.common import load_meta
+from model import load_checkpoint
+from train import ConfigError, DEFAULTS, doc_windows, get_config, get_lr, parse_arms, slug, train
+
+
+def test_get_config_layers(tmp_path):
+    conf = tmp_path / 'c.py'
+    conf.write_text("batch_size = 7\nlearning_rate = 1e-2\n_private = 3\n")
+    cfg = get_config([str(conf), '--batch_size=9', '--out_dir=somewhere', '--learning_rate=1'])
+    assert cfg['batch_size'] == 9 and cfg['out_dir'] == 'somewhere'
+    assert cfg['learning_rate'] == 1.0 and isinstance(cfg['learning_rate'], float)  # int accepted for float
+    with pytest.raises(ConfigError, match='bach_size'):
+        get_config(['--bach_size=3'])
+    with pytest.raises(ConfigError, match='batch_size'):
+        get_config(['--batch_size=big'])
+    with pytest.raises(ConfigError, match='does not exist'):
+        get_config([str(tmp_path / 'missing.py')])
+
+
+def test_lr_schedule():
+    cfg = dict(DEFAULTS, learning_rate=1.0, min_lr=0.1, warmup_iters=10, lr_decay_iters=110)
+    assert get_lr(0, cfg) == pytest.approx(1 / 11)
+    assert get_lr(10, cfg) == pytest.approx(1.0)
+    assert get_lr(60, cfg) == pytest.approx(0.55)      # halfway down the cosine
+    assert get_lr(500, cfg) == pytest.approx(0.1)
+    assert get_lr(60, dict(cfg, decay_lr=False)) == 1.0
+
+
+def test_doc_windows_inside_documents_and_fixed(char_data):
+    docs = load_meta(char_data)['docs']['val'] + [['extra', 100000, 100050]]
+    starts = doc_windows(docs, 100, 50, seed=3)
+    assert starts == doc_windows(docs, 100, 50, seed=3) and starts != doc_windows(docs, 100, 50, seed=4)
+    for s in starts:
+        assert any(a <= s and s + 100 <= b for _, a, b in docs)
+    with pytest.raises(ConfigError, match='longer than'):
+        doc_windows(docs, 10 ** 6, 4, seed=0)
+
+
+def test_parse_arms():
+    arms = parse_arms('default,linear,yarn:beta_fast=8:attention_factor=1,ntk:factor=8', 4, 128)
+    assert [n for n, _ in arms] == ['plain', 'linear s=4', 'yarn s=4 β_fast=8 attention_factor=1', 'ntk s=8']
+    assert arms[2][1]['beta_fast'] == 8.0 and arms[2][1]['original_max_position_embeddings'] == 128
+    assert arms[0][1] is None
+    assert slug(arms[2][0]) == 'yarn_s4_beta_fast8_attention_factor1'
+    with pytest.raises(ConfigError, match='twice'):
+        parse_arms('yarn,yarn', 4, 128)
+    with pytest.raises(ValueError, match='rope_type'):
+        parse_arms('pi', 4, 128)
+    with pytest.raises(ConfigError, match='beta_fast'):
+        parse_arms('yarn:beta_fast=fast', 4, 128)
+
+
+def test_training_lowers_loss_and_logs(char_data, tmp_path):
+    row = train(tiny_cfg(char_data, tmp_path, max_iters=30, eval_interval=15))
+    rows = [json.loads(l) for l in open(tmp_path / 'log.jsonl')]
+    assert [r['iter'] for r in rows] == [0, 15, 30] and rows[-1] == row
+    assert rows[-1]['val_loss'] < rows[0]['val_loss'] - 0.5  # from ~ln(68) = 4.2 down
+    assert rows[0]['val_loss'] == pytest.approx(np.log(68), abs=0.3)
+    ck = load_checkpoint(str(tmp_path))
+    assert ck['iter_num'] == 30 and ck['model_args']['pos_emb'] == 'rope'
+    assert ck['lineage']['train_len'] == 32 and ck['dataset']['vocab_size'] == 68
+
+
+def test_resume_continues_exactly(char_data, tmp_path):
+    """20 steps in one go == 10 steps, save, resume for 10 more: same weights, same iteration, same log."""
+    full = tiny_cfg(char_data, tmp_path / 'full', max_iters=20, eval_interval=10, dropout=0.1)
+    train(full)
+    half = tiny_cfg(char_data, tmp_path / 'half', max_iters=10, eval_interval=10, dropout=0.1, lr_decay_iters=200)
+    train(half)
+    train(dict(half, max_iters=20, init_from='resume'))
+    a, b = load_checkpoint(str(tmp_path / 'full')), load_checkpoint(str(tmp_path / 'half'))
+    assert a['iter_num'] == b['iter_num'] == 20
+    assert all(torch.equal(a['model'][k], b['model'][k]) for k in a['model'])
+    assert [r['val_loss'] for r in a['log']] == [r['val_loss'] for r in b['log']]
+
+
+def test_refuses_to_overwrite_a_run(char_data, tiny_run):
+    before = open(os.path.join(tiny_run, 'ckpt.pt'), 'rb').read()
+    with pytest.raises(ConfigError, match='already holds a run'):
+        train(tiny_cfg(char_data, tiny_run, max_iters=1))
+    assert open(os.path.join(tiny_run, 'ckpt.pt'), 'rb').read() == before
+
+
+def test_bench_prints_tokens_per_second(char_data):
+    p = run(['train.py', f'--dataset={char_data}', '--bench=True', '--max_iters=6', '--block_size=32',
+             '--batch_size=4', '--n_layer=1', '--n_embd=32', '--progress=False'])
+    assert p.returncode == 0, p.stderr
+    line = [l for l in p.stdout.splitlines() if l.startswith('bench:')][0]
+    assert 'tokens/s' in line and 'MFU n/a' in line  # no invented peak on CPU
+
+
+def test_torchrun_two_processes_match_single_process(char_data, tmp_path):
+    """2 gloo processes x 1 micro-batch == 1 process x 2 micro-batches (same data, same update)."""
+    common = [f'--dataset={char_data}', '--max_iters=4', '--eval_interval=4', '--eval_iters=2', '--block_size=32',
+              '--batch_size=4', '--n_layer=1', '--n_head=2', '--n_embd=32', '--gradient_accumulation_steps=2',
+              '--device=cpu', '--progress=False', '--learning_rate=1e-2', '--warmup_iters=0']
+    single = run(['train.py', *common, f'--out_dir={tmp_path / "single"}'])
+    assert single.returncode == 0, single.stderr
+    env = dict(os.environ, OMP_NUM_THREADS='1')
+    ddp = run(['-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=2', 'train.py', *common,
+               f'--out_dir={tmp_path / "ddp"}'], env=env, timeout=240)
+    assert ddp.returncode == 0, ddp.stderr[-2000:]
+    a, b = load_checkpoint(str(tmp_path / 'single')), load_checkpoint(str(tmp_path / 'ddp'))
+    assert a['iter_num'] == b['iter_num'] == 4
+    assert a['log'][-1]['val_loss'] < a['log'][0]['val_loss']  # it did train
+    for k in a['model']:
+        assert torch.allclose(a['model'][k], b['model'][k], atol=1e-5), k
