@@ -6,8 +6,8 @@ Measure how models predict tokens past their training length L, then draw the pi
     python eval.py --plot_only --out_dir=out/eval --log_x=True        # redraw the PNGs from the CSV/JSON
 
 Arms. Every --ckpt run folder is an arm (a folder holding arms.json, made by a multi-arm finetune_long.py,
-stands for all of its arms); several folders go space-separated after a bare --ckpt, or comma-separated in
---ckpt=a,b. Every --rope_types entry is a zero-shot arm: that RoPE scaling switched on in the base model
+stands for all of its arms); several folders go space-separated after a bare --ckpt (up to the next --option;
+put config files before it), or comma-separated in --ckpt=a,b. Every --rope_types entry is a zero-shot arm: that RoPE scaling switched on in the base model
 (--base, else the first --ckpt that is not a fine-tune, else the base a fine-tune names), with factor
 s = T/L unless the entry sets one (yarn:factor=8:beta_fast=8; dynamic types default to factor 1, i.e.
 s = l/L). 'default' is the base model as trained. L always comes from the checkpoint's lineage.
@@ -60,7 +60,7 @@ DEFAULTS = dict(
     device='auto', dtype='auto', progress=True,
     plot_only=False,        # only redraw the PNGs from out_dir's CSV/JSON
     log_x=False,            # log-scale position axis in the plots
-    smooth=0,               # moving-average width of the curves in the plots; 0 = T/64
+    smooth=0,               # moving-average width of the curves in the plots; 0 = T/32
 )
 FILES = ('position_loss.csv', 'attention_entropy.csv', 'retrieval.csv', 'finetune_curves.csv', 'summary.json',
          'summary.md')
@@ -350,10 +350,7 @@ def main(argv):
     if meta['vocab_size'] != vocab:
         raise ConfigError(f"{data_dir} has a vocabulary of {meta['vocab_size']} but the models have {vocab}; "
                           f"evaluate on the dataset they were trained on")
-    docs = (meta.get('docs') or {}).get('val')
-    if not docs:
-        raise ConfigError(f"{data_dir}/meta.json has no held-out document boundaries (docs.val); "
-                          f"rerun the dataset's prepare.py")
+    docs = meta['docs']['val']  # load_meta has checked the document boundaries are there
     val = load_split(data_dir, 'val', meta)
     room = sum((end - start) // (T + 1) for _, start, end in docs)
     if cfg['num_windows'] > room:
@@ -417,7 +414,8 @@ def main(argv):
         window_docs=[next(t for t, a, b in docs if a <= s < b) for s in starts],
         data_dir=os.path.abspath(data_dir), dataset=meta['dataset'], tokenizer=meta['tokenizer'], vocab_size=vocab,
         checkpoints=sorted({a['checkpoint'] for a in arms}), base=base['checkpoint'] if base else None,
-        rope_types=cfg['rope_types'], factor=cfg['factor'] or None, finetune_lengths=sorted({a['seq_len'] for a in arms if a['kind'] == 'fine-tuned'}),
+        rope_types=cfg['rope_types'], factor=cfg['factor'] or None,
+        finetune_lengths=sorted({a['seq_len'] for a in arms if a['kind'] == 'fine-tuned'}),
         device=device, dtype=dtype, batch_size=B, torch=torch.__version__,
         scoring="Per-position NLL (nats) of the next token, mean over the windows. Dynamic arms (dynamic, "
                 "dynamic_yarn) are scored by length buckets: positions [l_{k-1}, l_k) by a forward of length l_k, "

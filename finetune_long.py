@@ -15,10 +15,11 @@ weights with the same seed, data order and steps, so the comparison is apples to
 import json
 import os
 
-from data.common import atomic_write_text
+from data.common import atomic_write_text, load_meta
 from model import load_checkpoint, model_from_checkpoint
 from rope import type_keys
-from train import DEFAULTS as TRAIN_DEFAULTS, ConfigError, cli, get_config, parse_arms, slug, train
+from train import (DEFAULTS as TRAIN_DEFAULTS, ConfigError, check_vocab, cli, data_dir_of, parse_arms,
+                   run_config, slug, train)
 
 DEFAULTS = dict(
     TRAIN_DEFAULTS,
@@ -60,6 +61,8 @@ def plan_arms(cfg, base):
     arms = parse_arms(spec, cfg['factor'], L)
     run_cfg = dict(cfg, block_size=T, init_from='scratch', dataset=cfg['dataset'] or base['dataset']['dataset'],
                    **{k: args[k] for k in MODEL_KEYS})
+    data_dir = data_dir_of(run_cfg['dataset'])
+    check_vocab(base['dataset'], load_meta(data_dir), data_dir, cfg['init_from'])
     multi = len(arms) > 1
     plan = [(name, os.path.join(cfg['out_dir'], slug(name)) if multi else cfg['out_dir'], scaling,
              dict(run_cfg, out_dir=os.path.join(cfg['out_dir'], slug(name)) if multi else cfg['out_dir']))
@@ -71,9 +74,9 @@ def plan_arms(cfg, base):
 
 
 def main(argv):
-    cfg = get_config(argv, DEFAULTS)
+    cfg = run_config(argv, DEFAULTS)
     if cfg['init_from'] == 'resume':  # continue one arm with its own stored settings
-        train(get_config(argv, DEFAULTS, start=load_checkpoint(cfg['out_dir'])['config']))
+        train(cfg)
         return
     if not cfg['init_from']:
         raise ConfigError("pass --init_from=<run folder of the base model> (or --init_from=resume)")

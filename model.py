@@ -37,6 +37,11 @@ class GPTConfig:
     rope_scaling: dict = None   # Hugging Face style rope_scaling dict, None = plain RoPE
 
     def __post_init__(self):
+        for key in ('block_size', 'vocab_size', 'n_layer', 'n_head', 'n_embd'):
+            if getattr(self, key) < 1:
+                raise ValueError(f"{key}={getattr(self, key)!r} is out of range; it must be a positive integer")
+        if not 0 <= self.dropout < 1:
+            raise ValueError(f"dropout={self.dropout} is out of range; it must be in [0, 1)")
         if self.pos_emb not in POS_EMBS:
             raise ValueError(f"pos_emb={self.pos_emb!r} is unknown; use one of {', '.join(POS_EMBS)}")
         if self.n_embd % self.n_head:
@@ -256,7 +261,7 @@ def load_checkpoint(path, map_location='cpu'):
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ValueError(f"checkpoint {path} could not be loaded safely ({first[:160]}); "
                          f"it is truncated or not a checkpoint of this project") from None
-    if not isinstance(ckpt, dict) or any(k not in ckpt for k in CKPT_KEYS):
+    if not isinstance(ckpt, dict) or any(not isinstance(ckpt.get(k), dict) for k in CKPT_KEYS):
         raise ValueError(f"checkpoint {path} is not a checkpoint of this project (no 'model'/'model_args')")
     return ckpt
 

@@ -8,26 +8,29 @@ loads a model or a checkpoint), so `python eval.py --plot_only --out_dir=<dir>` 
   retrieval.png          passkey test: in-context gain and exact match per distance bucket
   finetune_curves.png    loss beyond L vs fine-tune step (when the arms have fine-tune logs)
 
-Zero-shot arms are dashed, fine-tuned arms solid in the same colour as the zero-shot arm of their method,
-the base model black.
+Zero-shot arms are dashed, fine-tuned arms solid, in one colour per method (whatever the scale); the base
+model is black.
 """
 import csv
 import json
 import os
 import re
+import textwrap
 
 import matplotlib
 matplotlib.use('Agg')
+import matplotlib.ticker  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from data.common import atomic_write  # noqa: E402
-from rope import bands, freq_ratio  # noqa: E402
+from rope import bands, freq_ratio, rope_inv_freq  # noqa: E402
 
 RC = {'font.size': 13, 'axes.titlesize': 15, 'axes.labelsize': 14, 'legend.fontsize': 11, 'xtick.labelsize': 12,
       'ytick.labelsize': 12, 'axes.spines.top': False, 'axes.spines.right': False, 'figure.dpi': 110}
 COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#17becf', '#bcbd22',
           '#7f7f7f']
+MARKERS = ['o', 's', '^', 'D', 'v', 'P', 'X', '<', '>', 'h']
 BAND_COLORS = {'high': '#d8f0d8', 'middle': '#fdf1c7', 'low': '#d9e8f7'}
 
 
@@ -50,13 +53,18 @@ def method(name):
     return re.sub(r' (zero-shot|ft\d+)( \[.*\])?$', '', name)
 
 
+def family(name):
+    """Colour key: the method without its scale, so 'yarn s=8 β_fast=8 zero-shot' and 'yarn s=4 β_fast=8 ft100' match."""
+    return re.sub(r' s=[0-9.e+-]+', '', method(name))
+
+
 def styles(arms):
     out, colors = {}, {}
     for a in arms:
         if a['kind'] == 'base':
             out[a['name']] = dict(color='black', ls='-', lw=2.4)
             continue
-        c = colors.setdefault(method(a['name']), COLORS[len(colors) % len(COLORS)])
+        c = colors.setdefault(family(a['name']), COLORS[len(colors) % len(COLORS)])
         out[a['name']] = dict(color=c, ls='--' if a['kind'] == 'zero-shot' else '-', lw=2.0)
     return out
 
@@ -70,8 +78,7 @@ def smooth(y, w):
 
 
 def save(fig, path):
-    fig.tight_layout()
-    atomic_write(path, lambda f: fig.savefig(f, format='png', dpi=130))
+    atomic_write(path, lambda f: fig.savefig(f, format='png', dpi=130, bbox_inches='tight'))
     plt.close(fig)
     return path
 
@@ -116,7 +123,7 @@ def plot_loss(out_dir, summary, w, log_x):
         ax.set_ylabel(f'loss (nats), mean over {w} positions')
         ax.set_title(f"Loss vs position — {s['dataset']}, {s['num_windows']} held-out windows of {s['T']} tokens")
         ax.grid(alpha=0.3)
-        ax.legend(loc='upper left', ncol=2 if len(names) > 5 else 1, framealpha=0.9, bbox_to_anchor=(0.0, 0.9))
+        ax.legend(loc='upper left', bbox_to_anchor=(1.01, 1.0), frameon=False)
         return save(fig, os.path.join(out_dir, 'loss_vs_position.png'))
 
 
@@ -138,16 +145,25 @@ def plot_ramp(out_dir, summary):
             ax.axvspan(i - 0.5, j + 0.5, color=BAND_COLORS[band[i]], zorder=0)
             ax.text((i + j) / 2, 1.0, band[i], transform=ax.get_xaxis_transform(), ha='center', va='top', fontsize=12)
             i = j + 1
-        st, drawn, lowest = styles(arms), set(), 1.0
+        st, lines = styles(arms), []  # configs with the same curve share a line: 'ntk s=8 = dynamic (at l=128)'
         for a in rope:
-            key = json.dumps([a['rope_scaling'], a['head_dim'], a['rope_base']], sort_keys=True)
-            if key in drawn:
-                continue
-            drawn.add(key)
-            r = freq_ratio(a['head_dim'], a['rope_base'], a['rope_scaling'], s['T'] if a['dynamic'] else None).numpy()
-            lowest = min(lowest, r.min())
-            label = 'plain RoPE' if a['rope_scaling'] is None else method(a['name']) + (f" (at l={s['T']})" if a['dynamic'] else '')
-            ax.plot(np.arange(len(r)), r, marker='o', ms=4, label=label, **dict(st[a['name']], ls='-'))
+            seq_len = s['T'] if a['dynamic'] else None
+            r = freq_ratio(a['head_dim'], a['rope_base'], a['rope_scaling'], seq_len).numpy()
+            af = rope_inv_freq(a['head_dim'], a['rope_base'], a['rope_scaling'], seq_len)[1]
+            label = 'plain RoPE' if a['rope_scaling'] is None else method(a['name'])
+            label += f" (at l={s['T']})" if a['dynamic'] else ''
+            same = next((ln for ln in lines if len(ln[0]) == len(r) and np.allclose(ln[0], r, rtol=1e-6)
+                         and abs(ln[3] - af) < 1e-9), None)
+            if same is None:
+                lines.append((r, [label], st[a['name']], af))
+            elif label not in same[1]:
+                same[1].append(label)
+        for k, (r, labels, style, af) in enumerate(lines):
+            label = textwrap.fill(' = '.join(labels), 42, subsequent_indent='   ')
+            label += '' if af == 1 else f"\n   (cos, sin × {af:.3f})"
+            ax.plot(np.arange(len(r)), r, marker=MARKERS[k % len(MARKERS)], ms=max(3, 10 - k), label=label,
+                    **dict(style, ls='-', lw=max(1.2, 3.0 - 0.3 * k)))
+        lowest = min(ln[0].min() for ln in lines)
         ax.set_yscale('log', base=2)
         ax.set_ylim(lowest / 1.3, 1.5)
         ax.set_xlim(-0.5, d // 2 - 0.5)
@@ -155,7 +171,7 @@ def plot_ramp(out_dir, summary):
         ax.set_ylabel("θ'ᵢ / θᵢ  (1 = kept, 1/s = PI)")
         ax.set_title(f"RoPE frequency ratio per pair — bands at L={L}: high > 32 turns in L, low < 1 turn")
         ax.grid(alpha=0.3, which='both')
-        ax.legend(loc='lower left', framealpha=0.9)
+        ax.legend(loc='upper left', bbox_to_anchor=(1.01, 1.0), frameon=False)
         return save(fig, os.path.join(out_dir, 'rope_ramp.png'))
 
 
@@ -170,7 +186,7 @@ def plot_entropy(out_dir, summary, w, log_x):
         ax.set_ylabel('attention entropy (nats)')
         ax.set_title(f"Attention entropy vs position — mean over layers, heads, {s['entropy']['windows']} windows")
         ax.grid(alpha=0.3)
-        ax.legend(loc='upper left', ncol=2 if len(names) > 5 else 1, framealpha=0.9, bbox_to_anchor=(0.0, 0.9))
+        ax.legend(loc='upper left', bbox_to_anchor=(1.01, 1.0), frameon=False)
         return save(fig, os.path.join(out_dir, 'attention_entropy.png'))
 
 
@@ -202,7 +218,7 @@ def plot_retrieval(out_dir, summary):
             ax.set_ylabel(label)
             if col == 8:
                 ax.set_ylim(0, 105)
-        axes[0].legend(fontsize=10, framealpha=0.9)
+        axes[1].legend(loc='upper left', bbox_to_anchor=(1.01, 1.0), frameon=False)
         fig.suptitle(f"Passkey test: a random {s['retrieval']['len']}-token string repeated at a distance "
                      f"(first {s['retrieval']['cue']} tokens given), {s['retrieval']['windows']} windows per bucket")
         return save(fig, os.path.join(out_dir, 'retrieval.png'))
@@ -219,11 +235,12 @@ def plot_finetune(out_dir, summary):
         for n in dict.fromkeys(r[0] for r in rows):
             pts = [(int(r[1]), float(r[3] or r[2])) for r in rows if r[0] == n and (r[3] or r[2])]
             ax.plot(*zip(*pts), marker='o', ms=5, label=n, **dict(st.get(n, {}), ls='-'))
+        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
         ax.set_xlabel('fine-tune step')
         ax.set_ylabel('validation loss beyond L (nats)')
         ax.set_title(f"Fine-tuning: loss on positions ≥ L={summary['settings']['L']} at the fine-tune length")
         ax.grid(alpha=0.3)
-        ax.legend(framealpha=0.9)
+        ax.legend(loc='upper left', bbox_to_anchor=(1.01, 1.0), frameon=False)
         return save(fig, os.path.join(out_dir, 'finetune_curves.png'))
 
 
@@ -234,7 +251,7 @@ def plot_all(out_dir, log_x=False, smooth=0):
         raise ValueError(f"{path} not found; run eval.py (without --plot_only) to measure first")
     with open(path, encoding='utf-8') as f:
         summary = json.load(f)
-    w = smooth or max(1, summary['settings']['T'] // 64)
+    w = smooth or max(1, summary['settings']['T'] // 32)
     out = [plot_loss(out_dir, summary, w, log_x), plot_ramp(out_dir, summary), plot_entropy(out_dir, summary, w, log_x),
            plot_retrieval(out_dir, summary), plot_finetune(out_dir, summary)]
     return [p for p in out if p]

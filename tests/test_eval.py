@@ -1,0 +1,266 @@
+"""Tests of eval.py and plot.py on a tiny char model trained here (L=16, 400 steps on the fixture corpus, a few
+seconds on one CPU thread), two short fine-tunes of it (plain and YaRN at 64 = 4L) and one eval at T = 64."""
+import csv
+import importlib.util
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+import eval as ev  # noqa: E402
+import finetune_long  # noqa: E402
+import train  # noqa: E402
+from data.common import load_meta, load_split  # noqa: E402
+from model import GPT, GPTConfig, load_checkpoint, model_from_checkpoint  # noqa: E402
+
+CORPUS = os.path.join(ROOT, 'tests', 'fixtures', 'corpus')
+L, T, N = 16, 64, 24
+PNGS = ('loss_vs_position.png', 'rope_ramp.png', 'attention_entropy.png', 'retrieval.png', 'finetune_curves.png')
+
+
+@pytest.fixture(scope='module')
+def lab(tmp_path_factory):
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a model this small runs faster on one thread
+    root = tmp_path_factory.mktemp('evallab')
+    data = str(root / 'data')
+    spec = importlib.util.spec_from_file_location('prep', os.path.join(ROOT, 'data', 'shakespeare_char', 'prepare.py'))
+    prep = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(prep)
+    prep.main(['--src', CORPUS, '--out_dir', data, '--val_titles', 'tempest'])
+    base, ft, out = str(root / 'base'), str(root / 'ft'), str(root / 'eval')
+    train.train(dict(train.DEFAULTS, out_dir=base, dataset=data, block_size=L, batch_size=32, n_layer=2, n_head=2,
+                     n_embd=48, max_iters=400, eval_interval=400, eval_iters=2, learning_rate=1e-2, warmup_iters=5,
+                     lr_decay_iters=400, min_lr=1e-3, progress=False, device='cpu'))
+    finetune_long.main([f'--init_from={base}', '--rope_type=yarn:beta_fast=8', '--plain=True', '--factor=4',
+                        '--max_iters=10', '--eval_interval=5', '--eval_iters=2', f'--out_dir={ft}', '--progress=False',
+                        '--device=cpu'])
+    summary = ev.main(['--ckpt', base, ft, '--rope_types=default,linear,ntk,dynamic,yarn:beta_fast=8',
+                       f'--eval_len={T}', f'--num_windows={N}', '--retrieval_len=8', f'--out_dir={out}',
+                       '--device=cpu', '--progress=False'])
+    yield dict(root=root, data=data, base=base, ft=ft, out=out, summary=summary)
+    torch.set_num_threads(threads)
+
+
+def columns(path):
+    with open(path, newline='', encoding='utf-8') as f:
+        rows = list(csv.reader(f))
+    return {name: np.array([float(r[j]) for r in rows[1:]]) for j, name in enumerate(rows[0])}
+
+
+def arm(summary, name):
+    return next(a for a in summary['arms'] if a['name'] == name)
+
+
+def direct_nll(model, x, y):
+    """-log softmax(logits)[target], token by token, from the logits alone."""
+    with torch.no_grad():
+        logits = model(x)[0]
+    return -torch.log_softmax(logits.double(), -1).gather(-1, y[..., None])[..., 0]
+
+
+def test_arms_and_summary_json(lab):
+    s = lab['summary']
+    assert [a['name'] for a in s['arms']] == ['base (L=16)', 'plain ft10', 'yarn s=4 β_fast=8 ft10',
+                                              'linear s=4 zero-shot', 'ntk s=4 zero-shot', 'dynamic zero-shot',
+                                              'yarn s=4 β_fast=8 zero-shot']
+    with open(os.path.join(lab['out'], 'summary.json'), encoding='utf-8') as f:
+        assert json.load(f) == json.loads(json.dumps(s))
+    for a in s['arms']:
+        assert {'name', 'checkpoint', 'train_len', 'rope_scaling', 'finetune_steps', 'buckets', 'ppl_at'} <= set(a)
+        assert a['train_len'] == L
+        assert list(a['buckets']) == ['0-16', '16-32', '32-64'] and list(a['ppl_at']) == ['16', '32', '64']
+    assert arm(s, 'plain ft10')['finetune_steps'] == 10 and arm(s, 'ntk s=4 zero-shot')['finetune_steps'] == 0
+    zs = arm(s, 'yarn s=4 β_fast=8 zero-shot')
+    assert zs['checkpoint'] == lab['base'] and zs['kind'] == 'zero-shot'
+    assert zs['rope_scaling']['factor'] == T / L and zs['rope_scaling']['beta_fast'] == 8
+    assert zs['rope_scaling']['original_max_position_embeddings'] == L  # L read from the checkpoint
+    assert arm(s, 'base (L=16)')['rope_scaling'] is None
+    st = s['settings']
+    assert st['T'] == T and st['L'] == L and st['num_windows'] == N and 'length buckets' in st['scoring']
+    meta = load_meta(lab['data'])
+    assert st['windows'] == train.doc_windows(meta['docs']['val'], T + 1, N, st['seed'])
+    for w in st['windows']:  # each window (T+1 tokens with the last target) inside one held-out document
+        assert any(a <= w and w + T + 1 <= b for _, a, b in meta['docs']['val'])
+    with open(os.path.join(lab['out'], 'summary.md'), encoding='utf-8') as f:
+        md = f.read()
+    assert '| yarn s=4 β_fast=8 ft10 |' in md and 'length buckets' in md
+
+
+def test_position_loss_equals_direct_computation_on_shared_windows(lab):
+    """Every arm's CSV column is the per-token NLL on the SAME windows (those in summary.json)."""
+    s, cols = lab['summary'], columns(os.path.join(lab['out'], 'position_loss.csv'))
+    assert list(cols['position']) == list(range(T))
+    val = load_split(lab['data'], 'val')
+    x, y = train.fetch_windows(val, s['settings']['windows'], T, 'cpu')
+    yarn = arm(s, 'yarn s=4 β_fast=8 zero-shot')['rope_scaling']
+    for name, path, scaling in (('base (L=16)', lab['base'], None), ('plain ft10', os.path.join(lab['ft'], 'plain'), None),
+                                ('yarn s=4 β_fast=8 zero-shot', lab['base'], yarn)):
+        model = model_from_checkpoint(load_checkpoint(path)).eval()
+        if scaling:
+            model.set_rope_scaling(scaling)
+        np.testing.assert_allclose(cols[name], direct_nll(model, x, y).mean(0).numpy(), atol=2e-5)
+    # the dynamic arm: positions [0,16) from a forward of 16 tokens, [16,32) of 32, [32,64) of 64
+    model = model_from_checkpoint(load_checkpoint(lab['base'])).eval()
+    model.set_rope_scaling(arm(s, 'dynamic zero-shot')['rope_scaling'])
+    want = torch.cat([direct_nll(model, x[:, :e], y[:, :e])[:, lo:e] for lo, e in ((0, 16), (16, 32), (32, 64))], 1)
+    np.testing.assert_allclose(cols['dynamic zero-shot'], want.mean(0).numpy(), atol=2e-5)
+    whole = direct_nll(model, x, y).mean(0).numpy()  # one forward of 64 would differ inside L: not what is scored
+    assert np.abs(whole[:16] - cols['dynamic zero-shot'][:16]).max() > 1e-3
+
+
+def test_buckets_are_csv_means_and_ppl_is_exp(lab):
+    cols = columns(os.path.join(lab['out'], 'position_loss.csv'))
+    for a in lab['summary']['arms']:
+        for label, loss in a['buckets'].items():
+            lo, hi = map(int, label.split('-'))
+            assert loss == pytest.approx(cols[a['name']][lo:hi].mean(), abs=1e-6)
+        for cut, ppl in a['ppl_at'].items():
+            assert ppl == pytest.approx(math.exp(cols[a['name']][:int(cut)].mean()), rel=1e-6)
+
+
+def test_plain_rope_is_worse_past_L(lab):
+    """The effect the tool exists to show: at 4L, plain RoPE's loss past L is above its loss inside L."""
+    loss = columns(os.path.join(lab['out'], 'position_loss.csv'))['base (L=16)']
+    assert loss[L:].mean() > loss[:L].mean() + 0.1
+    assert loss[2 * L:].mean() > loss[L:2 * L].mean()
+
+
+def test_pngs_written_and_plot_only_redraws_them(lab, tmp_path):
+    out = lab['out']
+    before = {}
+    for p in PNGS:
+        with open(os.path.join(out, p), 'rb') as f:
+            before[p] = f.read()
+        assert before[p][:8] == b'\x89PNG\r\n\x1a\n' and len(before[p]) > 10_000
+    with open(os.path.join(out, 'finetune_curves.csv'), newline='') as f:
+        rows = list(csv.reader(f))
+    assert rows[0][:4] == ['arm', 'iter', 'val_loss', 'val_loss_beyond_L']
+    assert [(r[0], r[1]) for r in rows[1:]] == [(a, i) for a in ('plain ft10', 'yarn s=4 β_fast=8 ft10')
+                                                for i in ('0', '5', '10')]
+    redo = str(tmp_path / 'redo')  # only the CSV/JSON files: no checkpoint, no data needed
+    os.makedirs(redo)
+    for name in ev.FILES:
+        shutil.copy(os.path.join(out, name), redo)
+    r = subprocess.run([sys.executable, os.path.join(ROOT, 'eval.py'), '--plot_only', f'--out_dir={redo}'],
+                       cwd=str(tmp_path), capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    for p in PNGS:
+        with open(os.path.join(redo, p), 'rb') as f:
+            assert f.read() == before[p], p
+    ev.main(['--plot_only', f'--out_dir={redo}', '--log_x=True'])  # a setting of the drawing only
+    with open(os.path.join(redo, 'loss_vs_position.png'), 'rb') as f:
+        assert f.read() != before['loss_vs_position.png']
+
+
+class CopyOracle(torch.nn.Module):
+    """A model that copies: predicts the token that followed the latest earlier occurrence of the longest
+    suffix (up to 8 tokens) of its input; no idea where the passkey is."""
+
+    def forward(self, idx, targets, reduction='none'):
+        B, n = idx.shape
+        logits = torch.zeros(B, n, 128)
+        for b in range(B):
+            s, seen = idx[b].tolist(), {}
+            for t in range(n):
+                for k in range(min(8, t + 1), 0, -1):
+                    j = seen.get(tuple(s[t - k + 1:t + 1]))
+                    if j is not None:
+                        logits[b, t, s[j + 1]] = 30.0
+                        break
+                for k in range(1, min(8, t + 1) + 1):
+                    seen[tuple(s[t - k + 1:t + 1])] = t
+        return logits, F.cross_entropy(logits.view(-1, 128), targets.reshape(-1), reduction='none').view(B, n)
+
+
+def test_passkey_positions_and_copy_oracle(lab):
+    meta, val = load_meta(lab['data']), load_split(lab['data'], 'val')
+    starts = lab['summary']['settings']['windows'][:6]
+    K, cue, pos = 8, 4, 8
+    buckets, examples = ev.passkey_examples(val, starts, T, L, K, cue, pos, meta['vocab_size'], meta['eot_token'], 7)
+    assert [(b[0], b[1], b[2]) for b in buckets] == [('0-16', 8, 16), ('16-32', 16, 32), ('32-64', 32, T - pos - K + 1)]
+    assert len(examples) == 3 * len(starts)
+    for i, e in enumerate(examples):  # bucket by bucket, one example per window
+        label, lo, hi, n = buckets[e['bucket']]
+        orig = np.array(val[starts[i % len(starts)]:][:T + 1], dtype=np.int64)
+        d = e['repeat'] - e['first']
+        assert e['first'] == pos and d == e['distance'] and lo <= d < hi and e['repeat'] + K <= n <= T
+        assert list(e['seq'][pos:pos + K]) == list(e['key']) == list(e['seq'][e['repeat']:e['repeat'] + K])
+        assert meta['eot_token'] not in e['key']
+        keep = np.ones(T + 1, bool)
+        keep[pos:pos + K] = keep[e['repeat']:e['repeat'] + K] = False
+        assert (e['seq'][keep] == orig[keep]).all()  # the filler is the held-out window itself
+    res = ev.retrieval_scores(CopyOracle(), buckets, examples, K, cue, L, False, torch.no_grad(), 4, 'cpu')
+    assert [r['exact_match'] for r in res] == [1.0, 1.0, 1.0]
+    assert all(r['repeat_loss'] < 1e-6 and r['gain'] > 5 for r in res)
+    real = lab['summary']['arms'][0]['retrieval']  # the tiny model does not copy
+    assert [r['bucket'] for r in real] == ['0-16', '16-32', '32-64'] and all(r['n'] == 8 for r in real)
+
+
+def test_default_length_and_arm_names(lab):
+    base, ft = lab['base'], lab['ft']
+    cfg = dict(ev.DEFAULTS, ckpt=base)
+    assert ev.plan_arms(cfg)[2] == 8 * L
+    arms, b, T_ = ev.plan_arms(dict(cfg, ckpt=f'{ft}', rope_types='yarn,dynamic_yarn,yarn:attention_factor=1'))
+    assert T_ == 4 * 64 and b['checkpoint'] == base  # base found through the fine-tunes' lineage
+    assert [a['name'] for a in arms] == ['plain ft10', 'yarn s=4 β_fast=8 ft10', 'yarn s=16 zero-shot',
+                                         'dynamic_yarn zero-shot', 'yarn s=16 attention_factor=1 zero-shot']
+    assert arms[3]['dynamic'] and arms[3]['scaling']['factor'] == 1.0
+
+
+def other_vocab_run(root, data):
+    run = str(root / 'other')
+    os.makedirs(run, exist_ok=True)
+    m = GPT(GPTConfig(block_size=L, vocab_size=70, n_layer=1, n_head=2, n_embd=16))
+    torch.save({'model': m.state_dict(), 'model_args': vars(m.config), 'lineage': train.new_lineage(L),
+                'dataset': {'dataset': data, 'vocab_size': 70, 'tokenizer': 'char'}}, os.path.join(run, 'ckpt.pt'))
+    return run
+
+
+@pytest.mark.parametrize('case', ['vocab', 'short', 'no_docs', 'dup_type', 'dup_ckpt', 'windows'])
+def test_bad_input_is_one_clear_error_and_writes_nothing(lab, tmp_path, case):
+    out = str(tmp_path / 'out')
+    args = ['--ckpt', lab['base'], f'--out_dir={out}', '--device=cpu', '--progress=False', f'--eval_len={T}']
+    if case == 'vocab':
+        args[1:2] = [lab['base'], other_vocab_run(tmp_path, lab['data'])]
+        match = 'different data'
+    elif case == 'short':
+        args[-1], match = '--eval_len=8', 'eval_len=8 is shorter than the training length L=16'
+    elif case == 'no_docs':
+        data = str(tmp_path / 'data')
+        shutil.copytree(lab['data'], data)
+        meta = load_meta(data)
+        del meta['docs']
+        with open(os.path.join(data, 'meta.json'), 'w') as f:
+            json.dump(meta, f)
+        args, match = args + [f'--dataset={data}'], 'docs'
+    elif case == 'dup_type':
+        args, match = args + ['--rope_types=yarn,ntk,yarn'], "'yarn s=4 zero-shot' is given twice"
+    elif case == 'dup_ckpt':
+        args[1:2], match = [lab['base'], lab['base'] + '/'], 'given twice'
+    else:
+        args, match = args + ['--num_windows=500'], 'num_windows=500'
+    with pytest.raises(ValueError, match=match):
+        ev.main(args)
+    assert not os.path.exists(out)
+
+
+def test_cli_error_keeps_earlier_results(lab, tmp_path):
+    out = str(tmp_path / 'keep')
+    shutil.copytree(lab['out'], out)
+    before = {n: open(os.path.join(out, n), 'rb').read() for n in os.listdir(out)}
+    r = subprocess.run([sys.executable, os.path.join(ROOT, 'eval.py'), '--ckpt', lab['base'], '--eval_len=8',
+                        f'--out_dir={out}'], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [
+        f"error: eval_len=8 is shorter than the training length L=16 of {lab['base']}; pass --eval_len >= 16 "
+        f"(or 0 for the default)"]
+    assert {n: open(os.path.join(out, n), 'rb').read() for n in os.listdir(out)} == before
