@@ -414,7 +414,7 @@ def train(cfg, model=None, lineage=None):
     stop = {'sig': None}
     if master and not cfg['bench']:
         os.makedirs(out_dir, exist_ok=True)
-        old_handler = signal.signal(signal.SIGINT, lambda s, f: stop.update(sig=s))
+        old_handlers = {s: signal.signal(s, lambda n, f: stop.update(sig=n)) for s in (signal.SIGINT, signal.SIGTERM)}
     tokens_per_iter = B * T * accum
     bar = tqdm(total=cfg['max_iters'], initial=iter_num, disable=not (master and cfg['progress']),
                unit='it', dynamic_ncols=True, desc='bench' if cfg['bench'] else os.path.basename(out_dir.rstrip('/')))
@@ -454,14 +454,15 @@ def train(cfg, model=None, lineage=None):
                 bar.set_postfix(loss=f'{recent_loss:.4f}', tok_s=f'{tok_s:,.0f}', lr=f'{lr:.2e}')
                 bar.update(iter_num - bar.n)
         if stop['sig'] and master:
-            save('interrupted by Ctrl-C; continue with --init_from=resume')
+            save(f"stopped by {signal.Signals(stop['sig']).name}; continue with --init_from=resume")
     except FloatingPointError as e:
         kept = f"the last good checkpoint {ckpt_path} is kept" if os.path.exists(ckpt_path) else "no checkpoint was written"
         raise ConfigError(f"{e}; training stopped ({kept}); lower learning_rate or check the data") from None
     finally:
         bar.close()
         if master and not cfg['bench']:
-            signal.signal(signal.SIGINT, old_handler)
+            for s, h in old_handlers.items():
+                signal.signal(s, h)
     if stop['sig']:
         raise KeyboardInterrupt
     if cfg['bench']:
@@ -478,7 +479,14 @@ def train(cfg, model=None, lineage=None):
 
 
 def cli(main):
-    """Run a script's main(); a bad input (ValueError) ends in one line naming the problem and exit code 2."""
+    """Run a script's main(); a bad input (ValueError) ends in one line naming the problem and exit code 2.
+    -h/--help prints the script's docstring and its settings with their defaults."""
+    if {'-h', '--help'} & set(sys.argv[1:]):
+        script = sys.modules['__main__']
+        print(script.__doc__.strip() + '\n\nSettings (--key=value) and defaults:')
+        for k, v in getattr(script, 'DEFAULTS', {}).items():
+            print(f"  --{k}={v!r}")
+        return
     try:
         main(sys.argv[1:])
     except ValueError as e:

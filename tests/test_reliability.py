@@ -127,7 +127,7 @@ def test_sigkill_then_ctrl_c_then_resume_reaches_the_same_weights(char_data, tmp
         assert code == 130 and err.strip() == 'interrupted', err
         stopped_at = load_checkpoint(broken)['iter_num']
         assert killed_at < stopped_at < 150
-        assert f"saved {os.path.join(broken, 'ckpt.pt')} at iter {stopped_at} (interrupted by Ctrl-C" in out
+        assert f"saved {os.path.join(broken, 'ckpt.pt')} at iter {stopped_at} (stopped by SIGINT" in out
         code, err, _ = call(train.main, [f'--out_dir={broken}', '--init_from=resume'], capsys)
         assert code == 0, err
     finally:
