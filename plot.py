@@ -83,7 +83,7 @@ def save(fig, path):
     return path
 
 
-def length_lines(ax, s, top_text=True):
+def length_lines(ax, s):
     ax.axvline(s['L'], color='0.35', lw=1.6, zorder=1)
     ax.text(s['L'], 1.0, f" L={s['L']}", transform=ax.get_xaxis_transform(), va='top', ha='left', color='0.25',
             fontsize=12)

@@ -1,7 +1,6 @@
 """Tests of eval.py and plot.py on a tiny char model trained here (L=16, 400 steps on the fixture corpus, a few
 seconds on one CPU thread), two short fine-tunes of it (plain and YaRN at 64 = 4L) and one eval at T = 64."""
 import csv
-import importlib.util
 import json
 import math
 import os
@@ -22,21 +21,15 @@ import train  # noqa: E402
 from data.common import load_meta, load_split  # noqa: E402
 from model import GPT, GPTConfig, load_checkpoint, model_from_checkpoint  # noqa: E402
 
-CORPUS = os.path.join(ROOT, 'tests', 'fixtures', 'corpus')
 L, T, N = 16, 64, 24
 PNGS = ('loss_vs_position.png', 'rope_ramp.png', 'attention_entropy.png', 'retrieval.png', 'finetune_curves.png')
 
 
 @pytest.fixture(scope='module')
-def lab(tmp_path_factory):
+def lab(tmp_path_factory, char_data):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # a model this small runs faster on one thread
-    root = tmp_path_factory.mktemp('evallab')
-    data = str(root / 'data')
-    spec = importlib.util.spec_from_file_location('prep', os.path.join(ROOT, 'data', 'shakespeare_char', 'prepare.py'))
-    prep = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(prep)
-    prep.main(['--src', CORPUS, '--out_dir', data, '--val_titles', 'tempest'])
+    root, data = tmp_path_factory.mktemp('evallab'), char_data  # char_data: conftest.py, val = tempest
     base, ft, out = str(root / 'base'), str(root / 'ft'), str(root / 'eval')
     train.train(dict(train.DEFAULTS, out_dir=base, dataset=data, block_size=L, batch_size=32, n_layer=2, n_head=2,
                      n_embd=48, max_iters=400, eval_interval=400, eval_iters=2, learning_rate=1e-2, warmup_iters=5,
