@@ -1,7 +1,7 @@
 # The CPU pipeline, one visible step per target; `make demo` runs them all (about 25 minutes on 2 cores).
 # Every step is a plain command you can copy and change. PY=python3 make demo to pick another interpreter.
 PY ?= python
-ZERO_SHOT = default,linear,ntk,dynamic,ntk_by_parts,yarn,yarn:beta_fast=8,dynamic_yarn,llama3
+ZERO_SHOT = default,linear,ntk,dynamic,ntk_by_parts,yarn,yarn:beta_fast=8,yarn:beta_fast=8:attention_factor=1,dynamic_yarn,llama3
 
 .PHONY: demo install data train finetune eval ape test
 

@@ -107,24 +107,45 @@ def curves(ax, names, data, st, w, log_x):
     return np.array(ys)
 
 
-def plot_loss(out_dir, summary, w, log_x):
+def panels(arms):
+    """Arms split for readability: zero-shot arms | fine-tuned arms, each panel with the base model(s) in black."""
+    base = [a['name'] for a in arms if a['kind'] == 'base']
+    groups = [(title, base + [a['name'] for a in arms if a['kind'] == kind])
+              for kind, title in (('zero-shot', 'zero-shot: scaling switched on, no training'),
+                                  ('fine-tuned', 'fine-tuned at the longer length'))]
+    return [g for g in groups if len(g[1]) > len(base)] or [('', base)]
+
+
+def plot_positions(out_dir, summary, w, log_x, what):
+    """loss_vs_position.png (what='loss') or attention_entropy.png (what='entropy'): one panel per arm group."""
     s, arms = summary['settings'], summary['arms']
-    names, data = read_columns(os.path.join(out_dir, 'position_loss.csv'))
+    csv_name, png, ylabel, title = {
+        'loss': ('position_loss.csv', 'loss_vs_position.png', f'loss (nats), mean over {w} positions',
+                 f"Loss vs position — {s['dataset']}, {s['num_windows']} held-out windows of {s['T']} tokens"),
+        'entropy': ('attention_entropy.csv', 'attention_entropy.png', 'attention entropy (nats)',
+                    f"Attention entropy vs query position — mean over layers, heads, {s['entropy']['windows']} windows"),
+    }[what]
+    names, data = read_columns(os.path.join(out_dir, csv_name))
+    groups, st = panels(arms), styles(arms)
     with plt.rc_context(RC):
-        fig, ax = plt.subplots(figsize=(12, 6.5))
-        ys = curves(ax, names, data, styles(arms), w, log_x)
-        inside = ys[:, :s['L']].mean(axis=1)
-        top = min(ys.max(), 2.0 * inside.min())  # a curve that blows up leaves the chart instead of flattening the rest
-        ax.set_ylim(ys.min() - 0.05 * (top - ys.min()), top)
-        if ys.max() > top:
-            ax.text(0.99, 0.99, f"clipped at {top:.2f}", transform=ax.transAxes, ha='right', va='top', color='0.4')
-        length_lines(ax, s)
-        ax.set_xlabel('token position' + (' + 1 (log scale)' if log_x else ''))
-        ax.set_ylabel(f'loss (nats), mean over {w} positions')
-        ax.set_title(f"Loss vs position — {s['dataset']}, {s['num_windows']} held-out windows of {s['T']} tokens")
-        ax.grid(alpha=0.3)
-        ax.legend(loc='upper left', bbox_to_anchor=(1.01, 1.0), frameon=False)
-        return save(fig, os.path.join(out_dir, 'loss_vs_position.png'))
+        fig, axes = plt.subplots(1, len(groups), figsize=(8.5 * len(groups), 7.5), sharey=True, squeeze=False)
+        ys = []
+        for ax, (sub, group) in zip(axes[0], groups):
+            ys.append(curves(ax, group, data[:, [names.index(n) for n in group]], st, w, log_x))
+            length_lines(ax, s if 'zero-shot' not in sub else dict(s, finetune_lengths=[]))
+            ax.set_xlabel(('token' if what == 'loss' else 'query') + ' position' + (' + 1 (log scale)' if log_x else ''))
+            ax.set_title(sub, fontsize=13)
+            ax.grid(alpha=0.3)
+            ax.legend(loc='upper center', bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
+        ys = np.concatenate(ys)
+        if what == 'loss':  # a curve that blows up leaves the chart instead of flattening the rest
+            top = min(ys.max(), 2.0 * ys[:, :s['L']].mean(axis=1).min())
+            axes[0, 0].set_ylim(ys.min() - 0.05 * (top - ys.min()), top)
+            for ax in axes[0] if ys.max() > top else []:
+                ax.text(0.99, 0.99, f"clipped at {top:.2f}", transform=ax.transAxes, ha='right', va='top', color='0.4')
+        axes[0, 0].set_ylabel(ylabel)
+        fig.suptitle(title)
+        return save(fig, os.path.join(out_dir, png))
 
 
 def plot_ramp(out_dir, summary):
@@ -173,21 +194,6 @@ def plot_ramp(out_dir, summary):
         ax.grid(alpha=0.3, which='both')
         ax.legend(loc='upper left', bbox_to_anchor=(1.01, 1.0), frameon=False)
         return save(fig, os.path.join(out_dir, 'rope_ramp.png'))
-
-
-def plot_entropy(out_dir, summary, w, log_x):
-    s, arms = summary['settings'], summary['arms']
-    names, data = read_columns(os.path.join(out_dir, 'attention_entropy.csv'))
-    with plt.rc_context(RC):
-        fig, ax = plt.subplots(figsize=(12, 6.5))
-        curves(ax, names, data, styles(arms), w, log_x)
-        length_lines(ax, s)
-        ax.set_xlabel('query position' + (' + 1 (log scale)' if log_x else ''))
-        ax.set_ylabel('attention entropy (nats)')
-        ax.set_title(f"Attention entropy vs position — mean over layers, heads, {s['entropy']['windows']} windows")
-        ax.grid(alpha=0.3)
-        ax.legend(loc='upper left', bbox_to_anchor=(1.01, 1.0), frameon=False)
-        return save(fig, os.path.join(out_dir, 'attention_entropy.png'))
 
 
 def plot_retrieval(out_dir, summary):
@@ -252,6 +258,7 @@ def plot_all(out_dir, log_x=False, smooth=0):
     with open(path, encoding='utf-8') as f:
         summary = json.load(f)
     w = smooth or max(1, summary['settings']['T'] // 32)
-    out = [plot_loss(out_dir, summary, w, log_x), plot_ramp(out_dir, summary), plot_entropy(out_dir, summary, w, log_x),
+    out = [plot_positions(out_dir, summary, w, log_x, 'loss'), plot_ramp(out_dir, summary),
+           plot_positions(out_dir, summary, w, log_x, 'entropy'),
            plot_retrieval(out_dir, summary), plot_finetune(out_dir, summary)]
     return [p for p in out if p]
