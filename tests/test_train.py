@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import ROOT, run, tiny_cfg
+from conftest import run, tiny_cfg
 from data.common import load_meta
 from model import load_checkpoint
 from train import ConfigError, DEFAULTS, doc_windows, get_config, get_lr, parse_arms, slug, train
