@@ -61,8 +61,8 @@ def family(name):
 def styles(arms):
     out, colors = {}, {}
     for a in arms:
-        if a['kind'] == 'base':
-            out[a['name']] = dict(color='black', ls='-', lw=2.4)
+        if a['kind'] == 'base' and not any(o['color'] == 'black' for o in out.values()):
+            out[a['name']] = dict(color='black', ls='-', lw=2.4)  # the first base model; other bases get colours
             continue
         c = colors.setdefault(family(a['name']), COLORS[len(colors) % len(COLORS)])
         out[a['name']] = dict(color=c, ls='--' if a['kind'] == 'zero-shot' else '-', lw=2.0)
@@ -139,7 +139,7 @@ def plot_positions(out_dir, summary, w, log_x, what):
             ax.legend(loc='upper center', bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
         ys = np.concatenate(ys)
         if what == 'loss':  # a curve that blows up leaves the chart instead of flattening the rest
-            top = min(ys.max(), 2.0 * ys[:, :s['L']].mean(axis=1).min())
+            top = min(ys.max(), 2.5 * ys[:, :s['L']].mean(axis=1).min())
             axes[0, 0].set_ylim(ys.min() - 0.05 * (top - ys.min()), top)
             for ax in axes[0] if ys.max() > top else []:
                 ax.text(0.99, 0.99, f"clipped at {top:.2f}", transform=ax.transAxes, ha='right', va='top', color='0.4')
