@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 import zipfile
 
 import numpy as np
@@ -274,9 +275,9 @@ def load_documents(args):
     return docs, val_titles, source
 
 
-def encode_and_write(out_dir, meta, encode, train_docs, val_docs):
+def encode_and_write(out_dir, meta, encode, train_docs, val_docs, t0=None):
     """Encodes each document (+ eot), writes train.bin, val.bin (uint16) and then meta.json, each
-    atomically; fills meta['docs']. Returns the token counts per split."""
+    atomically; fills meta['docs']; prints a one-line summary. Returns the token counts per split."""
     from tqdm import tqdm
     eot = meta['eot_token']
     if meta['vocab_size'] > 2 ** 16:
@@ -300,7 +301,11 @@ def encode_and_write(out_dir, meta, encode, train_docs, val_docs):
     for split in SPLITS:  # bins first, meta last: load_split notices bins that do not match the meta
         atomic_write(os.path.join(out_dir, f'{split}.bin'), lambda f: f.write(arrays[split].tobytes()))
     atomic_write_text(os.path.join(out_dir, 'meta.json'), meta_to_json(meta))
-    return {s: len(arrays[s]) for s in SPLITS}
+    n = {s: len(arrays[s]) for s in SPLITS}
+    print(f"{meta['dataset']}: {len(train_docs)}+{len(val_docs)} docs, train {n['train']:,} tokens, "
+          f"val {n['val']:,} tokens ({', '.join(meta['val_titles'])}), vocab {meta['vocab_size']} -> {out_dir}"
+          + ('' if t0 is None else f" ({time.time() - t0:.1f}s)"))
+    return n
 
 
 def meta_to_json(meta):

@@ -25,10 +25,7 @@ def main(argv=None):
             'tokenizer': 'gpt2', 'vocab_size': GPT2_VOCAB_SIZE, 'eot_token': GPT2_EOT,
             'docs': None, 'val_titles': val_titles, 'source': source}
     # encode_ordinary: text that happens to spell "<|endoftext|>" stays plain text
-    n = encode_and_write(args.out_dir, meta, enc.encode_ordinary, train_docs, val_docs)
-    print(f"{meta['dataset']}: {len(train_docs)}+{len(val_docs)} docs, train {n['train']:,} tokens, "
-          f"val {n['val']:,} tokens ({', '.join(val_titles)}), vocab {meta['vocab_size']} -> {args.out_dir} "
-          f"({time.time() - t0:.1f}s)")
+    encode_and_write(args.out_dir, meta, enc.encode_ordinary, train_docs, val_docs, t0)
 
 
 if __name__ == '__main__':

@@ -30,10 +30,7 @@ def main(argv=None):
     def encode(text):
         return [stoi[c] for c in text]
 
-    n = encode_and_write(args.out_dir, meta, encode, train_docs, val_docs)
-    print(f"{meta['dataset']}: {len(train_docs)}+{len(val_docs)} docs, train {n['train']:,} tokens, "
-          f"val {n['val']:,} tokens ({', '.join(val_titles)}), vocab {meta['vocab_size']} -> {args.out_dir} "
-          f"({time.time() - t0:.1f}s)")
+    encode_and_write(args.out_dir, meta, encode, train_docs, val_docs, t0)
 
 
 if __name__ == '__main__':
