@@ -6,6 +6,7 @@ briefly at the longer length with train.py's engine.
     python finetune_long.py --init_from=out/char-base --rope_type=yarn --max_iters=0 --out_dir=out/zs-yarn
     python finetune_long.py config/finetune_long_char_cpu.py      # every method + the plain control
     python finetune_long.py --init_from=resume --out_dir=out/ft-yarn   # continue an interrupted arm
+    python finetune_long.py --init_from=resume --out_dir=out/char-ft   # ... or every arm of a multi-arm run
 
 One arm (one rope type) writes its run into out_dir. Several arms (--rope_type=linear,ntk,yarn:beta_fast=8 or
 --plain=True) write one folder per arm under out_dir plus out_dir/arms.json; every arm starts from the same
@@ -18,8 +19,8 @@ import os
 from data.common import atomic_write_text, load_meta
 from model import load_checkpoint, model_from_checkpoint
 from rope import type_keys
-from train import (DEFAULTS as TRAIN_DEFAULTS, ConfigError, check_vocab, cli, data_dir_of, parse_arms,
-                   run_config, slug, train)
+from train import (DEFAULTS as TRAIN_DEFAULTS, ConfigError, check_vocab, cli, data_dir_of, get_config,
+                   parse_arms, run_config, slug, train)
 
 DEFAULTS = dict(
     TRAIN_DEFAULTS,
@@ -42,7 +43,7 @@ TYPE_KEYS = ('beta_fast', 'beta_slow', 'mscale', 'mscale_all_dim', 'attention_fa
              'low_freq_factor', 'high_freq_factor')
 
 
-def plan_arms(cfg, base):
+def plan_arms(cfg, base, resuming=False):
     """Validate everything and return [(name, run_dir, rope_scaling, run_cfg), ...] before any training."""
     args = base['model_args']
     if args['pos_emb'] != 'rope':
@@ -68,37 +69,53 @@ def plan_arms(cfg, base):
              dict(run_cfg, out_dir=os.path.join(cfg['out_dir'], slug(name)) if multi else cfg['out_dir']))
             for name, scaling in arms]
     for name, run_dir, _, _ in plan:
-        if os.path.exists(os.path.join(run_dir, 'ckpt.pt')) and not cfg['overwrite']:
+        if os.path.exists(os.path.join(run_dir, 'ckpt.pt')) and not (cfg['overwrite'] or resuming):
             raise ConfigError(f"{run_dir} already holds a run; pass --overwrite=True to replace it or another --out_dir")
     return L, T, plan
 
 
 def main(argv):
-    cfg = run_config(argv, DEFAULTS)
-    if cfg['init_from'] == 'resume':  # continue one arm with its own stored settings
-        train(cfg)
+    cfg = get_config(argv, DEFAULTS)
+    arms_file = os.path.join(cfg['out_dir'], 'arms.json')
+    resuming = cfg['init_from'] == 'resume' and os.path.isfile(arms_file) and \
+        not os.path.isfile(os.path.join(cfg['out_dir'], 'ckpt.pt'))
+    if resuming:  # several arms: the stored settings, the command line on top; finished arms are kept
+        with open(arms_file, encoding='utf-8') as f:
+            stored = json.load(f)['config']
+        cfg = dict(get_config(argv, DEFAULTS, start=stored), init_from=stored['init_from'])
+    elif cfg['init_from'] == 'resume':  # one arm, with its own stored settings
+        train(run_config(argv, DEFAULTS))
         return
     if not cfg['init_from']:
         raise ConfigError("pass --init_from=<run folder of the base model> (or --init_from=resume)")
     base = load_checkpoint(cfg['init_from'])
-    L, T, plan = plan_arms(cfg, base)
-    results = []
-    for name, run_dir, scaling, run_cfg in plan:
-        print(f"== arm {name!r}: L={L} -> {T}, {cfg['max_iters']} steps -> {run_dir}")
-        model = model_from_checkpoint(base)
-        model.set_rope_scaling(scaling)
-        model.config.block_size = T
-        lineage = dict(train_len=L, seq_len=T, base_checkpoint=cfg['init_from'],
-                       rope_type=scaling['rope_type'] if scaling else 'default',
-                       factor=scaling['factor'] if scaling else None, finetune_steps=0)
-        row = train(run_cfg, model=model, lineage=lineage)
-        results.append(dict(name=name, run_dir=run_dir, rope_scaling=scaling, steps=cfg['max_iters'],
-                            seed=cfg['seed'], val_loss=row['val_loss'], val_loss_beyond_L=row['val_loss_beyond_L']))
+    L, T, plan = plan_arms(cfg, base, resuming)
+    arms = [dict(name=name, run_dir=run_dir, rope_scaling=scaling, steps=cfg['max_iters'], seed=cfg['seed'])
+            for name, run_dir, scaling, _ in plan]
+
+    def write_arms():  # written before the first arm, so an interrupted run can be resumed as a whole
+        atomic_write_text(arms_file, json.dumps({'base': cfg['init_from'], 'train_len': L, 'seq_len': T,
+                                                 'arms': arms, 'config': cfg}, indent=2, ensure_ascii=False) + '\n')
     if len(plan) > 1:
-        atomic_write_text(os.path.join(cfg['out_dir'], 'arms.json'), json.dumps(
-            {'base': cfg['init_from'], 'train_len': L, 'seq_len': T, 'arms': results}, indent=2) + '\n')
+        os.makedirs(cfg['out_dir'], exist_ok=True)
+        write_arms()
+    for arm, (name, run_dir, scaling, run_cfg) in zip(arms, plan):
+        print(f"== arm {name!r}: L={L} -> {T}, {cfg['max_iters']} steps -> {run_dir}")
+        if resuming and os.path.isfile(os.path.join(run_dir, 'ckpt.pt')):
+            row = train(dict(run_cfg, init_from='resume'))
+        else:
+            model = model_from_checkpoint(base)
+            model.set_rope_scaling(scaling)
+            model.config.block_size = T
+            lineage = dict(train_len=L, seq_len=T, base_checkpoint=cfg['init_from'],
+                           rope_type=scaling['rope_type'] if scaling else 'default',
+                           factor=scaling['factor'] if scaling else None, finetune_steps=0)
+            row = train(run_cfg, model=model, lineage=lineage)
+        arm.update(val_loss=row['val_loss'], val_loss_beyond_L=row['val_loss_beyond_L'])
+        if len(plan) > 1:
+            write_arms()
     print(f"{'arm':28s} {'val loss':>9s} {'beyond L':>9s}")
-    for r in results:
+    for r in arms:
         print(f"{r['name']:28s} {r['val_loss']:9.4f} {r['val_loss_beyond_L'] or float('nan'):9.4f}")
 
 

@@ -427,7 +427,8 @@ def train(cfg, model=None, lineage=None):
     bar = tqdm(total=cfg['max_iters'], initial=iter_num, disable=not (master and cfg['progress']),
                unit='it', dynamic_ncols=True, desc='bench' if cfg['bench'] else os.path.basename(out_dir.rstrip('/')))
     t_start = t_log = time.time()
-    lr, tok_s, recent_loss, last_row, start_iter, bench_t0 = get_lr(iter_num, cfg), 0.0, None, None, iter_num, None
+    lr, tok_s, recent_loss, start_iter, bench_t0 = get_lr(iter_num, cfg), 0.0, None, iter_num, None
+    last_row = rows[-1] if rows else None  # a resumed run that is already complete returns its last evaluation
     try:
         while True:
             evaluating = not cfg['bench'] and master and (iter_num % cfg['eval_interval'] == 0 or iter_num == cfg['max_iters'])

@@ -112,3 +112,20 @@ def test_resume_an_arm(tiny_run, tmp_path):
     ck = load_checkpoint(str(tmp_path))
     assert ck['iter_num'] == 6 and ck['lineage']['finetune_steps'] == 6
     assert ck['model_args']['rope_scaling']['rope_type'] == 'ntk' and ck['config']['block_size'] == 128
+
+
+def test_resume_a_multi_arm_run(tiny_run, tmp_path):
+    """arms.json is written before the first arm: an interrupted multi-arm run resumes as a whole, finished
+    arms continue from their checkpoints and arms that never started start from the base."""
+    import shutil
+    finetune_long.main([f'--init_from={tiny_run}', '--rope_type=yarn', '--plain=True', f'--out_dir={tmp_path}', *FT])
+    shutil.rmtree(tmp_path / 'yarn_s4')  # as if the run had been killed before its second arm
+    finetune_long.main(['--init_from=resume', f'--out_dir={tmp_path}', '--max_iters=6'])
+    arms = json.load(open(tmp_path / 'arms.json'))
+    assert arms['config']['init_from'] == tiny_run and [a['steps'] for a in arms['arms']] == [6, 6]
+    plain, yarn = (load_checkpoint(a['run_dir']) for a in arms['arms'])
+    assert plain['iter_num'] == yarn['iter_num'] == 6
+    assert [r['iter'] for r in plain['log']] == [0, 3, 6]  # continued from its step-3 checkpoint
+    assert [r['iter'] for r in yarn['log']] == [0, 3, 6]   # started afresh (eval_interval 3)
+    assert yarn['model_args']['rope_scaling']['rope_type'] == 'yarn'
+    assert arms['arms'][1]['val_loss'] == yarn['log'][-1]['val_loss']
