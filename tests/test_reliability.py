@@ -12,7 +12,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 import numpy as np
@@ -96,8 +95,8 @@ def wait_for_checkpoint(out_dir, min_iter, alive, timeout=120):
 
 def test_sigkill_then_ctrl_c_then_resume_reaches_the_same_weights(char_data, tmp_path, capsys):
     """150 steps with dropout on (so the torch RNG matters too), against the same run killed with SIGKILL
-    after its iter-30 checkpoint, resumed with --init_from=resume alone, stopped with Ctrl-C (SIGINT) after
-    its next checkpoint, and resumed again: the same weights, optimizer moments, iteration, data-order
+    after its iter-30 checkpoint, resumed with --init_from=resume alone, stopped with Ctrl-C (SIGINT) a few
+    steps later, and resumed again: the same weights, optimizer moments, iteration, data-order
     generator and logged losses, bit for bit. The first run is a real process (SIGKILL cannot be caught);
     the rest run in this process on one thread like it, to save the start-up time of three more."""
     full, broken = str(tmp_path / 'full'), str(tmp_path / 'broken')
@@ -114,19 +113,20 @@ def test_sigkill_then_ctrl_c_then_resume_reaches_the_same_weights(char_data, tmp
     torch.set_num_threads(1)
     try:
         train.train(train.get_config(fast_args(char_data, full, *args)))
-        done = threading.Event()
+        orig_lr, target = train.get_lr, killed_at + 5
 
-        def press_ctrl_c():  # once the resumed run has written a new checkpoint
-            if wait_for_checkpoint(broken, killed_at + 1, alive=lambda: not done.is_set()):
+        def lr_then_ctrl_c(it, cfg):  # Ctrl-C arrives during the resumed run's step `target`, deterministically
+            if it == target:
                 os.kill(os.getpid(), signal.SIGINT)
-        presser = threading.Thread(target=press_ctrl_c, daemon=True)
-        presser.start()
-        code, err, out = call(train.main, [f'--out_dir={broken}', '--init_from=resume'], capsys)
-        done.set()
-        presser.join()
+            return orig_lr(it, cfg)
+        train.get_lr = lr_then_ctrl_c
+        try:
+            code, err, out = call(train.main, [f'--out_dir={broken}', '--init_from=resume'], capsys)
+        finally:
+            train.get_lr = orig_lr
         assert code == 130 and err.strip() == 'interrupted', err
         stopped_at = load_checkpoint(broken)['iter_num']
-        assert killed_at < stopped_at < 150
+        assert stopped_at == target + 1  # the step under way finishes, then the checkpoint is written
         assert f"saved {os.path.join(broken, 'ckpt.pt')} at iter {stopped_at} (stopped by SIGINT" in out
         code, err, _ = call(train.main, [f'--out_dir={broken}', '--init_from=resume'], capsys)
         assert code == 0, err
