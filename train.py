@@ -300,18 +300,21 @@ def estimate_loss(model, val, starts, T, L, batch_size, device, ctx):
 
 # ----------------------------------------------------------------------------- the engine
 
-def ddp_setup(cfg):
-    """(rank, world_size, local_rank); initialises the process group when launched by torchrun."""
-    if int(os.environ.get('RANK', -1)) == -1:
+def ddp_ranks():
+    """(rank, world_size, local_rank) from torchrun's environment; (0, 1, 0) for a plain `python` run."""
+    if 'RANK' not in os.environ:
         return 0, 1, 0
+    return int(os.environ['RANK']), int(os.environ['WORLD_SIZE']), int(os.environ['LOCAL_RANK'])
+
+
+def ddp_setup(cfg, local_rank):
+    """Initialise the process group (nccl on GPU, gloo on CPU) when launched by torchrun."""
     from torch.distributed import init_process_group, is_initialized
     use_cuda = torch.cuda.is_available() and cfg['device'] in ('auto', 'cuda')
     if not is_initialized():
         init_process_group(backend='nccl' if use_cuda else 'gloo')
-    local_rank = int(os.environ['LOCAL_RANK'])
     if use_cuda:
         torch.cuda.set_device(local_rank)
-    return int(os.environ['RANK']), int(os.environ['WORLD_SIZE']), local_rank
 
 
 def new_lineage(T):
@@ -324,8 +327,10 @@ def train(cfg, model=None, lineage=None):
     cfg['max_iters'] optimizer steps at length cfg['block_size']. Evaluates every eval_interval steps on
     fixed held-out windows, logs to out_dir/log.jsonl and writes out_dir/ckpt.pt atomically.
     Returns the last evaluation row (dict)."""
-    check_settings(cfg, world=int(os.environ['WORLD_SIZE']) if int(os.environ.get('RANK', -1)) != -1 else 1)
-    rank, world, local_rank = ddp_setup(cfg)
+    rank, world, local_rank = ddp_ranks()
+    check_settings(cfg, world)
+    if 'RANK' in os.environ:
+        ddp_setup(cfg, local_rank)
     master = rank == 0
     device = pick_device(cfg['device'])
     if world > 1 and device.startswith('cuda'):
