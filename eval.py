@@ -34,11 +34,10 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from data.common import atomic_write_text, load_meta, load_split
+from configurator import ConfigError, autocast_context, cli, get_config, pick_device
+from data.common import atomic_write_text, data_dir_of, doc_windows, fetch_windows, load_meta, load_split
 from model import load_checkpoint, model_from_checkpoint
-from rope import is_dynamic
-from train import (ConfigError, autocast_context, cli, data_dir_of, doc_windows, fetch_windows, get_config,
-                   parse_arms, pick_device, scaling_name)
+from rope import is_dynamic, parse_arms, scaling_name
 
 DEFAULTS = dict(
     ckpt='',                # run folders, comma-separated (or space-separated after a bare --ckpt)

@@ -16,11 +16,11 @@ weights with the same seed, data order and steps, so the comparison is apples to
 import json
 import os
 
-from data.common import atomic_write_text, load_meta
+from configurator import ConfigError, cli, get_config
+from data.common import atomic_write_text, data_dir_of, load_meta
 from model import load_checkpoint, model_from_checkpoint
-from rope import type_keys
-from train import (DEFAULTS as TRAIN_DEFAULTS, ConfigError, check_vocab, cli, data_dir_of, get_config,
-                   parse_arms, run_config, slug, train)
+from rope import all_type_keys, parse_arms, slug
+from train import DEFAULTS as TRAIN_DEFAULTS, check_vocab, run_config, train
 
 DEFAULTS = dict(
     TRAIN_DEFAULTS,
@@ -28,19 +28,16 @@ DEFAULTS = dict(
     out_dir='out/finetune',
     dataset='',              # empty: the base run's dataset
     rope_type='yarn',        # one type or a comma list: linear,ntk,ntk_by_parts,yarn:beta_fast=8,llama3,...
-    plain=False,             # add the control arm: no scaling, just training at the longer length
+    plain=False,             # add the control arm 'default' (unscaled RoPE, just training at the longer length)
     factor=4.0,              # s = new length / L
     block_size=0,            # the new training length; 0 means factor x L
-    # per-type settings (None: rope.py's default for that type)
-    beta_fast=None, beta_slow=None, mscale=None, mscale_all_dim=None, attention_factor=None, truncate=None,
-    low_freq_factor=None, high_freq_factor=None,
+    # per-type settings from rope.py's table (None: that type's default); each goes to the listed types using it
+    **{key: None for key in all_type_keys()},
     # the YaRN paper's recipe, scaled down: short warm-up, low constant learning rate, no weight decay
     max_iters=100, learning_rate=3e-4, warmup_iters=20, decay_lr=False, weight_decay=0.0,
     batch_size=8, eval_interval=20, eval_iters=8,
 )
 MODEL_KEYS = ('n_layer', 'n_head', 'n_embd', 'dropout', 'bias', 'pos_emb', 'rope_base')
-TYPE_KEYS = ('beta_fast', 'beta_slow', 'mscale', 'mscale_all_dim', 'attention_factor', 'truncate',
-             'low_freq_factor', 'high_freq_factor')
 
 
 def plan_arms(cfg, base, resuming=False):
@@ -55,11 +52,8 @@ def plan_arms(cfg, base, resuming=False):
     if T < L:
         raise ConfigError(f"block_size={T} is shorter than the base model's training length L={L}; "
                           f"pass a longer --block_size or leave it 0 for factor x L")
-    def with_keys(entry):  # --beta_fast=8 etc. go to the listed types that use them
-        t = entry.split(':')[0]
-        return entry + ''.join(f':{k}={cfg[k]}' for k in TYPE_KEYS if cfg[k] is not None and k in type_keys(t))
-    spec = ','.join((['plain'] if cfg['plain'] else []) + [with_keys(e.strip()) for e in cfg['rope_type'].split(',') if e.strip()])
-    arms = parse_arms(spec, cfg['factor'], L)
+    spec = ('default,' if cfg['plain'] else '') + cfg['rope_type']
+    arms = parse_arms(spec, cfg['factor'], L, flags={k: cfg[k] for k in all_type_keys()})
     run_cfg = dict(cfg, block_size=T, init_from='scratch', dataset=cfg['dataset'] or base['dataset']['dataset'],
                    **{k: args[k] for k in MODEL_KEYS})
     data_dir = data_dir_of(run_cfg['dataset'])

@@ -16,9 +16,6 @@ import math
 
 import torch
 
-ROPE_TYPES = ('default', 'linear', 'ntk', 'dynamic', 'ntk_by_parts', 'yarn', 'dynamic_yarn', 'llama3')
-DYNAMIC_TYPES = ('dynamic', 'dynamic_yarn')
-
 # --------------------------------------------------------------------------- the methods, in story order
 
 def plain_inv_freq(head_dim, base):
@@ -88,10 +85,11 @@ def yarn_mscale(s, mscale=1.0):
 
 def yarn_attention_factor(s, scaling):
     """An explicit attention_factor wins; else DeepSeek-style yarn_mscale(s, mscale)/yarn_mscale(s, mscale_all_dim)
-    when that pair is given; else yarn_mscale(s)."""
+    when that pair is given and both are non-zero; else yarn_mscale(s). (Hugging Face falls back the same way
+    when either is 0.)"""
     if 'attention_factor' in scaling:
         return float(scaling['attention_factor'])
-    if 'mscale' in scaling:
+    if scaling.get('mscale') and scaling.get('mscale_all_dim'):
         return yarn_mscale(s, scaling['mscale']) / yarn_mscale(s, scaling['mscale_all_dim'])
     return yarn_mscale(s)
 
@@ -111,21 +109,51 @@ def llama3_inv_freq(head_dim, base, s, L, low_freq_factor=1.0, high_freq_factor=
     out = torch.where(wavelen > L / low_freq_factor, theta / s, (1 - smooth) * theta / s + smooth * theta)
     return torch.where(wavelen < L / high_freq_factor, theta, out)
 
-# --------------------------------------------------------------------------- config check and dispatch
+# --------------------------------------------------------------------------- the one table of rope types
 
-_COMMON = {'rope_type': None, 'factor': None, 'original_max_position_embeddings': None}
-_KEYS = {  # per type: its own accepted keys -> default (None: optional, no default)
-    'default': {}, 'linear': {}, 'ntk': {}, 'dynamic': {'factor': 1.0},
-    'ntk_by_parts': {'beta_fast': 32.0, 'beta_slow': 1.0},
-    'yarn': {'beta_fast': 32.0, 'beta_slow': 1.0, 'truncate': True, 'mscale': None, 'mscale_all_dim': None,
-             'attention_factor': None},
-    'llama3': {'low_freq_factor': 1.0, 'high_freq_factor': 4.0}}
-_KEYS['dynamic_yarn'] = dict(_KEYS['yarn'], factor=1.0)
+def _yarn(d, b, c, s):
+    return yarn_inv_freq(d, b, s, c['original_max_position_embeddings'], c['beta_fast'], c['beta_slow'],
+                         c['truncate']), yarn_attention_factor(s, c)
+
+_YARN_KEYS = {'beta_fast': (float, 32.0), 'beta_slow': (float, 1.0), 'truncate': (bool, True),
+              'mscale': (float, None), 'mscale_all_dim': (float, None), 'attention_factor': (float, None)}
+
+# rope_type -> (its own keys: name -> (type, default; None = optional, no default),
+#               compute(head_dim, base, cfg, seq_len) -> (theta' float64, attention factor),
+#               dynamic: depends on the forward length l).
+# Every type also takes rope_type, factor (s) and original_max_position_embeddings (L). Adding a method is one
+# function above plus one line here; scripts derive their per-type flags and the arm-spec parser from this table.
+ROPE_SCALING = {
+    'default': ({}, lambda d, b, c, l: (plain_inv_freq(d, b), 1.0), False),
+    'linear': ({}, lambda d, b, c, l: (linear_inv_freq(d, b, c['factor']), 1.0), False),
+    'ntk': ({}, lambda d, b, c, l: (ntk_inv_freq(d, b, c['factor']), 1.0), False),
+    'dynamic': ({}, lambda d, b, c, l: (dynamic_inv_freq(d, b, c['factor'], c['original_max_position_embeddings'], l),
+                                        1.0), True),
+    'ntk_by_parts': ({'beta_fast': (float, 32.0), 'beta_slow': (float, 1.0)},
+                     lambda d, b, c, l: (ntk_by_parts_inv_freq(d, b, c['factor'], c['original_max_position_embeddings'],
+                                                               c['beta_fast'], c['beta_slow']), 1.0), False),
+    'yarn': (_YARN_KEYS, lambda d, b, c, l: _yarn(d, b, c, c['factor']), False),
+    'dynamic_yarn': (_YARN_KEYS, lambda d, b, c, l: _yarn(d, b, c, dynamic_yarn_scale(
+        c['factor'], c['original_max_position_embeddings'], l)), True),
+    'llama3': ({'low_freq_factor': (float, 1.0), 'high_freq_factor': (float, 4.0)},
+               lambda d, b, c, l: (llama3_inv_freq(d, b, c['factor'], c['original_max_position_embeddings'],
+                                                   c['low_freq_factor'], c['high_freq_factor']), 1.0), False),
+}
+ROPE_TYPES = tuple(ROPE_SCALING)
+DYNAMIC_TYPES = tuple(t for t, (_, _, dyn) in ROPE_SCALING.items() if dyn)
+COMMON_KEYS = {'factor': (float, None), 'original_max_position_embeddings': (int, None)}
+ALIASES = {'plain': 'default'}  # an accepted second name for unscaled RoPE in arm specs
+
+
 def type_keys(rope_type):
-    """The rope_scaling keys a type accepts besides rope_type, factor and original_max_position_embeddings."""
-    return tuple(_KEYS[rope_type]) if rope_type in _KEYS else ()
+    """The keys a type accepts besides rope_type, factor and original_max_position_embeddings: {name: (type, default)}."""
+    return dict(ROPE_SCALING[rope_type][0]) if rope_type in ROPE_SCALING else {}
 
-_NEEDS_L = ('dynamic', 'ntk_by_parts', 'yarn', 'dynamic_yarn', 'llama3')
+
+def all_type_keys():
+    """Every per-type key of any type -> its type (what scripts offer as --flags)."""
+    return {k: typ for keys, _, _ in ROPE_SCALING.values() for k, (typ, _) in keys.items()}
+
 
 def check_scaling(scaling):
     """Validate a rope_scaling dict (Hugging Face key names); return a normalized copy with defaults filled
@@ -135,48 +163,57 @@ def check_scaling(scaling):
     if not isinstance(scaling, dict):
         raise ValueError(f"rope_scaling must be a dict or None, got {type(scaling).__name__}")
     t = scaling.get('rope_type')
-    if t not in ROPE_TYPES:
+    if t not in ROPE_SCALING:
         raise ValueError(f"rope_scaling['rope_type'] = {t!r} is missing or unknown; use one of {', '.join(ROPE_TYPES)}")
-    allowed = {**_COMMON, **_KEYS[t]}
+    allowed = {**COMMON_KEYS, **type_keys(t)}
     for k in scaling:
-        if k not in allowed:
+        if k != 'rope_type' and k not in allowed:
             raise ValueError(f"rope_scaling key {k!r} is not used by rope_type {t!r}; "
-                             f"accepted keys: {', '.join(allowed)}")
-    sc = {k: v for k, v in allowed.items() if v is not None}
+                             f"accepted keys: rope_type, {', '.join(allowed)}")
+    sc = {'rope_type': t, **{k: default for k, (_, default) in allowed.items() if default is not None}}
     sc.update(scaling)
+    if ROPE_SCALING[t][2]:
+        sc.setdefault('factor', 1.0)  # a dynamic type never fine-tuned: s = max(1, l/L)
     def bad(k, want):
         raise ValueError(f"rope_scaling['{k}'] = {sc.get(k)!r} for rope_type {t!r}: {want}")
+    for k, (typ, _) in allowed.items():
+        if k not in sc:
+            continue
+        v = sc[k]
+        if typ is bool and not isinstance(v, bool):
+            bad(k, "must be True or False")
+        if typ is float:
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                bad(k, "must be a finite number")
+            sc[k] = float(v)
     if t != 'default' and 'factor' not in sc:
         bad('factor', "missing; set the scale s = L'/L (a number >= 1)")
-    for k in ('factor', 'beta_fast', 'beta_slow', 'mscale', 'mscale_all_dim', 'attention_factor',
-              'low_freq_factor', 'high_freq_factor'):
-        if k in sc:
-            if isinstance(sc[k], bool) or not isinstance(sc[k], (int, float)) or not math.isfinite(sc[k]):
-                bad(k, "must be a finite number")
-            sc[k] = float(sc[k])
     if sc.get('factor', 1.0) < 1:
         bad('factor', "must be >= 1 (s = L'/L; 1 means plain RoPE)")
     L = sc.get('original_max_position_embeddings')
-    if L is None and t in _NEEDS_L:
+    if L is None and t not in ('default', 'linear', 'ntk'):
         bad('original_max_position_embeddings', "missing; set it to the training length L")
     if L is not None and (isinstance(L, bool) or not isinstance(L, int) or L < 1):
         bad('original_max_position_embeddings', "must be a positive int (the training length L)")
     for k in ('beta_slow', 'attention_factor', 'low_freq_factor'):
         if k in sc and sc[k] <= 0:
             bad(k, "must be > 0")
+    for k in ('mscale', 'mscale_all_dim'):
+        if k in sc and sc[k] < 0:
+            bad(k, "must be >= 0 (0 means: use the plain YaRN temperature, as Hugging Face does)")
     if sc.get('beta_fast', 1) <= sc.get('beta_slow', 0):
         bad('beta_fast', f"must be > beta_slow = {sc['beta_slow']} (rotations in L: fast band edge above slow)")
     if sc.get('low_freq_factor', 0) >= sc.get('high_freq_factor', 1):
         bad('low_freq_factor', f"must be < high_freq_factor = {sc['high_freq_factor']}")
     if ('mscale' in sc) != ('mscale_all_dim' in sc):
         bad('mscale_all_dim' if 'mscale' in sc else 'mscale', "mscale and mscale_all_dim must be given together")
-    if 'truncate' in sc and not isinstance(sc['truncate'], bool):
-        bad('truncate', "must be True or False")
     return sc
+
 
 def is_dynamic(scaling):
     """True for the types whose frequencies depend on the forward length (dynamic, dynamic_yarn)."""
     return scaling is not None and scaling.get('rope_type') in DYNAMIC_TYPES
+
 
 def rope_inv_freq(head_dim, base=10000.0, scaling=None, seq_len=None):
     """theta'_i for a config -> (inv_freq float32 [head_dim//2], attention_factor float).
@@ -188,29 +225,86 @@ def rope_inv_freq(head_dim, base=10000.0, scaling=None, seq_len=None):
         raise ValueError(f"base = {base!r}: must be a finite number > 1 (rope_base; 10000 is usual)")
     if seq_len is not None and seq_len < 0:
         raise ValueError(f"seq_len = {seq_len!r}: must be >= 0 (the current sequence length)")
-    sc = check_scaling(scaling)
-    t = 'default' if sc is None else sc['rope_type']
+    sc = check_scaling(scaling) or {'rope_type': 'default'}
+    t = sc['rope_type']
     if t in ('ntk', 'dynamic') and head_dim < 4:
         raise ValueError(f"head_dim = {head_dim}: rope_type {t!r} needs head_dim >= 4 (b' uses d/(d-2))")
-    f, L, af = (sc or {}).get('factor', 1.0), (sc or {}).get('original_max_position_embeddings'), 1.0
-    l = L if seq_len is None else seq_len
-    if t == 'default':
-        inv = plain_inv_freq(head_dim, base)
-    elif t == 'linear':
-        inv = linear_inv_freq(head_dim, base, f)
-    elif t == 'ntk':
-        inv = ntk_inv_freq(head_dim, base, f)
-    elif t == 'dynamic':
-        inv = dynamic_inv_freq(head_dim, base, f, L, l)
-    elif t == 'ntk_by_parts':
-        inv = ntk_by_parts_inv_freq(head_dim, base, f, L, sc['beta_fast'], sc['beta_slow'])
-    elif t in ('yarn', 'dynamic_yarn'):
-        s = f if t == 'yarn' else dynamic_yarn_scale(f, L, l)
-        inv = yarn_inv_freq(head_dim, base, s, L, sc['beta_fast'], sc['beta_slow'], sc['truncate'])
-        af = yarn_attention_factor(s, sc)
-    else:  # llama3
-        inv = llama3_inv_freq(head_dim, base, f, L, sc['low_freq_factor'], sc['high_freq_factor'])
+    l = sc.get('original_max_position_embeddings') if seq_len is None else seq_len
+    inv, af = ROPE_SCALING[t][1](head_dim, base, sc, l)
     return inv.to(torch.float32), float(af)
+
+# --------------------------------------------------------------------------- arm specs and names
+
+def parse_value(key, text, typ):
+    """'8' -> 8.0 for a float key, 'false' -> False for a bool key; ValueError naming the key otherwise."""
+    try:
+        if typ is bool:
+            return {'true': True, 'false': False}[text.lower()]
+        return typ(text)
+    except (KeyError, ValueError):
+        raise ValueError(f"{key}={text!r} is not a {typ.__name__}") from None
+
+
+def parse_arm(entry, factor, L, flags=None):
+    """One arm spec -> rope_scaling dict (None for unscaled RoPE).
+    'yarn:beta_fast=8:attention_factor=1' with factor and L filling what the spec does not set. flags
+    ({key: value}, e.g. a script's --beta_fast=8) go to the types that accept them. A key given twice (twice in
+    the spec, or in the spec and as a flag) is an error. 'default' is unscaled RoPE ('plain' is an alias)."""
+    rope_type, *pairs = entry.strip().split(':')
+    rope_type = ALIASES.get(rope_type, rope_type)
+    if rope_type not in ROPE_SCALING:
+        raise ValueError(f"arm {entry!r}: rope type {rope_type!r} is unknown; use one of {', '.join(ROPE_TYPES)}")
+    keys = {**COMMON_KEYS, **type_keys(rope_type)}
+    given = {}
+    for pair in pairs:
+        key, _, val = pair.partition('=')
+        if key not in keys or not val:
+            raise ValueError(f"arm {entry!r}: {pair!r} should be key=value with key one of {', '.join(keys)}")
+        if key in given:
+            raise ValueError(f"arm {entry!r}: {key} is given twice; give it once")
+        given[key] = parse_value(key, val, keys[key][0])
+    for key, val in (flags or {}).items():
+        if val is None or key not in keys:
+            continue
+        if key in given:
+            raise ValueError(f"arm {entry!r} sets {key} and --{key}={val} sets it too; give it in one place")
+        given[key] = val
+    if rope_type == 'default':
+        if given:
+            raise ValueError(f"arm {entry!r}: unscaled RoPE takes no settings")
+        return None
+    sc = {'rope_type': rope_type, 'factor': float(factor), 'original_max_position_embeddings': int(L)}
+    sc.update(given)
+    return check_scaling(sc)
+
+
+def scaling_name(sc):
+    """'yarn s=4 β_fast=8': the type, the scale, and the settings that differ from the table's defaults."""
+    if sc is None or sc['rope_type'] == 'default':
+        return 'default'
+    ref = check_scaling({k: sc[k] for k in ('rope_type', 'factor', 'original_max_position_embeddings') if k in sc})
+    greek = {'beta_fast': 'β_fast', 'beta_slow': 'β_slow'}
+    extras = ''.join(f" {greek.get(k, k)}={v}" if isinstance(v, bool) else f" {greek.get(k, k)}={v:g}"
+                     for k, v in sc.items() if k not in ref or ref[k] != v)
+    f = sc.get('factor', 1.0)
+    return sc['rope_type'] + ('' if is_dynamic(sc) and f == 1 else f" s={f:g}") + extras
+
+
+def parse_arms(spec, factor, L, flags=None):
+    """'default,linear,yarn:beta_fast=8' -> [(readable name, rope_scaling or None), ...], names unique."""
+    arms = [parse_arm(e, factor, L, flags) for e in spec.split(',') if e.strip()]
+    if not arms:
+        raise ValueError(f"no arm in {spec!r}; list rope types like linear,ntk,yarn")
+    names = [scaling_name(sc) for sc in arms]
+    dup = next((n for n in names if names.count(n) > 1), None)
+    if dup:
+        raise ValueError(f"arm {dup!r} is given twice; give each arm different settings")
+    return list(zip(names, arms))
+
+
+def slug(name):
+    """A folder name for an arm name: 'yarn s=4 β_fast=8' -> 'yarn_s4_beta_fast8'."""
+    return ''.join(c if c.isalnum() or c in '._-' else '_' for c in name.replace('β', 'beta').replace('=', '')).strip('_')
 
 # --------------------------------------------------------------------------- tables and rotation
 

@@ -12,22 +12,19 @@ Settings: the defaults below, then config files (python files that assign some o
 then --key=value overrides, in the order given.
 """
 
-import ast
 import json
 import math
 import os
 import signal
-import sys
 import time
-from contextlib import nullcontext
 
-import numpy as np
 import torch
 from tqdm import tqdm
 
-from data.common import atomic_torch_save, atomic_write_text, load_meta, load_split
+from configurator import ConfigError, autocast_context, cli, get_config, pick_device
+from data.common import (atomic_torch_save, atomic_write_text, data_dir_of, doc_windows, fetch_windows, load_meta,
+                         load_split)
 from model import GPT, GPTConfig, load_checkpoint, model_from_checkpoint, model_args
-from rope import check_scaling, is_dynamic
 
 DEFAULTS = dict(
     # I/O
@@ -63,51 +60,7 @@ DEFAULTS = dict(
 PEAK_FLOPS = {'H100': 989e12, 'H200': 989e12, 'A100': 312e12, 'L4': 121e12, 'A10': 125e12, '4090': 165e12, '3090': 71e12}
 
 
-class ConfigError(ValueError):
-    """A bad setting: the message names it and says what to do."""
-
-
 # ----------------------------------------------------------------------------- configuration
-
-def get_config(argv, defaults=DEFAULTS, start=None):
-    """defaults (or `start`, e.g. a resumed run's stored settings) <- config files (argv entries without '--')
-    <- --key=value (python literals or bare strings). Unknown keys and wrong types are errors."""
-    cfg = dict(start or defaults)
-
-    def setkey(key, val, where):
-        if key not in defaults:
-            raise ConfigError(f"unknown setting {key!r} ({where}); known settings: {', '.join(sorted(defaults))}")
-        want = type(defaults[key])
-        if want is float and isinstance(val, int) and not isinstance(val, bool):
-            val = float(val)
-        if defaults[key] is not None and not isinstance(val, want) or (want is int and isinstance(val, bool)):
-            raise ConfigError(f"setting {key}={val!r} ({where}) should be a {want.__name__}, like {defaults[key]!r}")
-        cfg[key] = val
-
-    for arg in argv:
-        if not arg.startswith('--'):
-            if not os.path.isfile(arg):
-                raise ConfigError(f"config file {arg} does not exist; see config/ for the shipped ones")
-            scope = {}
-            try:
-                with open(arg) as f:
-                    exec(f.read(), {}, scope)
-            except Exception as e:  # a typo in the file: say which file and what, not a traceback
-                raise ConfigError(f"config file {arg} does not run ({type(e).__name__}: {e}); fix it") from None
-            for k, v in scope.items():
-                if not k.startswith('_'):
-                    setkey(k, v, arg)
-        else:
-            if '=' not in arg:
-                raise ConfigError(f"argument {arg} should look like --key=value")
-            key, val = arg[2:].split('=', 1)
-            try:
-                val = ast.literal_eval(val)
-            except (ValueError, SyntaxError):
-                pass  # a bare string
-            setkey(key, val, 'command line')
-    return cfg
-
 
 def run_config(argv, defaults=DEFAULTS):
     """get_config, except that --init_from=resume starts from the settings stored in the run's checkpoint
@@ -149,81 +102,6 @@ def check_vocab(stored, meta, data_dir, source):
                               f"pass --dataset=<the data the model was trained on>")
 
 
-SCALING_KEYS = {'factor': float, 'beta_fast': float, 'beta_slow': float, 'mscale': float, 'mscale_all_dim': float,
-                'attention_factor': float, 'truncate': bool, 'low_freq_factor': float, 'high_freq_factor': float,
-                'original_max_position_embeddings': int}
-
-
-def parse_arms(spec, factor, L):
-    """'default,linear,yarn:beta_fast=8:attention_factor=1' -> [(name, rope_scaling or None), ...].
-    Each entry is a rope type with optional ':key=value' settings; factor and L fill what is not given.
-    'default' (or 'plain') means no scaling. Names are readable and unique: 'yarn s=4 β_fast=8'."""
-    arms = []
-    for entry in [e.strip() for e in spec.split(',') if e.strip()]:
-        rope_type, *pairs = entry.split(':')
-        if rope_type in ('default', 'plain', 'none'):
-            if pairs:
-                raise ConfigError(f"arm {entry!r}: plain RoPE takes no settings")
-            arms.append(('plain', None))
-            continue
-        scaling = {'rope_type': rope_type, 'factor': float(factor), 'original_max_position_embeddings': int(L)}
-        for pair in pairs:
-            key, _, val = pair.partition('=')
-            if key not in SCALING_KEYS or not val:
-                raise ConfigError(f"arm {entry!r}: {pair!r} should be key=value with key one of {', '.join(SCALING_KEYS)}")
-            try:
-                scaling[key] = {'true': True, 'false': False}[val.lower()] if SCALING_KEYS[key] is bool else SCALING_KEYS[key](val)
-            except (KeyError, ValueError):
-                raise ConfigError(f"arm {entry!r}: {key}={val!r} is not a {SCALING_KEYS[key].__name__}") from None
-        arms.append((scaling_name(check_scaling(scaling)), scaling))
-    names = [n for n, _ in arms]
-    if not arms:
-        raise ConfigError(f"no arm in {spec!r}; list rope types like linear,ntk,yarn")
-    dup = next((n for n in names if names.count(n) > 1), None)
-    if dup:
-        raise ConfigError(f"arm {dup!r} is given twice; give each arm different settings")
-    return arms
-
-
-def scaling_name(sc):
-    """'yarn s=4 β_fast=8': the type, the scale, and the settings that differ from rope.py's defaults."""
-    if sc is None or sc['rope_type'] == 'default':
-        return 'plain'
-    ref = check_scaling({k: sc[k] for k in ('rope_type', 'factor', 'original_max_position_embeddings') if k in sc})
-    greek = {'beta_fast': 'β_fast', 'beta_slow': 'β_slow'}
-    extras = ''.join(f" {greek.get(k, k)}={v}" if isinstance(v, bool) else f" {greek.get(k, k)}={v:g}"
-                     for k, v in sc.items() if k not in ref or ref[k] != v)
-    f = sc.get('factor', 1.0)
-    return sc['rope_type'] + ('' if is_dynamic(sc) and f == 1 else f" s={f:g}") + extras
-
-
-def slug(name):
-    """A folder name for an arm name: 'yarn s=4 β_fast=8' -> 'yarn_s4_beta_fast8'."""
-    return ''.join(c if c.isalnum() or c in '._-' else '_' for c in name.replace('β', 'beta').replace('=', '')).strip('_')
-
-
-def pick_device(name):
-    if name == 'auto':
-        return 'cuda' if torch.cuda.is_available() else 'mps' if torch.backends.mps.is_available() else 'cpu'
-    kind = name.split(':')[0]
-    if kind not in ('cpu', 'cuda', 'mps'):
-        raise ConfigError(f"device={name!r} is unknown; use auto, cpu, cuda, cuda:N or mps")
-    if kind == 'cuda' and not torch.cuda.is_available() or kind == 'mps' and not torch.backends.mps.is_available():
-        raise ConfigError(f"device={name!r} is not available on this machine; use --device=cpu or --device=auto")
-    return name
-
-
-def autocast_context(device_type, dtype):
-    """bf16/fp16 autocast on CUDA; float32 elsewhere. RoPE tables stay float32 either way (rope.py)."""
-    if dtype == 'auto':
-        dtype = 'bfloat16' if device_type == 'cuda' and torch.cuda.is_bf16_supported() else 'float32'
-    if dtype not in ('float32', 'bfloat16', 'float16'):
-        raise ConfigError(f"dtype={dtype!r} is unknown; use auto, float32, bfloat16 or float16")
-    if dtype == 'float32' or device_type == 'cpu':
-        return dtype, nullcontext()
-    return dtype, torch.autocast(device_type=device_type, dtype=getattr(torch, dtype))
-
-
 def mfu(model, T, tokens_per_s, device):
     """Model FLOPs utilisation against the device's peak, or None when the peak is unknown (e.g. CPU)."""
     if not str(device).startswith('cuda'):
@@ -245,31 +123,6 @@ def get_lr(it, cfg):
 
 
 # ----------------------------------------------------------------------------- data
-
-def data_dir_of(dataset):
-    return dataset if os.path.isdir(dataset) and os.sep in dataset else os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', dataset)
-
-
-def doc_windows(docs, T, n, seed):
-    """n windows [start, start+T) lying inside single documents, drawn with a fixed seed: the same windows for
-    the same (docs, T, n, seed). Documents are picked in proportion to how many windows they hold."""
-    room = np.array([max(0, end - start - T) for _, start, end in docs], dtype=np.float64)
-    if room.sum() == 0:
-        longest = max(end - start for _, start, end in docs)
-        raise ConfigError(f"no held-out document is longer than {T} tokens (longest: {longest}); use a shorter length")
-    rng = np.random.default_rng(seed)
-    which = rng.choice(len(docs), size=n, p=room / room.sum())
-    return [int(docs[d][1] + rng.integers(0, room[d] + 1)) for d in which]
-
-
-def fetch_windows(data, starts, T, device):
-    """Inputs x = data[s : s+T] and targets y = data[s+1 : s+T+1] for each start s, as int64 tensors on device."""
-    x = torch.from_numpy(np.stack([data[s:s + T] for s in starts]).astype(np.int64))
-    y = torch.from_numpy(np.stack([data[s + 1:s + 1 + T] for s in starts]).astype(np.int64))
-    if str(device).startswith('cuda'):
-        return x.pin_memory().to(device, non_blocking=True), y.pin_memory().to(device, non_blocking=True)
-    return x.to(device), y.to(device)
-
 
 class Batches:
     """Random training windows from one seeded generator. Every process draws the same indices for the whole
@@ -490,27 +343,6 @@ def train(cfg, model=None, lineage=None):
               f"{tok_s:,.0f} tokens/s, MFU {'n/a' if frac is None else f'{100 * frac:.1f}%'}")
         return {'tokens_per_s': tok_s, 'mfu': frac}
     return last_row
-
-
-def cli(main):
-    """Run a script's main(); a bad input (ValueError) ends in one line naming the problem and exit code 2.
-    -h/--help prints the script's docstring and its settings with their defaults."""
-    if {'-h', '--help'} & set(sys.argv[1:]):
-        script = sys.modules['__main__']
-        print(script.__doc__.strip() + '\n\nSettings (--key=value) and defaults:')
-        for k, v in getattr(script, 'DEFAULTS', {}).items():
-            print(f"  --{k}={v!r}")
-        return
-    try:
-        main(sys.argv[1:])
-    except ValueError as e:
-        if os.environ.get('LONGCTX_DEBUG'):
-            raise
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        sys.exit(130)
 
 
 def main(argv):

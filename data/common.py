@@ -525,3 +525,32 @@ def load_split(data_dir, split, meta=None):
         raise DataError(f"{path} holds token id {top} >= vocab_size {meta['vocab_size']}; "
                         f"the bin does not belong to this meta.json: {_fix(data_dir)}")
     return data
+
+
+# ----------------------------------------------------------------------------- windows
+
+def data_dir_of(dataset):
+    """A dataset name under data/ (shakespeare_char) -> its folder; a path with a separator is taken as it is."""
+    return dataset if os.path.isdir(dataset) and os.sep in dataset else os.path.join(os.path.dirname(os.path.abspath(__file__)), dataset)
+
+
+def doc_windows(docs, T, n, seed):
+    """n windows [start, start+T) lying inside single documents, drawn with a fixed seed: the same windows for
+    the same (docs, T, n, seed). Documents are picked in proportion to how many windows they hold."""
+    room = np.array([max(0, end - start - T) for _, start, end in docs], dtype=np.float64)
+    if room.sum() == 0:
+        longest = max(end - start for _, start, end in docs)
+        raise DataError(f"no held-out document is longer than {T} tokens (longest: {longest}); use a shorter length")
+    rng = np.random.default_rng(seed)
+    which = rng.choice(len(docs), size=n, p=room / room.sum())
+    return [int(docs[d][1] + rng.integers(0, room[d] + 1)) for d in which]
+
+
+def fetch_windows(data, starts, T, device):
+    """Inputs x = data[s : s+T] and targets y = data[s+1 : s+T+1] for each start s, as int64 tensors on device."""
+    import torch
+    x = torch.from_numpy(np.stack([data[s:s + T] for s in starts]).astype(np.int64))
+    y = torch.from_numpy(np.stack([data[s + 1:s + 1 + T] for s in starts]).astype(np.int64))
+    if str(device).startswith('cuda'):
+        return x.pin_memory().to(device, non_blocking=True), y.pin_memory().to(device, non_blocking=True)
+    return x.to(device), y.to(device)
