@@ -78,7 +78,8 @@ def main(argv):
             stored = json.load(f)['config']
         cfg = dict(get_config(argv, DEFAULTS, start=stored), init_from=stored['init_from'])
     elif cfg['init_from'] == 'resume':  # one arm, with its own stored settings
-        train(run_config(argv, DEFAULTS))
+        cfg, ckpt = run_config(argv, DEFAULTS)
+        train(cfg, ckpt=ckpt)
         return
     if not cfg['init_from']:
         raise ConfigError("pass --init_from=<run folder of the base model> (or --init_from=resume)")
@@ -101,7 +102,7 @@ def main(argv):
             model = model_from_checkpoint(base)
             model.set_rope_scaling(scaling)
             model.config.block_size = T
-            lineage = dict(train_len=L, seq_len=T, base_checkpoint=cfg['init_from'],
+            lineage = dict(train_len=L, seq_len=T, base_checkpoint=os.path.abspath(cfg['init_from']),
                            rope_type=scaling['rope_type'] if scaling else 'default',
                            factor=scaling['factor'] if scaling else None, finetune_steps=0)
             row = train(run_cfg, model=model, lineage=lineage)

@@ -64,12 +64,14 @@ PEAK_FLOPS = {'H100': 989e12, 'H200': 989e12, 'A100': 312e12, 'L4': 121e12, 'A10
 
 def run_config(argv, defaults=DEFAULTS):
     """get_config, except that --init_from=resume starts from the settings stored in the run's checkpoint
-    (then config files and --key=value on top), so a resumed run keeps its schedule, batch and data."""
+    (then config files and --key=value on top), so a resumed run keeps its schedule, batch and data.
+    Returns (cfg, the loaded checkpoint or None): the checkpoint is read once and handed to train()."""
     cfg = get_config(argv, defaults)
     if cfg['init_from'] != 'resume':
-        return cfg
-    stored = load_checkpoint(cfg['out_dir'])['config']
-    return get_config(argv, defaults, start={k: stored.get(k, v) for k, v in defaults.items()})
+        return cfg, None
+    ckpt = load_checkpoint(cfg['out_dir'])
+    stored = ckpt['config']
+    return get_config(argv, defaults, start={k: stored.get(k, v) for k, v in defaults.items()}), ckpt
 
 
 def check_settings(cfg, world):
@@ -151,7 +153,7 @@ def estimate_loss(model, val, starts, T, L, batch_size, device, ctx):
     return loss.mean().item(), (loss[:, L:].mean().item() if T > L else None)
 
 
-# ----------------------------------------------------------------------------- the engine
+# ----------------------------------------------------------------------------- setting up a run
 
 def ddp_ranks():
     """(rank, world_size, local_rank) from torchrun's environment; (0, 1, 0) for a plain `python` run."""
@@ -160,14 +162,29 @@ def ddp_ranks():
     return int(os.environ['RANK']), int(os.environ['WORLD_SIZE']), int(os.environ['LOCAL_RANK'])
 
 
-def ddp_setup(cfg, local_rank):
-    """Initialise the process group (nccl on GPU, gloo on CPU) when launched by torchrun."""
-    from torch.distributed import init_process_group, is_initialized
-    use_cuda = torch.cuda.is_available() and cfg['device'] in ('auto', 'cuda')
-    if not is_initialized():
-        init_process_group(backend='nccl' if use_cuda else 'gloo')
-    if use_cuda:
-        torch.cuda.set_device(local_rank)
+def setup_device(cfg, training=True):
+    """(device, device_type, dtype actually run, autocast context); joins torchrun's process group if any."""
+    rank, world, local_rank = ddp_ranks()
+    device = pick_device(cfg['device'])
+    if world > 1:
+        from torch.distributed import init_process_group, is_initialized
+        if not is_initialized():
+            init_process_group(backend='nccl' if device.startswith('cuda') else 'gloo')
+        if device.startswith('cuda'):
+            device = f'cuda:{local_rank}'
+            torch.cuda.set_device(local_rank)
+    device_type = device.split(':')[0]
+    return (device, device_type) + autocast_context(device_type, cfg['dtype'], training=training)
+
+
+def load_data(cfg, T):
+    """(data dir, meta, train tokens, val tokens), with the window length checked against the data."""
+    data_dir = os.path.abspath(data_dir_of(cfg['dataset']))
+    meta = load_meta(data_dir)
+    train_data, val_data = load_split(data_dir, 'train'), load_split(data_dir, 'val')
+    if T + 1 >= len(train_data):
+        raise ConfigError(f"block_size={T} does not fit in the {len(train_data)} training tokens of {data_dir}")
+    return data_dir, meta, train_data, val_data
 
 
 def new_lineage(T):
@@ -175,178 +192,254 @@ def new_lineage(T):
     return dict(train_len=T, seq_len=T, base_checkpoint=None, rope_type=None, factor=None, finetune_steps=0)
 
 
-def train(cfg, model=None, lineage=None):
-    """Train `model` (or a new GPT from cfg, or the run in out_dir when init_from='resume') for
-    cfg['max_iters'] optimizer steps at length cfg['block_size']. Evaluates every eval_interval steps on
-    fixed held-out windows, logs to out_dir/log.jsonl and writes out_dir/ckpt.pt atomically.
-    Returns the last evaluation row (dict)."""
-    rank, world, local_rank = ddp_ranks()
-    check_settings(cfg, world)
-    if 'RANK' in os.environ:
-        ddp_setup(cfg, local_rank)
-    master = rank == 0
-    device = pick_device(cfg['device'])
-    if world > 1 and device.startswith('cuda'):
-        device = f'cuda:{local_rank}'
-    device_type = device.split(':')[0]
-    dtype, ctx = autocast_context(device_type, cfg['dtype'])
-    T, B, accum = cfg['block_size'], cfg['batch_size'], cfg['gradient_accumulation_steps']
-    out_dir, resume = cfg['out_dir'], cfg['init_from'] == 'resume'
-    ckpt_path = os.path.join(out_dir, 'ckpt.pt')
-    if cfg['init_from'] not in ('scratch', 'resume'):
-        raise ConfigError(f"init_from={cfg['init_from']!r} is unknown; use scratch or resume "
-                          f"(finetune_long.py takes a run folder)")
-    if not resume and not cfg['bench'] and os.path.exists(ckpt_path) and not cfg['overwrite']:
-        raise ConfigError(f"{out_dir} already holds a run (ckpt.pt); pass --init_from=resume to continue it, "
-                          f"--overwrite=True to replace it, or another --out_dir")
-
-    data_dir = data_dir_of(cfg['dataset'])
-    meta = load_meta(data_dir)
-    train_data, val_data = load_split(data_dir, 'train'), load_split(data_dir, 'val')
-    if T + 1 >= len(train_data):
-        raise ConfigError(f"block_size={T} does not fit in the {len(train_data)} training tokens of {data_dir}")
-    ckpt = load_checkpoint(ckpt_path) if resume else None
-    torch.manual_seed(cfg['seed'] + rank)
+def build_model(cfg, meta, data_dir, model=None, lineage=None, ckpt=None):
+    """The model to train and its lineage: the resumed run's, the one handed in, or a new GPT from cfg."""
+    T = cfg['block_size']
     if ckpt is not None:
-        check_vocab(ckpt['dataset'], meta, data_dir, ckpt_path)
+        check_vocab(ckpt['dataset'], meta, data_dir, os.path.join(cfg['out_dir'], 'ckpt.pt'))
         model, lineage = model_from_checkpoint(ckpt), ckpt['lineage']
     elif model is None:
         model = GPT(GPTConfig(block_size=T, vocab_size=meta['vocab_size'], n_layer=cfg['n_layer'],
                               n_head=cfg['n_head'], n_embd=cfg['n_embd'], dropout=cfg['dropout'],
                               bias=cfg['bias'], pos_emb=cfg['pos_emb'], rope_base=cfg['rope_base']))
-    lineage = dict(lineage or new_lineage(T), seq_len=T)
     if model.config.vocab_size != meta['vocab_size']:
         raise ConfigError(f"the model has a vocabulary of {model.config.vocab_size} but {data_dir} has "
                           f"{meta['vocab_size']}; use the dataset the model was trained on")
     if model.config.pos_emb == 'learned' and T > model.config.block_size:
         raise ConfigError(f"block_size={T} is longer than the model's learned position table "
                           f"({model.config.block_size})")
+    return model, dict(lineage or new_lineage(T), seq_len=T)
+
+
+def wrap_model(model, cfg, device_type):
+    """torch.compile and/or DistributedDataParallel around the raw model, as the settings ask."""
+    if cfg['compile']:
+        model = torch.compile(model)
+    rank, world, local_rank = ddp_ranks()
+    if world > 1:
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        model = DDP(model, device_ids=[local_rank] if device_type == 'cuda' else None)
+    return model
+
+
+def train_step(model, optimizer, micro, ctx, grad_clip, ddp):
+    """One optimizer step over the micro-batches (gradients synchronised on the last one); returns its loss."""
+    for m, (x, y) in enumerate(micro):
+        if ddp:
+            model.require_backward_grad_sync = m == len(micro) - 1
+        with ctx:
+            loss = model(x, y)[1] / len(micro)
+        loss.backward()
+    if grad_clip > 0:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return loss.item() * len(micro)
+
+
+def save_checkpoint(path, model, optimizer, batches, state, cfg, lineage, data_dir, meta, device):
+    """Write the run atomically: weights, optimizer, RNG states, settings, lineage, vocabulary and log.
+    Refuses non-finite weights, so a diverged run never replaces a good file."""
+    if not torch.stack([torch.isfinite(p).all() for p in model.parameters()]).all():
+        raise FloatingPointError(f"the weights are not finite at iter {state['iter_num']}")
+    lineage['finetune_steps'] = state['iter_num'] if lineage['base_checkpoint'] else 0
+    atomic_torch_save({
+        'model': model.state_dict(), 'model_args': model_args(model), 'optimizer': optimizer.state_dict(),
+        'iter_num': state['iter_num'], 'best_val_loss': state['best_val'], 'config': dict(cfg),
+        'lineage': dict(lineage),
+        'rng': {'batches': batches.gen.get_state(), 'torch': torch.get_rng_state(),
+                'cuda': torch.cuda.get_rng_state(device) if str(device).startswith('cuda') else None},
+        'dataset': {'data_dir': data_dir, 'dataset': cfg['dataset'], 'vocab_size': meta['vocab_size'],
+                    'tokenizer': meta.get('tokenizer'), 'itos': meta.get('itos')},
+        'log': state['rows']}, path)
+
+
+def restore_state(ckpt, optimizer, batches, master, device):
+    """A resumed run's optimizer, data-order generator and RNGs; returns its iter/best/log state."""
+    optimizer.load_state_dict(ckpt['optimizer'])
+    batches.gen.set_state(ckpt['rng']['batches'])
+    if master:
+        torch.set_rng_state(ckpt['rng']['torch'])
+        if str(device).startswith('cuda') and ckpt['rng'].get('cuda') is not None:
+            torch.cuda.set_rng_state(ckpt['rng']['cuda'], device)
+    return dict(iter_num=ckpt['iter_num'], best_val=ckpt['best_val_loss'], rows=list(ckpt.get('log', [])))
+
+
+class StopOnSignal:
+    """Ctrl-C (SIGINT) and SIGTERM set a flag instead of killing the run: the loop finishes its step, saves once
+    and stops. Under torchrun every rank catches them, and the ranks agree (an all-reduce of the flags every
+    `every` steps), so all stop after the same step even when only one of them got the signal."""
+
+    def __init__(self, world, device, every):
+        self.sig, self.world, self.device, self.every = 0, world, device, every
+
+    def __enter__(self):
+        self.old = {s: signal.signal(s, self.catch) for s in (signal.SIGINT, signal.SIGTERM)}
+        return self
+
+    def catch(self, signum, frame):
+        self.sig = signum
+
+    def __exit__(self, *exc):
+        for s, h in self.old.items():
+            signal.signal(s, h)
+
+    def agreed(self, iter_num):
+        """The signal to stop on (0: go on), the same on every rank."""
+        if self.world == 1:
+            return self.sig
+        if iter_num % self.every:
+            return 0
+        import torch.distributed as dist
+        flag = torch.tensor([self.sig], device=self.device)
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        return int(flag.item())
+
+
+# ----------------------------------------------------------------------------- the engine
+
+def train(cfg, model=None, lineage=None, ckpt=None):
+    """Train `model` (or a new GPT from cfg, or the run in out_dir when init_from='resume') for
+    cfg['max_iters'] optimizer steps at length cfg['block_size']. Evaluates every eval_interval steps on
+    fixed held-out windows, logs to out_dir/log.jsonl and writes out_dir/ckpt.pt atomically.
+    Returns the last evaluation row (dict)."""
+    rank, world, _ = ddp_ranks()
+    check_settings(cfg, world)
+    master, resume, out_dir = rank == 0, cfg['init_from'] == 'resume', cfg['out_dir']
+    T, B, accum = cfg['block_size'], cfg['batch_size'], cfg['gradient_accumulation_steps']
+    ckpt_path = os.path.join(out_dir, 'ckpt.pt')
+    if cfg['init_from'] not in ('scratch', 'resume'):
+        raise ConfigError(f"init_from={cfg['init_from']!r} is unknown; use scratch or resume "
+                          f"(finetune_long.py takes a run folder)")
+    if not resume and os.path.exists(ckpt_path) and not cfg['overwrite']:
+        raise ConfigError(f"{out_dir} already holds a run (ckpt.pt); pass --init_from=resume to continue it, "
+                          f"--overwrite=True to replace it, or another --out_dir")
+    device, device_type, dtype, ctx = setup_device(cfg)
+    data_dir, meta, train_data, val_data = load_data(cfg, T)
+    if resume and ckpt is None:
+        ckpt = load_checkpoint(ckpt_path)
+    torch.manual_seed(cfg['seed'] + rank)
+    model, lineage = build_model(cfg, meta, data_dir, model, lineage, ckpt if resume else None)
     val_starts = doc_windows(meta['docs']['val'], T + 1, cfg['eval_iters'] * B, seed=cfg['seed'])
     L = lineage['train_len']
-
     model.to(device)
     optimizer = model.configure_optimizers(cfg['weight_decay'], cfg['learning_rate'],
                                            (cfg['beta1'], cfg['beta2']), device_type)
     batches = Batches(train_data, T, B, cfg['seed'], device)
-    iter_num, best_val, rows = 0, float('inf'), []
-    if ckpt is not None:
-        optimizer.load_state_dict(ckpt['optimizer'])
-        iter_num, best_val, rows = ckpt['iter_num'], ckpt['best_val_loss'], list(ckpt.get('log', []))
-        batches.gen.set_state(ckpt['rng']['batches'])
-        if master:
-            torch.set_rng_state(ckpt['rng']['torch'])
-            if device_type == 'cuda' and ckpt['rng'].get('cuda') is not None:
-                torch.cuda.set_rng_state(ckpt['rng']['cuda'], device)
-    raw = model
-    if cfg['compile']:
-        model = torch.compile(model)
-    if world > 1:
-        from torch.nn.parallel import DistributedDataParallel as DDP
-        model = DDP(model, device_ids=[local_rank] if device_type == 'cuda' else None)
-
-    def save(reason):
-        if not torch.stack([torch.isfinite(p).all() for p in raw.parameters()]).all():
-            raise FloatingPointError(f"the weights are not finite at iter {iter_num}")  # never replace a good file
-        lineage['finetune_steps'] = iter_num if lineage['base_checkpoint'] else 0
-        atomic_torch_save({
-            'model': raw.state_dict(), 'model_args': model_args(raw), 'optimizer': optimizer.state_dict(),
-            'iter_num': iter_num, 'best_val_loss': best_val, 'config': dict(cfg), 'lineage': dict(lineage),
-            'rng': {'batches': batches.gen.get_state(), 'torch': torch.get_rng_state(),
-                    'cuda': torch.cuda.get_rng_state(device) if device_type == 'cuda' else None},
-            'dataset': {'data_dir': data_dir, 'dataset': cfg['dataset'], 'vocab_size': meta['vocab_size'],
-                        'tokenizer': meta.get('tokenizer'), 'itos': meta.get('itos')},
-            'log': rows}, ckpt_path)
-        if reason:
-            tqdm.write(f"saved {ckpt_path} at iter {iter_num} ({reason})")
-
-    def evaluate():
-        nonlocal best_val
-        val, beyond = estimate_loss(raw, val_data, val_starts, T, L, B, device, ctx)
-        if not math.isfinite(val):
-            raise FloatingPointError(f"validation loss is {val} at iter {iter_num}")
-        row = dict(iter=iter_num, train_loss=recent_loss, val_loss=round(val, 5),
-                   val_loss_beyond_L=None if beyond is None else round(beyond, 5), lr=lr,
-                   tokens_per_s=round(tok_s, 1), elapsed_s=round(time.time() - t_start, 2))
-        rows.append(row)
-        atomic_write_text(os.path.join(out_dir, 'log.jsonl'), ''.join(json.dumps(r) + '\n' for r in rows))
-        tqdm.write(f"iter {iter_num}: train {recent_loss if recent_loss is None else round(recent_loss, 4)}, "
-                   f"val {val:.4f}" + ('' if beyond is None else f", val beyond L={L}: {beyond:.4f}"))
-        improved = val < best_val
-        best_val = min(best_val, val)
-        if improved or cfg['always_save_checkpoint']:
-            save(None)
-        return row
-
-    stop = {'sig': None}
-    if master and not cfg['bench']:
+    state = restore_state(ckpt, optimizer, batches, master, device) if resume else \
+        dict(iter_num=0, best_val=float('inf'), rows=[])
+    net = wrap_model(model, cfg, device_type)
+    save = lambda: save_checkpoint(ckpt_path, model, optimizer, batches, state, cfg, lineage, data_dir, meta, device)
+    if master:
         os.makedirs(out_dir, exist_ok=True)
-        old_handlers = {s: signal.signal(s, lambda n, f: stop.update(sig=n)) for s in (signal.SIGINT, signal.SIGTERM)}
-    tokens_per_iter = B * T * accum
-    bar = tqdm(total=cfg['max_iters'], initial=iter_num, disable=not (master and cfg['progress']),
-               unit='it', dynamic_ncols=True, desc='bench' if cfg['bench'] else os.path.basename(out_dir.rstrip('/')))
-    t_start = t_log = time.time()
-    lr, tok_s, recent_loss, start_iter, bench_t0 = get_lr(iter_num, cfg), 0.0, None, iter_num, None
-    last_row = rows[-1] if rows else None  # a resumed run that is already complete returns its last evaluation
+
+    start_iter, t_start = state['iter_num'], time.time()
+    clock = dict(t=t_start, iter=start_iter, tok_s=0.0, loss=None)  # the rate since the last log line
+    last_row = state['rows'][-1] if state['rows'] else None  # a finished run that is resumed returns its last eval
+    lr, stop_sig = get_lr(state['iter_num'], cfg), 0
+    bar = tqdm(total=cfg['max_iters'], initial=start_iter, disable=not (master and cfg['progress']), unit='it',
+               dynamic_ncols=True, desc=os.path.basename(out_dir.rstrip('/')))
     try:
-        while True:
-            evaluating = not cfg['bench'] and master and (iter_num % cfg['eval_interval'] == 0 or iter_num == cfg['max_iters'])
-            if evaluating and not (resume and iter_num == start_iter and rows and rows[-1]['iter'] == iter_num):
-                last_row = evaluate()
-            if iter_num >= cfg['max_iters'] or stop['sig']:
-                break
-            lr = get_lr(iter_num, cfg)
-            for group in optimizer.param_groups:
-                group['lr'] = lr
-            micro = batches.step(accum, rank, world)
-            for m, (x, y) in enumerate(micro):
-                if world > 1:
-                    model.require_backward_grad_sync = m == len(micro) - 1
-                with ctx:
-                    loss = model(x, y)[1] / len(micro)
-                loss.backward()
-            if cfg['grad_clip'] > 0:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg['grad_clip'])
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-            iter_num += 1
-            if cfg['bench'] and iter_num - start_iter == 3:
-                bench_t0 = time.time()  # skip warm-up (and compilation) steps
-            if iter_num % cfg['log_interval'] == 0 or iter_num == cfg['max_iters']:
-                recent_loss = loss.item() * len(micro)
-                if not math.isfinite(recent_loss):
-                    raise FloatingPointError(f"training loss is {recent_loss} at iter {iter_num}")
-                now = time.time()
-                tok_s = tokens_per_iter * (iter_num - (bar.n)) / max(now - t_log, 1e-9)
-                t_log = now
-                bar.set_postfix(loss=f'{recent_loss:.4f}', tok_s=f'{tok_s:,.0f}', lr=f'{lr:.2e}')
-                bar.update(iter_num - bar.n)
-        if stop['sig'] and master:
-            save(f"stopped by {signal.Signals(stop['sig']).name}; continue with --init_from=resume")
+        with StopOnSignal(world, device, cfg['log_interval']) as stop:
+            while True:
+                it = state['iter_num']
+                if master and (it % cfg['eval_interval'] == 0 or it == cfg['max_iters']) and \
+                        not (resume and it == start_iter and last_row and last_row['iter'] == it):
+                    val, beyond = estimate_loss(model, val_data, val_starts, T, L, B, device, ctx)
+                    if not math.isfinite(val):
+                        raise FloatingPointError(f"validation loss is {val} at iter {it}")
+                    last_row = dict(iter=it, train_loss=clock['loss'], val_loss=round(val, 5),
+                                    val_loss_beyond_L=None if beyond is None else round(beyond, 5), lr=lr,
+                                    tokens_per_s=round(clock['tok_s'], 1), elapsed_s=round(time.time() - t_start, 2))
+                    log_eval(out_dir, state, last_row, L)
+                    if val < state['best_val'] or cfg['always_save_checkpoint']:
+                        state['best_val'] = min(state['best_val'], val)
+                        save()
+                stop_sig = stop.agreed(it)
+                if it >= cfg['max_iters'] or stop_sig:
+                    break
+                lr = get_lr(it, cfg)
+                for group in optimizer.param_groups:
+                    group['lr'] = lr
+                loss = train_step(net, optimizer, batches.step(accum, rank, world), ctx, cfg['grad_clip'], world > 1)
+                state['iter_num'] = it = it + 1
+                if it % cfg['log_interval'] == 0 or it == cfg['max_iters']:
+                    log_step(clock, it, loss, B * T * accum, bar, lr)
+            if stop_sig and master:
+                save()
+                tqdm.write(f"saved {ckpt_path} at iter {state['iter_num']} (stopped by "
+                           f"{signal.Signals(stop_sig).name}; continue with --init_from=resume)")
     except FloatingPointError as e:
         kept = f"the last good checkpoint {ckpt_path} is kept" if os.path.exists(ckpt_path) else "no checkpoint was written"
         raise ConfigError(f"{e}; training stopped ({kept}); lower learning_rate or check the data") from None
     finally:
         bar.close()
-        if master and not cfg['bench']:
-            for s, h in old_handlers.items():
-                signal.signal(s, h)
-    if stop['sig']:
+        if world > 1:
+            import torch.distributed as dist
+            dist.destroy_process_group()
+    if stop_sig:
         raise KeyboardInterrupt
-    if cfg['bench']:
-        n = iter_num - start_iter - 3
-        if n <= 0:
-            raise ConfigError("bench needs more than 3 steps; pass --max_iters=20 or more")
-        tok_s = tokens_per_iter * n / (time.time() - bench_t0)
-        frac = mfu(raw, T, tok_s, device)
-        print(f"bench: {raw.get_num_params() / 1e6:.2f}M params, pos_emb={raw.config.pos_emb}, T={T}, "
-              f"batch={B}x{accum}, device={device}, dtype={dtype}, compile={cfg['compile']}: "
-              f"{tok_s:,.0f} tokens/s, MFU {'n/a' if frac is None else f'{100 * frac:.1f}%'}")
-        return {'tokens_per_s': tok_s, 'mfu': frac}
     return last_row
 
 
+def log_eval(out_dir, state, row, L):
+    """Append an evaluation row to the run's log (log.jsonl, rewritten atomically) and print it."""
+    state['rows'].append(row)
+    atomic_write_text(os.path.join(out_dir, 'log.jsonl'), ''.join(json.dumps(r) + '\n' for r in state['rows']))
+    tqdm.write(f"iter {row['iter']}: train {row['train_loss'] if row['train_loss'] is None else round(row['train_loss'], 4)}, "
+               f"val {row['val_loss']:.4f}" + ('' if row['val_loss_beyond_L'] is None else
+                                             f", val beyond L={L}: {row['val_loss_beyond_L']:.4f}"))
+
+
+def log_step(clock, it, loss, tokens_per_iter, bar, lr):
+    """The training loss and the throughput since the previous log line, on the bar and in `clock`."""
+    if not math.isfinite(loss):
+        raise FloatingPointError(f"training loss is {loss} at iter {it}")
+    now = time.time()
+    clock.update(tok_s=tokens_per_iter * (it - clock['iter']) / max(now - clock['t'], 1e-9), t=now, iter=it, loss=loss)
+    bar.set_postfix(loss=f'{loss:.4f}', tok_s=f"{clock['tok_s']:,.0f}", lr=f'{lr:.2e}')
+    bar.update(it - bar.n)
+
+
+def bench(cfg, warmup=3):
+    """Time cfg['max_iters'] training steps of a new model (no evaluation, no checkpoint) after `warmup` steps
+    (which include compilation); print tokens/s and MFU. nanoGPT's bench.py, as a mode of the same engine."""
+    rank, world, _ = ddp_ranks()
+    check_settings(cfg, world)
+    if cfg['max_iters'] <= warmup:
+        raise ConfigError(f"bench needs more than {warmup} steps; pass --max_iters=20 or more")
+    T, B, accum = cfg['block_size'], cfg['batch_size'], cfg['gradient_accumulation_steps']
+    device, device_type, dtype, ctx = setup_device(cfg)
+    data_dir, meta, train_data, _ = load_data(cfg, T)
+    torch.manual_seed(cfg['seed'] + rank)
+    model, _ = build_model(cfg, meta, data_dir)
+    model.to(device)
+    optimizer = model.configure_optimizers(cfg['weight_decay'], cfg['learning_rate'], (cfg['beta1'], cfg['beta2']),
+                                           device_type)
+    net, batches = wrap_model(model, cfg, device_type), Batches(train_data, T, B, cfg['seed'], device)
+    for i in tqdm(range(cfg['max_iters']), desc='bench', disable=not (rank == 0 and cfg['progress'])):
+        if i == warmup:
+            if device_type == 'cuda':
+                torch.cuda.synchronize()
+            t0 = time.time()
+        train_step(net, optimizer, batches.step(accum, rank, world), ctx, cfg['grad_clip'], world > 1)
+    if device_type == 'cuda':
+        torch.cuda.synchronize()
+    tok_s = B * T * accum * (cfg['max_iters'] - warmup) / (time.time() - t0)
+    frac = mfu(model, T, tok_s, device)
+    if rank == 0:
+        print(f"bench: {model.get_num_params() / 1e6:.2f}M params, pos_emb={model.config.pos_emb}, T={T}, "
+              f"batch={B}x{accum}, device={device}, dtype={dtype}, compile={cfg['compile']}: "
+              f"{tok_s:,.0f} tokens/s, MFU {'n/a' if frac is None else f'{100 * frac:.1f}%'}")
+    return {'tokens_per_s': tok_s, 'mfu': frac}
+
+
 def main(argv):
-    train(run_config(argv))
+    cfg, ckpt = run_config(argv)
+    if cfg['bench']:
+        bench(cfg)
+    else:
+        train(cfg, ckpt=ckpt)
 
 
 if __name__ == '__main__':

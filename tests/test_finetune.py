@@ -68,20 +68,22 @@ def test_arms_share_seed_and_data_order(tiny_run, tmp_path, monkeypatch):
     finetune_long.main([f'--init_from={tiny_run}', '--rope_type=linear,yarn:beta_fast=8', '--plain=True',
                         f'--out_dir={tmp_path}', *FT])
     arms = json.load(open(tmp_path / 'arms.json'))
-    assert [a['name'] for a in arms['arms']] == ['plain', 'linear s=4', 'yarn s=4 β_fast=8']
+    assert [a['name'] for a in arms['arms']] == ['default', 'linear s=4', 'yarn s=4 β_fast=8']
     assert len(first) == 3 and all(torch.equal(first[0], f) for f in first[1:])
     assert {a['seed'] for a in arms['arms']} == {1337} and {a['steps'] for a in arms['arms']} == {3}
+    expected = {'default': None, 'linear s=4': {'rope_type': 'linear', 'factor': 4.0, 'original_max_position_embeddings': 32},
+                'yarn s=4 β_fast=8': {'rope_type': 'yarn', 'factor': 4.0, 'original_max_position_embeddings': 32,
+                                      'beta_fast': 8.0, 'beta_slow': 1.0, 'truncate': True}}
     for a in arms['arms']:
         ck = load_checkpoint(a['run_dir'])
-        assert ck['model_args']['rope_scaling'] == (a['rope_scaling'] and ck['model_args']['rope_scaling'])
-        assert (ck['model_args']['rope_scaling'] is None) == (a['name'] == 'plain')
+        assert ck['model_args']['rope_scaling'] == a['rope_scaling'] == expected[a['name']]
     # arms started from the same weights, so their iter-0 validation losses differ only through RoPE
     logs = {a['name']: load_checkpoint(a['run_dir'])['log'] for a in arms['arms']}
-    assert logs['plain'][0]['val_loss'] != logs['linear s=4'][0]['val_loss']
+    assert logs['default'][0]['val_loss'] != logs['linear s=4'][0]['val_loss']
 
 
 @pytest.mark.parametrize('args,msg', [
-    (['--rope_type=pi'], 'rope_type'),
+    (['--rope_type=pi'], 'rope type .pi. is unknown'),
     (['--factor=0.5'], 'factor'),
     (['--block_size=16'], 'shorter than'),
     (['--rope_type=yarn', '--beta_fast=1', '--beta_slow=2'], 'beta_fast'),

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 import torch
 
+import configurator
 import finetune_long
 import train
 from conftest import ROOT
@@ -52,11 +53,11 @@ def hashes(*roots):
 def small_run(char_data, tmp_path_factory):
     """A fast rope model trained 20 steps at L=16 (under a second); its run folder."""
     out = tmp_path_factory.mktemp('small_run')
-    train.train(train.get_config(fast_args(char_data, out, '--max_iters=20', '--eval_interval=10')))
+    train.train(train.get_config(fast_args(char_data, out, '--max_iters=20', '--eval_interval=10'), train.DEFAULTS))
     return str(out)
 
 
-def call(main, argv, capsys, runner=train.cli):
+def call(main, argv, capsys, runner=configurator.cli):
     """A script's main through its command-line wrapper, in this process: (exit code, stderr, stdout)."""
     saved = sys.argv
     sys.argv = ['script', *argv]
@@ -113,7 +114,7 @@ def test_sigkill_then_ctrl_c_then_resume_reaches_the_same_weights(char_data, tmp
     threads, sigint = torch.get_num_threads(), signal.signal(signal.SIGINT, lambda *_: None)  # a late SIGINT: no-op
     torch.set_num_threads(1)
     try:
-        train.train(train.get_config(fast_args(char_data, full, *args)))
+        train.train(train.get_config(fast_args(char_data, full, *args), train.DEFAULTS))
         orig_lr, target = train.get_lr, killed_at + 5
 
         def lr_then_ctrl_c(it, cfg):  # Ctrl-C arrives during the resumed run's step `target`, deterministically
@@ -328,8 +329,8 @@ def test_bad_inputs_one_line_nonzero_exit_nothing_changed(char_data, small_run, 
         ('prepare', prep('--bogus'), '--bogus'),
         ('prepare', prep()[:-1] + [str(a_file)], 'is a file'),
     ]
-    mains = {'train': (train.main, train.cli), 'finetune': (finetune_long.main, train.cli),
-             'eval': (importlib.import_module('eval').main, train.cli),
+    mains = {'train': (train.main, configurator.cli), 'finetune': (finetune_long.main, configurator.cli),
+             'eval': (importlib.import_module('eval').main, configurator.cli),
              'prepare': (prepare_char.main, run_prepare)}
     watched = (char_data, small_run, *bad_data.values(), str(tmp_path))
     before = hashes(*watched)

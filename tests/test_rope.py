@@ -7,8 +7,9 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import rope  # noqa: E402
-from rope import (ROPE_TYPES, apply_rope, bands, check_scaling, freq_ratio, is_dynamic,  # noqa: E402
-                  rope_cos_sin, rope_inv_freq, rotations_within, wavelengths, yarn_correction_range)
+from rope import (ROPE_TYPES, all_type_keys, apply_rope, bands, check_scaling, freq_ratio, is_dynamic,  # noqa: E402
+                  parse_arm, parse_arms, rope_cos_sin, rope_inv_freq, rotations_within, slug, type_keys,
+                  wavelengths, yarn_correction_range)
 
 D, B, L = 128, 10000.0, 4096
 PLAIN = rope_inv_freq(D, B)[0]
@@ -313,3 +314,57 @@ def test_cli_view(capsys):
     assert lines[-1].split()[-3:] == ['1.139', '1.139', '1.000']  # yarn, dynamic yarn mscale(4); llama3 none
     with pytest.raises(SystemExit, match='head_dim'):
         rope.main(['--head_dim', '63'])
+
+
+def test_parse_arms():
+    arms = parse_arms('default,linear,yarn:beta_fast=8:attention_factor=1,ntk:factor=8', 4, 128)
+    assert [n for n, _ in arms] == ['default', 'linear s=4', 'yarn s=4 β_fast=8 attention_factor=1', 'ntk s=8']
+    assert arms[2][1]['beta_fast'] == 8.0 and arms[2][1]['original_max_position_embeddings'] == 128
+    assert arms[0][1] is None and parse_arms('plain', 4, 128) == [('default', None)]  # the documented alias
+    assert slug(arms[2][0]) == 'yarn_s4_beta_fast8_attention_factor1'
+    with pytest.raises(ValueError, match='twice'):
+        parse_arms('yarn,yarn', 4, 128)
+    with pytest.raises(ValueError, match='unknown'):
+        parse_arms('pi', 4, 128)
+    with pytest.raises(ValueError, match='beta_fast'):
+        parse_arms('yarn:beta_fast=fast', 4, 128)
+    with pytest.raises(ValueError, match='truncate'):
+        parse_arms('yarn:truncate=maybe', 4, 128)
+
+
+def test_arm_keys_given_twice_are_errors_and_flags_go_where_they_apply():
+    with pytest.raises(ValueError, match='beta_fast is given twice'):
+        parse_arm('yarn:beta_fast=8:beta_fast=16', 4, 128)
+    with pytest.raises(ValueError, match='--beta_fast=16.0 sets it too'):
+        parse_arm('yarn:beta_fast=8', 4, 128, flags={'beta_fast': 16.0})
+    arms = dict(parse_arms('linear,yarn,llama3', 4, 128, flags={'beta_fast': 8.0, 'high_freq_factor': 8.0,
+                                                                'mscale': None}))
+    assert arms['yarn s=4 β_fast=8'] == check_scaling({'rope_type': 'yarn', 'factor': 4.0, 'beta_fast': 8.0,
+                                                      'original_max_position_embeddings': 128})
+    assert arms['llama3 s=4 high_freq_factor=8']['high_freq_factor'] == 8.0
+    assert arms['linear s=4'] == {'rope_type': 'linear', 'factor': 4.0, 'original_max_position_embeddings': 128}
+
+
+def test_one_table_drives_types_and_keys():
+    """Every type in the table computes, and its keys (with defaults) are what check_scaling fills in."""
+    for t in ROPE_TYPES:
+        sc = None if t == 'default' else check_scaling({'rope_type': t, 'factor': 2.0,
+                                                        'original_max_position_embeddings': 64})
+        inv, af = rope_inv_freq(32, 10000.0, sc, 100)
+        assert inv.shape == (16,) and inv.dtype == torch.float32 and af >= 1.0
+        if sc:
+            assert {k for k, (_, d) in type_keys(t).items() if d is not None} <= set(sc)
+    assert set(all_type_keys()) == {'beta_fast', 'beta_slow', 'truncate', 'mscale', 'mscale_all_dim',
+                                    'attention_factor', 'low_freq_factor', 'high_freq_factor'}
+
+
+@pytest.mark.parametrize('mscale, mscale_all_dim', [(0.0, 1.0), (1.0, 0.0), (0.0, 0.0)])
+def test_yarn_mscale_zero_falls_back_to_the_plain_temperature(mscale, mscale_all_dim):
+    """Hugging Face uses mscale/mscale_all_dim only when both are non-zero; else 0.1 ln s + 1."""
+    sc = {'rope_type': 'yarn', 'factor': 8.0, 'original_max_position_embeddings': 128, 'mscale': mscale,
+          'mscale_all_dim': mscale_all_dim}
+    assert rope_inv_freq(32, 10000.0, sc)[1] == pytest.approx(1.2079442, abs=1e-7)
+    both = dict(sc, mscale=1.0, mscale_all_dim=0.5)  # (0.1 ln 8 + 1) / (0.05 ln 8 + 1)
+    assert rope_inv_freq(32, 10000.0, both)[1] == pytest.approx(1.2079442 / 1.1039721, abs=1e-6)
+    with pytest.raises(ValueError, match="mscale"):
+        check_scaling(dict(sc, mscale=-1.0))
