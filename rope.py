@@ -278,14 +278,21 @@ def parse_arm(entry, factor, L, flags=None):
     return check_scaling(sc)
 
 
+def scaling_extras(sc):
+    """The settings of a config that differ from its type's defaults (not rope_type, factor or L): {key: value}."""
+    if sc is None or sc['rope_type'] == 'default':
+        return {}
+    ref = check_scaling({k: sc[k] for k in ('rope_type', 'factor', 'original_max_position_embeddings') if k in sc})
+    return {k: v for k, v in sc.items() if k not in ref or ref[k] != v}
+
+
 def scaling_name(sc):
     """'yarn s=4 β_fast=8': the type, the scale, and the settings that differ from the table's defaults."""
     if sc is None or sc['rope_type'] == 'default':
         return 'default'
-    ref = check_scaling({k: sc[k] for k in ('rope_type', 'factor', 'original_max_position_embeddings') if k in sc})
     greek = {'beta_fast': 'β_fast', 'beta_slow': 'β_slow'}
     extras = ''.join(f" {greek.get(k, k)}={v}" if isinstance(v, bool) else f" {greek.get(k, k)}={v:g}"
-                     for k, v in sc.items() if k not in ref or ref[k] != v)
+                     for k, v in scaling_extras(sc).items())
     f = sc.get('factor', 1.0)
     return sc['rope_type'] + ('' if is_dynamic(sc) and f == 1 else f" s={f:g}") + extras
 
