@@ -2,7 +2,8 @@
 The pictures of an eval.py run, drawn only from the CSV/JSON files eval.py wrote in its out_dir (plotting never
 loads a model or a checkpoint), so `python eval.py --plot_only --out_dir=<dir>` redraws them at any time:
 
-  loss_vs_position.png   smoothed loss per position per arm, lines at L and at the fine-tune length(s)
+  loss_vs_position.png   smoothed loss per position per arm, lines at L, at the fine-tune length(s) and at T_extra,
+                         the critical-dimension bound of plain RoPE (Liu et al. 2023)
   rope_ramp.png          theta'_i/theta_i per pair for every arm's RoPE config, high/middle/low bands shaded
   attention_entropy.png  mean attention entropy per query position per arm
   retrieval.png          passkey test: in-context gain and exact match per distance bucket
@@ -23,7 +24,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from data.common import atomic_write  # noqa: E402
-from rope import bands, freq_ratio, rope_inv_freq, scaling_name  # noqa: E402
+from rope import bands, critical_dimension, freq_ratio, rope_inv_freq, scaling_name  # noqa: E402
 
 RC = {'font.size': 13, 'axes.titlesize': 15, 'axes.labelsize': 14, 'legend.fontsize': 11, 'xtick.labelsize': 12,
       'ytick.labelsize': 12, 'axes.spines.top': False, 'axes.spines.right': False, 'figure.dpi': 110}
@@ -81,6 +82,18 @@ def save(fig, path):
     return path
 
 
+def theory_line(ax, arms, T):
+    """The critical-dimension bound of plain RoPE for the base model (rope.critical_dimension), dotted."""
+    base = next((a for a in arms if a['kind'] == 'base' and a['pos_emb'] == 'rope'), None)
+    if base is None:
+        return
+    d_extra, t_extra = critical_dimension(base['head_dim'], base['rope_base'], base['train_len'])
+    if t_extra < T:
+        ax.axvline(t_extra, color='black', lw=1.4, ls=(0, (1, 2)), zorder=1)
+        ax.text(t_extra, 0.86, f" T_extra≈{t_extra:.0f}\n (d_extra={d_extra})", transform=ax.get_xaxis_transform(),
+                va='top', ha='left', color='0.15', fontsize=11)
+
+
 def length_lines(ax, s):
     ax.axvline(s['L'], color='0.35', lw=1.6, zorder=1)
     ax.text(s['L'], 1.0, f" L={s['L']}", transform=ax.get_xaxis_transform(), va='top', ha='left', color='0.25',
@@ -134,6 +147,8 @@ def plot_positions(out_dir, summary, w, log_x, what):
         for ax, (sub, group) in zip(axes[0], groups):
             ys.append(curves(ax, group, cols, st, w, log_x))
             length_lines(ax, s if 'zero-shot' not in sub else dict(s, finetune_lengths=[]))
+            if what == 'loss':
+                theory_line(ax, arms, s['T'])
             ax.set_xlabel(('token' if what == 'loss' else 'query') + ' position' + (' + 1 (log scale)' if log_x else ''))
             ax.set_title(sub, fontsize=13)
             ax.grid(alpha=0.3)

@@ -357,6 +357,14 @@ def bands(head_dim, base, L, beta_fast=32.0, beta_slow=1.0):
     return ['high' if r > beta_fast else 'low' if r < beta_slow else 'middle'
             for r in rotations_within(head_dim, base, L).tolist()]
 
+def critical_dimension(head_dim, base, L):
+    """Where plain RoPE breaks (Liu et al. 2023): pairs that turn at least once within L have seen every angle; the
+    dimensions that have are d_extra = 2*ceil((d/2) * log_b(L / 2pi)), and extrapolation is bounded near
+    T_extra = 2pi * b^(d_extra / d), the wavelength of the first pair that never completed a turn.
+    Returns (d_extra, T_extra); d = 32, b = 1e4, L = 128 gives (12, 198.7)."""
+    d_extra = 2 * math.ceil(head_dim / 2 * math.log(L / (2 * math.pi)) / math.log(base))
+    return d_extra, 2 * math.pi * base ** (d_extra / head_dim)
+
 def main(argv=None):
     import argparse
     p = argparse.ArgumentParser(description="Per pair: wavelength, turns within L, band, theta'/theta per type.")
@@ -390,6 +398,9 @@ def main(argv=None):
     for i in range(d // 2):
         print(f"{i:>4} {lam[i]:>9.1f} {rot[i]:>8.2f} {band[i]:<6}" + ''.join(f"{r[i]:>9.3f}" for _, r, _ in cols))
     print(f"{'attention factor (x cos, sin)':<30}" + ''.join(f"{af:>9.3f}" for _, _, af in cols))
+    d_extra, t_extra = critical_dimension(d, b, L)
+    print(f"critical dimension (Liu et al. 2023): d_extra = {d_extra} (pairs 0..{d_extra // 2 - 1} turn within L), "
+          f"T_extra = {t_extra:.1f} tokens: plain RoPE is expected to break near there")
 
 if __name__ == '__main__':
     main()

@@ -307,11 +307,11 @@ def test_check_scaling_fills_defaults_and_copies():
 def test_cli_view(capsys):
     rope.main(['--head_dim', '64', '--L', '256', '--factor', '4'])
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 2 + 32 + 1 and lines[1].split()[4:] == ['default', 'linear', 'ntk', 'dynamic', 'by_parts',
+    assert len(lines) == 2 + 32 + 2 and lines[1].split()[4:] == ['default', 'linear', 'ntk', 'dynamic', 'by_parts',
                                                                  'yarn', 'dyn_yarn', 'llama3']
-    assert lines[2].split()[:4] == ['0', '6.3', '40.74', 'high'] and lines[-2].split()[3] == 'low'
-    assert lines[-2].split()[4:] == ['1.000'] + ['0.250'] * 7  # last pair: every scaled type is PI there
-    assert lines[-1].split()[-3:] == ['1.139', '1.139', '1.000']  # yarn, dynamic yarn mscale(4); llama3 none
+    assert lines[2].split()[:4] == ['0', '6.3', '40.74', 'high'] and lines[-3].split()[3] == 'low'
+    assert lines[-3].split()[4:] == ['1.000'] + ['0.250'] * 7  # last pair: every scaled type is PI there
+    assert lines[-2].split()[-3:] == ['1.139', '1.139', '1.000']  # yarn, dynamic yarn mscale(4); llama3 none
     with pytest.raises(SystemExit, match='head_dim'):
         rope.main(['--head_dim', '63'])
 
@@ -368,3 +368,19 @@ def test_yarn_mscale_zero_falls_back_to_the_plain_temperature(mscale, mscale_all
     assert rope_inv_freq(32, 10000.0, both)[1] == pytest.approx(1.2079442 / 1.1039721, abs=1e-6)
     with pytest.raises(ValueError, match="mscale"):
         check_scaling(dict(sc, mscale=-1.0))
+
+
+def test_critical_dimension_worked_numbers():
+    """d = 32, b = 1e4, L = 128: (16) * log_1e4(128 / 2pi) = 5.236 -> d_extra = 12, T_extra = 2pi * 1e4^(12/32)."""
+    d_extra, t_extra = rope.critical_dimension(32, 10000.0, 128)
+    assert d_extra == 12 and t_extra == pytest.approx(198.692, abs=1e-3)
+    # d_extra / 2 is the number of pairs that turn at least once within L; T_extra is the next pair's wavelength
+    assert d_extra // 2 == int((rotations_within(32, 10000.0, 128) >= 1).sum())
+    assert t_extra == pytest.approx(wavelengths(32, 10000.0)[d_extra // 2].item(), rel=1e-9)
+    assert rope.critical_dimension(128, 10000.0, 4096)[0] == 92  # 64 * log_1e4(651.9) = 45.03 -> 2 * 46
+
+
+def test_cli_table_prints_the_critical_dimension(capsys):
+    rope.main(['--head_dim', '32', '--L', '128', '--factor', '4'])
+    out = capsys.readouterr().out
+    assert 'd_extra = 12' in out and 'T_extra = 198.7' in out
