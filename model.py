@@ -9,6 +9,7 @@ tied input/output embeddings. What is particular to this project:
   * the RoPE scaling (PI, NTK, YaRN, ...) is part of the config and can be switched on a trained model
     with `set_rope_scaling`, which touches no weight;
   * `forward(..., reduction='none')` returns the loss of every token, which is what eval.py plots;
+  * `forward(..., pos=...)` takes explicit position ids (PoSE), for every position encoding;
   * `attention_entropy` is a slower, chunked manual attention path used only for diagnostics.
 """
 
@@ -61,13 +62,16 @@ class GPTConfig:
 SINUSOIDAL_SCALE = 0.02 * math.sqrt(2)
 
 
-def sinusoidal_table(T, n_embd, device=None):
-    """The original Transformer's absolute encoding: PE[m, 2i] = sin(m / 10000^(2i/n)), PE[m, 2i+1] = cos(...)."""
-    pos = torch.arange(T, device=device, dtype=torch.float32)[:, None]
-    inv = torch.exp(torch.arange(0, n_embd, 2, device=device, dtype=torch.float32) * (-math.log(10000.0) / n_embd))
-    pe = torch.zeros(T, n_embd, device=device)
-    pe[:, 0::2] = torch.sin(pos * inv)
-    pe[:, 1::2] = torch.cos(pos * inv)
+def sinusoidal_table(positions, n_embd, device=None):
+    """The original Transformer's absolute encoding: PE[m, 2i] = sin(m / 10000^(2i/n)), PE[m, 2i+1] = cos(...).
+    positions: an int T (positions 0..T-1) or a tensor of position ids of any shape -> [*positions.shape, n_embd]."""
+    if isinstance(positions, int):
+        positions = torch.arange(positions, device=device)
+    pos = positions.to(torch.float32)[..., None]
+    inv = torch.exp(torch.arange(0, n_embd, 2, device=pos.device, dtype=torch.float32) * (-math.log(10000.0) / n_embd))
+    pe = torch.zeros(*positions.shape, n_embd, device=pos.device)
+    pe[..., 0::2] = torch.sin(pos * inv)
+    pe[..., 1::2] = torch.cos(pos * inv)
     return pe
 
 
@@ -208,29 +212,52 @@ class GPT(nn.Module):
         inv_freq, attention_factor = rope_inv_freq(self.head_dim, c.rope_base, c.rope_scaling, seq_len=seq_len)
         return inv_freq.to(self.rope_inv_freq.device), attention_factor
 
-    def rope_tables(self, T):
-        """cos/sin of shape (T, head_dim) for a forward of length T, in float32. Dynamic types see seq_len=T."""
-        inv_freq, attention_factor = self.rope_freqs(T)
-        return rope_cos_sin(inv_freq, torch.arange(T, device=inv_freq.device), attention_factor)
+    def rope_tables(self, positions, span=None):
+        """cos/sin in float32 for position ids: an int T (0..T-1) or a tensor (T,) or (B, T); shape (T, head_dim), or
+        (B, 1, T, head_dim) to broadcast over the heads. span is the length a dynamic type scales for: the forward's
+        length, max position + 1 (read from the positions when not given)."""
+        if isinstance(positions, int):
+            positions, span = torch.arange(positions, device=self.rope_inv_freq.device), positions
+        if span is None and self.rope_dynamic:
+            span = int(positions.max()) + 1
+        inv_freq, attention_factor = self.rope_freqs(span)
+        cos, sin = rope_cos_sin(inv_freq, positions, attention_factor)
+        return (cos, sin) if cos.dim() == 2 else (cos[:, None], sin[:, None])
 
-    def _embed(self, idx):
+    def _embed(self, idx, pos=None, span=None):
+        """Token embeddings (+ the absolute position embedding at pos) and the RoPE tables for pos (default 0..T-1).
+        span: positions are known to lie in [0, span) (see rope_tables); when None they are read back from pos, a
+        device sync, only where needed (learned, dynamic rope)."""
         B, T = idx.size()
         c = self.config
+        if pos is None:
+            pos, span = torch.arange(T, device=idx.device), T
+        elif not (isinstance(pos, torch.Tensor) and pos.dtype in (torch.int32, torch.int64)
+                  and tuple(pos.shape) in ((T,), (B, T))):
+            got = f"{pos.dtype} tensor of shape {tuple(pos.shape)}" if isinstance(pos, torch.Tensor) else type(pos).__name__
+            raise ValueError(f"pos must be an integer tensor of shape ({T},) or ({B}, {T}), the position id of every "
+                             f"token of idx; got a {got}")
+        else:
+            pos = pos.to(idx.device)
         x = self.transformer.wte(idx)
         if c.pos_emb == 'learned':
-            if T > c.block_size:
-                raise ValueError(f"sequence of length {T} is longer than the learned position table "
-                                 f"(block_size={c.block_size}); learned positions cannot run past it")
-            x = x + self.transformer.wpe(torch.arange(T, device=idx.device))
+            lo, hi = (0, span - 1) if span is not None else (int(pos.min()), int(pos.max()))
+            if lo < 0 or hi >= c.block_size:
+                raise ValueError(f"position {hi if lo >= 0 else lo} is outside the learned position table (positions 0.."
+                                 f"{c.block_size - 1}, block_size={c.block_size}); learned positions cannot run past it")
+            x = x + self.transformer.wpe(pos)
         elif c.pos_emb == 'sinusoidal':
-            x = x + SINUSOIDAL_SCALE * sinusoidal_table(T, c.n_embd, idx.device).to(x.dtype)
-        rope = self.rope_tables(T) if c.pos_emb == 'rope' else None
+            x = x + SINUSOIDAL_SCALE * sinusoidal_table(pos, c.n_embd).to(x.dtype)
+        rope = self.rope_tables(pos, span) if c.pos_emb == 'rope' else None
         return self.transformer.drop(x), rope
 
-    def forward(self, idx, targets=None, reduction='mean'):
+    def forward(self, idx, targets=None, reduction='mean', pos=None):
         """idx (B, T) token ids -> logits (B, T, vocab). With targets: loss, a scalar (reduction='mean')
-        or the per-token negative log-likelihood in nats (reduction='none', shape (B, T))."""
-        x, rope = self._embed(idx)
+        or the per-token negative log-likelihood in nats (reduction='none', shape (B, T)).
+        pos: optional position ids, a LongTensor (T,) or (B, T) (default 0..T-1), e.g. PoSE's skipped positions.
+        RoPE is built at those positions (a dynamic type scales for max(pos) + 1 tokens); sinusoidal and learned
+        tables are read at them (learned ones only inside their table)."""
+        x, rope = self._embed(idx, pos)
         for block in self.transformer.h:
             x = block(x, rope)
         logits = self.lm_head(self.transformer.ln_f(x))

@@ -161,6 +161,69 @@ def test_forward_has_no_graph_break_under_compile(rope_type):
     assert out.graph_break_count == 0 and out.graph_count == 1
 
 
+def peaky(m, scale=10.0):
+    """Scale the q/k/v projections so attention logits are of order 1: at init (std 0.02) q.k is ~1e-3, attention is
+    nearly uniform and positions barely move the logits, which would let a position test pass by accident."""
+    with torch.no_grad():
+        for block in m.transformer.h:
+            block.attn.c_attn.weight.mul_(scale)
+    return m
+
+
+@pytest.mark.parametrize('pos_emb, rope_type', [('rope', 'default'), ('rope', 'yarn'), ('rope', 'dynamic'),
+                                                ('sinusoidal', None), ('learned', None), ('none', None)])
+def test_explicit_positions_arange_equal_the_default(pos_emb, rope_type):
+    m = peaky(make(pos_emb, rope_scaling=scaling(rope_type) if rope_type else None))
+    x = torch.randint(0, V, (2, 16))
+    ref = m(x)[0]
+    assert torch.equal(m(x, pos=torch.arange(16))[0], ref)
+    assert torch.equal(m(x, pos=torch.arange(16).expand(2, 16))[0], ref)  # per-row ids (B, T)
+
+
+def test_rope_is_relative_sinusoidal_is_not():
+    """Shifting every position by a constant leaves RoPE logits unchanged (q.k depends on m - n only), per row
+    too; spreading them out (PoSE-style skips) does change them; an absolute encoding changes with any shift."""
+    m = peaky(make())
+    x = torch.randint(0, V, (2, 24))
+    ref, p = m(x)[0], torch.arange(24)
+    for shift in (7, 1000):
+        assert torch.allclose(m(x, pos=p + shift)[0], ref, atol=1e-5, rtol=0)
+    assert torch.allclose(m(x, pos=torch.stack([p, p + 300]))[0], ref, atol=1e-5, rtol=0)
+    skipped = torch.cat([p[:12], p[12:] + 40])  # two chunks 40 positions apart
+    assert (m(x, pos=skipped)[0][:, 12:] - ref[:, 12:]).abs().max() > 1e-2
+    assert torch.equal(m(x, pos=skipped)[0][:, :12], ref[:, :12])  # causal: the first chunk is untouched
+    s = peaky(make('sinusoidal'))
+    assert (s(x, pos=p + 7)[0] - s(x)[0]).abs().max() > 1e-3
+
+
+def test_dynamic_type_scales_for_the_span_of_explicit_positions():
+    """Dynamic NTK (factor 1, L = 16) at positions 32..39 spans 40 tokens: the scale of s = 40/16, the same
+    frequencies as static NTK at factor 2.5 (which is relative, so its own positions do not matter)."""
+    dyn = peaky(make(rope_scaling=scaling('dynamic')))
+    ntk = peaky(make(rope_scaling={'rope_type': 'ntk', 'factor': 2.5}))
+    x = torch.randint(0, V, (1, 8))
+    far = dyn(x, pos=torch.arange(32, 40))[0]
+    assert torch.allclose(far, ntk(x)[0], atol=1e-5, rtol=0)
+    assert (far - dyn(x)[0]).abs().max() > 1e-3  # at positions 0..7 it is plain RoPE
+
+
+def test_bad_positions():
+    x = torch.randint(0, V, (2, 10))
+    with pytest.raises(ValueError, match=r'pos must be an integer tensor of shape \(10,\) or \(2, 10\)'):
+        make()(x, pos=torch.arange(10.0))
+    with pytest.raises(ValueError, match='pos must be'):
+        make()(x, pos=torch.arange(9))
+    with pytest.raises(ValueError, match='pos must be'):
+        make()(x, pos=list(range(10)))
+    learned = make('learned')
+    with pytest.raises(ValueError, match='position 19 is outside the learned position table'):
+        learned(x, pos=torch.arange(10, 20))
+    with pytest.raises(ValueError, match='position -1 is outside'):
+        learned(x, pos=torch.arange(-1, 9))
+    inside = learned(x, pos=torch.arange(6, 16))[0][:, 0]  # the first token, alone, at position 6
+    assert torch.allclose(inside, learned(x[:, :1], pos=torch.tensor([6]))[0][:, 0], atol=1e-6)
+
+
 def test_attention_entropy_matches_direct_computation():
     m = make()
     x = torch.randint(0, V, (2, 20))
