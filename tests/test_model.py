@@ -256,6 +256,45 @@ def test_yarn_temperature_sharpens_attention():
     assert sharp[0, :, :, 8:].mean() < flat[0, :, :, 8:].mean()
 
 
+def sdpa_inputs_and_output(m, x, layer=0):
+    """Run m on x and capture, in one layer, the (q, k, v) that CausalSelfAttention.qkv returns (rotated, as SDPA
+    gets them) and SDPA's output (the input of c_proj, heads merged)."""
+    attn, got = m.transformer.h[layer].attn, {}
+    qkv = attn.qkv
+    attn.qkv = lambda h, rope: got.setdefault('qkv', qkv(h, rope))
+    hook = attn.c_proj.register_forward_pre_hook(lambda mod, args: got.setdefault('y', args[0]))
+    try:
+        m(x)
+    finally:
+        hook.remove()
+        del attn.qkv
+    return (*got['qkv'], got['y'])
+
+
+def test_yarn_temperature_is_applied_exactly_once_on_the_sdpa_path():
+    """Issue 10: YaRN multiplies cos and sin by mscale, so the model's q.k logits are mscale^2 times those of the
+    same frequencies with attention_factor=1, and SDPA turns exactly those logits (/sqrt(hd), causal) into its
+    output. Applying the temperature twice (say, also through SDPA's scale=) gives mscale^4 and fails here."""
+    sc = {'rope_type': 'yarn', 'factor': 4.0, 'original_max_position_embeddings': 16}
+    mscale = 0.1 * math.log(4.0) + 1  # 1.1386
+    m = peaky(make())
+    x = torch.randint(0, V, (2, 40))
+    m.set_rope_scaling(sc)
+    q, k, v, y = sdpa_inputs_and_output(m, x)  # layer 0: its input does not depend on the scaling
+    m.set_rope_scaling(dict(sc, attention_factor=1.0))
+    q1, k1, v1, _ = sdpa_inputs_and_output(m, x)
+    logits, flat = q @ k.transpose(-2, -1), q1 @ k1.transpose(-2, -1)
+    assert torch.allclose(logits, mscale ** 2 * flat, rtol=1e-5, atol=1e-5) and torch.equal(v, v1)
+    assert (logits - flat).abs().max() > 0.1  # the temperature is really there
+    causal = torch.triu(torch.ones(40, 40, dtype=torch.bool), 1)
+
+    def attend(z):
+        return (z / math.sqrt(q.size(-1))).masked_fill(causal, float('-inf')).softmax(-1) @ v1
+    merged = lambda t: t.transpose(1, 2).reshape(2, 40, -1)
+    assert torch.allclose(y, merged(attend(mscale ** 2 * flat)), atol=1e-5)
+    assert (y - merged(attend(mscale ** 4 * flat))).abs().max() > 1e-3  # what a double application would give
+
+
 def test_sinusoidal_table():
     pe = sinusoidal_table(5, 8)
     assert torch.allclose(pe[1, 0], torch.tensor(math.sin(1.0))) and torch.allclose(pe[1, 1], torch.tensor(math.cos(1.0)))
