@@ -359,3 +359,48 @@ def test_bad_inputs_one_line_nonzero_exit_nothing_changed(char_data, small_run, 
         lines = err.strip().splitlines()
         assert p.returncode != 0 and len(lines) == 1 and lines[0].startswith('error: ') and names in lines[0], err
     assert hashes(*watched) == before and not os.path.exists(fresh)
+
+
+def worker_pids(parent):
+    """{RANK: pid} of torchrun's worker processes (children of `parent`), read from /proc."""
+    out = {}
+    for pid in filter(str.isdigit, os.listdir('/proc')):
+        try:
+            with open(f'/proc/{pid}/stat') as f:
+                ppid = int(f.read().rsplit(')', 1)[1].split()[1])
+            with open(f'/proc/{pid}/environ', 'rb') as f:
+                env = dict(kv.split(b'=', 1) for kv in f.read().split(b'\0') if b'=' in kv)
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == parent and b'RANK' in env:
+            out[int(env[b'RANK'])] = int(pid)
+    return out
+
+
+@pytest.mark.skipif(not os.path.isdir('/proc'), reason='finds the worker processes through /proc')
+def test_sigterm_to_one_torchrun_rank_stops_both_and_saves_once(char_data, tmp_path):
+    """Only rank 1 gets SIGTERM; the ranks agree at the next log step, rank 0 saves once, every process exits
+    (no rank left waiting in a collective), and the run resumes from that checkpoint."""
+    out = str(tmp_path / 'ddp')
+    args = [f'--dataset={char_data}', f'--out_dir={out}', '--max_iters=100000', '--eval_interval=5', '--eval_iters=1',
+            '--block_size=32', '--batch_size=2', '--n_layer=1', '--n_head=2', '--n_embd=16', '--log_interval=2',
+            '--gradient_accumulation_steps=2', '--device=cpu', '--progress=False']
+    proc = subprocess.Popen([sys.executable, '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=2',
+                             'train.py', *args], cwd=ROOT, env=dict(ENV, OMP_NUM_THREADS='1'), text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert wait_for_checkpoint(out, 5, alive=lambda: proc.poll() is None, timeout=180), proc.communicate()
+        workers = worker_pids(proc.pid)
+        assert sorted(workers) == [0, 1]
+        os.kill(workers[1], signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    saved = re.findall(r"saved \S+ at iter (\d+) \(stopped by SIGTERM", stdout + stderr)
+    assert len(saved) == 1, (stdout[-2000:], stderr[-2000:])
+    ckpt = load_checkpoint(out)
+    assert ckpt['iter_num'] == int(saved[0]) and ckpt['iter_num'] % 2 == 0 and 5 <= ckpt['iter_num'] < 100000
+    assert proc.returncode != 0  # the workers exit 130 (interrupted); torchrun reports the failure
+    for pid in workers.values():
+        assert not os.path.exists(f'/proc/{pid}') or open(f'/proc/{pid}/stat').read().split()[2] == 'Z'

@@ -102,3 +102,40 @@ def test_torchrun_two_processes_match_single_process(char_data, tmp_path):
     assert a['log'][-1]['val_loss'] < a['log'][0]['val_loss']  # it did train
     for k in a['model']:
         assert torch.allclose(a['model'][k], b['model'][k], atol=1e-5), k
+
+
+def test_logged_tokens_per_second_is_the_rate_since_the_last_log(monkeypatch):
+    """Regression: with the bar disabled (progress=False) the rate used to grow with every log interval."""
+    import train as train_mod
+    from tqdm import tqdm
+    now = iter([102.0, 104.0, 106.0])
+    monkeypatch.setattr(train_mod.time, 'time', lambda: next(now))
+    clock, bar = dict(t=100.0, iter=0, tok_s=0.0, loss=None), tqdm(total=30, disable=True)
+    rates = []
+    for it in (10, 20, 30):  # 10 steps of 1000 tokens every 2 s
+        train_mod.log_step(clock, it, 1.5, 1000, bar, 1e-3)
+        rates.append(clock['tok_s'])
+    assert rates == [5000.0, 5000.0, 5000.0] and clock['loss'] == 1.5
+
+
+def test_number_formats_say_what_runs():
+    from configurator import autocast_context
+    dtype, ctx = autocast_context('cpu', 'bfloat16', training=True)  # runs bf16 on the CPU, as printed
+    with ctx:
+        assert dtype == 'bfloat16' and (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.bfloat16
+    assert autocast_context('cpu', 'auto')[0] == 'float32'
+    with pytest.raises(ConfigError, match='float16 would train without loss scaling'):
+        autocast_context('cuda', 'float16', training=True)
+    with pytest.raises(ConfigError, match='float16 runs on CUDA only'):
+        autocast_context('cpu', 'float16')
+
+
+def test_resume_reads_the_checkpoint_once(char_data, tmp_path, monkeypatch):
+    import train as train_mod
+    cfg = tiny_cfg(char_data, tmp_path / 'run', max_iters=4, eval_interval=2)
+    train(cfg)
+    calls = []
+    real = train_mod.load_checkpoint
+    monkeypatch.setattr(train_mod, 'load_checkpoint', lambda *a, **k: calls.append(a) or real(*a, **k))
+    train_mod.main([f'--out_dir={tmp_path / "run"}', '--init_from=resume', '--max_iters=6'])
+    assert len(calls) == 1 and load_checkpoint(str(tmp_path / 'run'))['iter_num'] == 6
