@@ -131,3 +131,16 @@ def test_resume_a_multi_arm_run(tiny_run, tmp_path):
     assert [r['iter'] for r in yarn['log']] == [0, 3, 6]   # started afresh (eval_interval 3)
     assert yarn['model_args']['rope_scaling']['rope_type'] == 'yarn'
     assert arms['arms'][1]['val_loss'] == yarn['log'][-1]['val_loss']
+
+
+def test_base_checkpoint_and_data_are_stored_absolute(tiny_run, tmp_path, monkeypatch):
+    """A path typed relative to the user's folder resolves from anywhere later (eval run from elsewhere)."""
+    monkeypatch.chdir(os.path.dirname(tiny_run))
+    rel = os.path.basename(tiny_run)
+    finetune_long.main([f'--init_from={rel}', '--rope_type=yarn', f'--out_dir={tmp_path / "ft"}', *FT])
+    ck = load_checkpoint(str(tmp_path / 'ft'))
+    assert ck['lineage']['base_checkpoint'] == tiny_run and os.path.isabs(ck['dataset']['data_dir'])
+    monkeypatch.chdir(tmp_path)
+    import arms
+    found, base, _ = arms.plan_arms(dict(__import__('eval').DEFAULTS, ckpt=str(tmp_path / 'ft'), rope_types='ntk'))
+    assert base['checkpoint'] == tiny_run and [a['kind'] for a in found] == ['fine-tuned', 'zero-shot']
