@@ -51,6 +51,8 @@ class GPTConfig:
         if self.rope_scaling is not None and self.pos_emb != 'rope':
             raise ValueError(f"rope_scaling is set but pos_emb={self.pos_emb!r}; scaling only applies to pos_emb='rope'")
         self.rope_scaling = check_scaling(self.rope_scaling)
+        if self.pos_emb == 'rope':  # what needs head_dim (per-pair factor lists, NTK's d >= 4) fails here, not mid-run
+            rope_inv_freq(self.n_embd // self.n_head, self.rope_base, self.rope_scaling)
 
 
 # The table's entries have rms 1/sqrt(2); the token embeddings start at std 0.02 (GPT-2 init). Unscaled, position
@@ -173,7 +175,9 @@ class GPT(nn.Module):
         because cos/sin are rebuilt from the config at every forward."""
         if self.config.pos_emb != 'rope':
             raise ValueError(f"this model uses pos_emb={self.config.pos_emb!r}; RoPE scaling needs pos_emb='rope'")
-        self.config.rope_scaling = check_scaling(scaling)
+        scaling = check_scaling(scaling)
+        rope_inv_freq(self.head_dim, self.config.rope_base, scaling)  # a per-pair list must match head_dim
+        self.config.rope_scaling = scaling
 
     def rope_tables(self, T, device):
         """cos/sin of shape (T, head_dim) for a forward of length T, in float32. Dynamic types see seq_len=T."""
