@@ -14,7 +14,7 @@ s = l/L). 'default' is the base model as trained. L always comes from the checkp
 
 Measurement. The same num_windows windows of T+1 tokens (seeded, each inside one held-out document)
 for every arm; per-position NLL in nats, float32 on CPU (autocast on CUDA). Dynamic types (dynamic,
-dynamic_yarn) depend on the forward length, so they are scored as they would run: positions
+dynamic_yarn, longrope) depend on the forward length, so they are scored as they would run: positions
 [l_{k-1}, l_k) come from a forward of length l_k, l_k = L, 2L, 4L, ..., T.
 
 Outputs in out_dir: position_loss.csv, attention_entropy.csv, retrieval.csv, finetune_curves.csv (when
@@ -37,7 +37,7 @@ from tqdm import tqdm
 from configurator import ConfigError, autocast_context, cli, get_config, pick_device
 from data.common import atomic_write_text, data_dir_of, doc_windows, fetch_windows, load_meta, load_split
 from model import load_checkpoint, model_from_checkpoint
-from rope import is_dynamic, parse_arms, scaling_name
+from rope import DYNAMIC_TYPES, is_dynamic, parse_arms, scaling_name
 
 DEFAULTS = dict(
     ckpt='',                # run folders, comma-separated (or space-separated after a bare --ckpt)
@@ -404,9 +404,9 @@ def main(argv):
         rope_types=cfg['rope_types'], factor=cfg['factor'] or None,
         finetune_lengths=sorted({a['seq_len'] for a in arms if a['kind'] == 'fine-tuned'}),
         device=device, dtype=dtype, batch_size=B, torch=torch.__version__,
-        scoring="Per-position NLL (nats) of the next token, mean over the windows. Dynamic arms (dynamic, "
-                "dynamic_yarn) are scored by length buckets: positions [l_{k-1}, l_k) by a forward of length l_k, "
-                "l_k = L, 2L, 4L, ..., T. ppl_at[n] = exp(mean loss over positions < n).",
+        scoring="Per-position NLL (nats) of the next token, mean over the windows. Dynamic arms "
+                f"({', '.join(DYNAMIC_TYPES)}) are scored by length buckets: positions [l_{{k-1}}, l_k) by a forward "
+                "of length l_k, l_k = L, 2L, 4L, ..., T. ppl_at[n] = exp(mean loss over positions < n).",
         entropy=dict(windows=cfg['entropy_windows'], chunk=cfg['entropy_chunk'],
                      note="mean over layers, heads and the first windows, per query position; dynamic arms in one "
                           "forward of length T (seq_len = T)"),
