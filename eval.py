@@ -1,26 +1,26 @@
 """
 Measure how models predict tokens past their training length L, then draw the pictures (plot.py).
 
-    python eval.py --ckpt out/char-base out/finetune --rope_types=linear,ntk,dynamic,yarn,yarn:beta_fast=8
-    python eval.py --ckpt=out/char-base,out/finetune --eval_len=1024 --num_windows=32 --out_dir=out/eval
-    python eval.py --plot_only --out_dir=out/eval --log_x=True        # redraw the PNGs from the CSV/JSON
+    python eval.py --ckpt=out/char-base,out/finetune --rope_types=linear,ntk,dynamic,yarn,yarn:beta_fast=8
+    python eval.py --ckpt=out/char-base --eval_len=1024 --num_windows=32 --out_dir=out/eval
+    python eval.py --plot_only=True --out_dir=out/eval --log_x=True     # redraw the PNGs from the CSV/JSON
 
-Arms. Every --ckpt run folder is an arm (a folder holding arms.json, made by a multi-arm finetune_long.py,
-stands for all of its arms); several folders go space-separated after a bare --ckpt (up to the next --option;
-put config files before it), or comma-separated in --ckpt=a,b. Every --rope_types entry is a zero-shot arm: that RoPE scaling switched on in the base model
-(--base, else the first --ckpt that is not a fine-tune, else the base a fine-tune names), with factor
-s = T/L unless the entry sets one (yarn:factor=8:beta_fast=8; dynamic types default to factor 1, i.e.
-s = l/L). 'default' is the base model as trained. L always comes from the checkpoint's lineage.
+Arms. Every --ckpt run folder (comma-separated) is an arm; a folder holding arms.json (a multi-arm
+finetune_long.py run) stands for all of its arms, and the seeds of one arm (--seeds) are aggregated into one row.
+Every --rope_types entry is a zero-shot arm: that RoPE scaling switched on in the base model (--base, else the
+first --ckpt that is not a fine-tune, else the base a fine-tune names), with s = T/L unless the entry sets a
+factor (yarn:factor=8:beta_fast=8; dynamic types default to factor 1). 'default' is the base model as trained.
 
-Measurement. The same num_windows windows of T+1 tokens (seeded, each inside one held-out document)
-for every arm; per-position NLL in nats, float32 on CPU (autocast on CUDA). Dynamic types (dynamic,
-dynamic_yarn, longrope) depend on the forward length, so they are scored as they would run: positions
-[l_{k-1}, l_k) come from a forward of length l_k, l_k = L, 2L, 4L, ..., T.
+Protocol: every arm is scored as it runs when generating. Position p is predicted by a forward over p + 1
+tokens; for static scalings one forward of T tokens gives exactly that at every position. A dynamic arm's
+scale follows the length, so positions where its scale is still the shortest-length one come from one forward
+of that length, and beyond it a grid of positions per bucket (--grid, evenly spaced) is scored exactly, each by
+its own forward of p + 1 tokens. ppl_at[n] is the YaRN paper's Table 1 form: one forward of the first n tokens
+(dynamic arms at s = n/L). Intervals: 95%, Student t over windows for losses, Wilson for exact match.
 
-Outputs in out_dir: position_loss.csv, attention_entropy.csv, retrieval.csv, finetune_curves.csv (when
-arms have fine-tune logs), summary.json (every setting + per-arm buckets, ppl_at, retrieval, entropy),
-summary.md (printed), and the PNGs of plot.py. Everything is validated before anything is written, and
-every file is written atomically.
+Outputs in out_dir: position_loss.csv, attention_entropy.csv, retrieval.csv, finetune_curves.csv (when arms have
+fine-tune logs), summary.json, summary.md (printed), and plot.py's PNGs. Everything is validated before
+anything is written, and every file is written atomically.
 """
 
 import csv
@@ -37,10 +37,11 @@ from tqdm import tqdm
 from configurator import ConfigError, autocast_context, cli, get_config, pick_device
 from data.common import atomic_write_text, data_dir_of, doc_windows, fetch_windows, load_meta, load_split
 from model import load_checkpoint, model_from_checkpoint
-from rope import DYNAMIC_TYPES, is_dynamic, parse_arms, scaling_name
+from arms import finetune_log, plan_arms
+from rope import is_dynamic, rope_inv_freq, scaling_extras
 
 DEFAULTS = dict(
-    ckpt='',                # run folders, comma-separated (or space-separated after a bare --ckpt)
+    ckpt='',                # run folders, comma-separated
     base='',                # base run for the zero-shot arms; '' = the first --ckpt that is not a fine-tune
     rope_types='',          # zero-shot arms: default,linear,ntk,dynamic,yarn,yarn:beta_fast=8,ntk:factor=8,...
     factor=0.0,             # zero-shot scale s; 0 = T/L (dynamic types: 1, the scale then follows l/L)
@@ -49,9 +50,10 @@ DEFAULTS = dict(
     seed=1337,              # picks the windows and the passkey strings
     dataset='',             # '' = the checkpoints' dataset (a name under data/ or a folder)
     batch_size=8,
+    grid=16,                # dynamic arms: positions per bucket scored exactly past their shortest-length scale
     entropy_windows=4,      # windows for the attention entropy (manual attention, chunked)
     entropy_chunk=256,      # query chunk of that path: memory O(chunk x T)
-    retrieval_windows=8,    # passkey examples per distance bucket (0 = skip the test)
+    retrieval_examples=32,  # passkey examples per distance bucket, from their own windows (0 = skip the test)
     retrieval_len=24,       # tokens in the passkey string
     retrieval_cue=4,        # its first tokens, given at the repeat (the cue); the rest are scored
     retrieval_pos=8,        # where the first copy starts
@@ -63,131 +65,46 @@ DEFAULTS = dict(
 )
 FILES = ('position_loss.csv', 'attention_entropy.csv', 'retrieval.csv', 'finetune_curves.csv', 'summary.json',
          'summary.md')
+PROTOCOL = ("Every arm is scored as it generates: position p by a forward over p + 1 tokens (static scalings: one "
+            "forward of T; dynamic ones: exactly, on a grid past their shortest-length scale; passkey strings at the "
+            "scale of their last token); ppl_at[n] = one forward of the first n tokens; 95% intervals over windows "
+            "(t) and examples (Wilson).")
+
+# ----------------------------------------------------------------------------- statistics
 
 
-def parse_args(argv):
-    """get_config, plus: values after a bare --ckpt are run folders, and a bare --flag of a boolean is --flag=True."""
-    rest, ckpts, grab = [], [], False
-    for a in argv:
-        if a == '--ckpt':
-            grab = True
-        elif grab and not a.startswith('--'):
-            ckpts += [p for p in a.split(',') if p]
-        elif a.startswith('--ckpt='):
-            grab, ckpts = False, ckpts + [p for p in a[len('--ckpt='):].split(',') if p]
-        else:
-            grab = False
-            rest.append(a + '=True' if a.startswith('--') and isinstance(DEFAULTS.get(a[2:]), bool) else a)
-    cfg = get_config(rest, DEFAULTS)
-    if ckpts:
-        cfg['ckpt'] = ','.join(ckpts)
-    return cfg
+T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
 
 
-# ----------------------------------------------------------------------------- arms
-
-def lineage_of(ckpt):
-    L = ckpt['model_args']['block_size']
-    return dict(dict(train_len=L, seq_len=L, base_checkpoint=None, finetune_steps=0), **(ckpt.get('lineage') or {}))
-
-
-def expand_ckpts(paths):
-    """Run folders; a folder with arms.json (a multi-arm fine-tune) stands for its arms' sub-folders."""
-    out = []
-    for p in paths:
-        aj = os.path.join(p, 'arms.json')
-        if not os.path.isfile(aj):
-            out.append(p)
-            continue
-        try:
-            with open(aj, encoding='utf-8') as f:
-                out += [os.path.join(p, os.path.basename(os.path.normpath(a['run_dir']))) for a in json.load(f)['arms']]
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            raise ConfigError(f"{aj} is unreadable ({e}); rerun finetune_long.py or pass the arm folders themselves")
-    return out
+def t975(df):
+    """The 97.5% quantile of Student's t with df degrees of freedom: the usual table up to 30, then the
+    Cornish-Fisher expansion around the normal quantile (within 0.01% there)."""
+    if df <= len(T975):
+        return T975[df - 1]
+    z = 1.959964
+    return z + (z ** 3 + z) / (4 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df ** 2) + \
+        (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / (384 * df ** 3)
 
 
-def ckpt_arm(path, ckpt):
-    lin, args = lineage_of(ckpt), ckpt['model_args']
-    sc, tuned = args.get('rope_scaling'), bool(lin['base_checkpoint'])
-    name = (f"{scaling_name(sc)} ft{lin['finetune_steps']}" if tuned else
-            f"base (L={lin['train_len']})" if args['pos_emb'] == 'rope' else f"{args['pos_emb']} (L={lin['train_len']})")
-    return dict(name=name, checkpoint=path, kind='fine-tuned' if tuned else 'base', ckpt=ckpt, scaling=sc,
-                L=lin['train_len'], seq_len=lin['seq_len'], steps=lin['finetune_steps'] if tuned else 0)
+def mean_ci(x):
+    """Mean and 95% t-interval of a 1-D sample (a zero-width interval for a single value)."""
+    x = np.asarray(x, dtype=np.float64)
+    m = float(x.mean())
+    h = 0.0 if len(x) < 2 else t975(len(x) - 1) * float(x.std(ddof=1)) / math.sqrt(len(x))
+    return m, [m - h, m + h]
 
 
-def plan_arms(cfg):
-    """Load and validate every arm: [(arm dict), ...], the base arm (or None), T."""
-    paths = expand_ckpts([p for p in cfg['ckpt'].split(',') if p])
-    if not paths and not cfg['base']:
-        raise ConfigError("no checkpoint given; pass --ckpt <run folder> [<run folder> ...] (and --rope_types=...)")
-    real = [os.path.realpath(p) for p in paths]
-    dup = next((p for p, r in zip(paths, real) if real.count(r) > 1), None)
-    if dup:
-        raise ConfigError(f"checkpoint {dup} is given twice; list each run folder once")
-    arms = [ckpt_arm(p, load_checkpoint(p)) for p in paths]
-    for a in arms:  # two different runs with the same readable name: add the folder name
-        if sum(b['name'] == a['name'] for b in arms) > 1:
-            a['name'] += f" [{os.path.basename(os.path.normpath(a['checkpoint']))}]"
-    base = None
-    if cfg['base']:
-        same = [a for a, r in zip(arms, real) if r == os.path.realpath(cfg['base'])]
-        base = same[0] if same else ckpt_arm(cfg['base'], load_checkpoint(cfg['base']))
-    else:
-        base = next((a for a in arms if a['kind'] == 'base'), None)
-        if base is None and cfg['rope_types']:
-            named = lineage_of(arms[0]['ckpt'])['base_checkpoint']
-            if not os.path.exists(named):
-                raise ConfigError(f"--rope_types needs a base model: the fine-tunes name {named}, which does not exist "
-                                  f"here; pass --base=<run folder of the base model>")
-            base = ckpt_arm(named, load_checkpoint(named))
-    # one dataset and one vocabulary for all
-    def data_sig(a):
-        ds = a['ckpt'].get('dataset') or {}
-        return os.path.realpath(data_dir_of(ds.get('dataset') or '?')), a['ckpt']['model_args']['vocab_size']
-    first = arms[0] if arms else base
-    for a in arms + ([base] if base else []):
-        if data_sig(a) != data_sig(first):
-            (d1, v1), (d2, v2) = data_sig(first), data_sig(a)
-            raise ConfigError(f"checkpoints from different data: {first['checkpoint']} (data {d1}, vocab {v1}) and "
-                              f"{a['checkpoint']} (data {d2}, vocab {v2}); evaluate models of one dataset together")
-    # the length T
-    Ls = [a['L'] for a in arms + ([base] if base else [])]
-    tuned = [a['seq_len'] for a in arms if a['kind'] == 'fine-tuned']
-    T = cfg['eval_len'] or max([8 * max(Ls)] + [4 * t for t in tuned])
-    for a in arms + ([base] if base else []):
-        if T < a['L']:
-            raise ConfigError(f"eval_len={T} is shorter than the training length L={a['L']} of {a['checkpoint']}; "
-                              f"pass --eval_len >= {a['L']} (or 0 for the default)")
-        if a['ckpt']['model_args']['pos_emb'] == 'learned' and T > a['ckpt']['model_args']['block_size']:
-            raise ConfigError(f"{a['checkpoint']} has learned positions up to {a['ckpt']['model_args']['block_size']}; "
-                              f"it cannot run at eval_len={T}; leave it out or lower --eval_len")
-    # zero-shot arms on the base
-    seen_default = False
-    for entry in [e.strip() for e in cfg['rope_types'].split(',') if e.strip()]:
-        rope_type = entry.split(':')[0]
-        if rope_type not in ('default', 'plain', 'none') and base['ckpt']['model_args']['pos_emb'] != 'rope':
-            raise ConfigError(f"the base {base['checkpoint']} has no RoPE; --rope_types needs a rope model")
-        factor = cfg['factor'] or (1.0 if is_dynamic({'rope_type': rope_type}) else T / base['L'])
-        (_, sc), = parse_arms(entry, factor, base['L'])
-        if sc is None:
-            if seen_default:
-                raise ConfigError(f"arm {base['name']!r} is given twice in --rope_types; list it once")
-            seen_default = True
-            if all(a is not base for a in arms):
-                arms.append(base)
-            continue
-        arms.append(dict(base, name=f"{scaling_name(sc)} zero-shot", kind='zero-shot', scaling=sc, steps=0))
-    names = [a['name'] for a in arms]
-    dup = next((n for n in names if names.count(n) > 1), None)
-    if dup:
-        raise ConfigError(f"arm {dup!r} is given twice; give each arm different settings")
-    for a in arms:
-        a['dynamic'] = is_dynamic(a['scaling'])
-    return arms, base, T
-
+def wilson(k, n):
+    """95% Wilson score interval of a proportion k/n."""
+    if n == 0:
+        return [0.0, 1.0]
+    z, p = 1.959964, k / n
+    c, h = (p + z * z / (2 * n)) / (1 + z * z / n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return [max(0.0, c - h), min(1.0, c + h)]
 
 # ----------------------------------------------------------------------------- measuring
+
 
 def bucket_ends(L, T):
     """L, 2L, 4L, ... below T, then T: the ends of the position buckets and the context cuts of ppl_at."""
@@ -198,76 +115,219 @@ def bucket_ends(L, T):
     return ends + [T]
 
 
+def constant_len(model, T):
+    """The longest forward length <= T whose RoPE tables equal those of a 1-token forward: a dynamic arm scores
+    every position below it with one forward. T for static arms and other position encodings."""
+    c = model.config
+    if c.pos_emb != 'rope' or not is_dynamic(c.rope_scaling):
+        return T
+    table = lambda n: rope_inv_freq(model.head_dim, c.rope_base, c.rope_scaling, n)
+    ref, lo, hi = table(1), 1, T  # the tables change monotonically with the length: bisect
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        same = table(mid)
+        lo, hi = (mid, hi) if same[1] == ref[1] and torch.equal(same[0], ref[0]) else (lo, mid - 1)
+    return lo
+
+
 @torch.no_grad()
-def score(model, x, y, L, dynamic, ctx, hits=False):
-    """Per-token NLL (B, T) on CPU, and (hits=True) whether the argmax is the target. A dynamic model scores
-    positions [l_{k-1}, l_k) with a forward of length l_k (l_k = L, 2L, ..., T), as it would run."""
-    T = x.size(1)
-    loss, hit, lo = torch.empty(x.shape), torch.zeros(x.shape, dtype=torch.bool), 0
-    for e in bucket_ends(L, T) if dynamic else [T]:
+def nll(model, seq, positions, n0, ctx, hits=False):
+    """NLL of seq[:, p + 1] given seq[:, :p + 1] for each p in positions (B, len) on the CPU, each scored as the
+    model generates: positions below n0 (and every position of a static arm) from one forward; any other p by a
+    forward of exactly p + 1 tokens. With hits=True also whether the argmax is the target."""
+    positions = list(positions)
+    loss, hit = torch.empty(seq.size(0), len(positions)), torch.zeros(seq.size(0), len(positions), dtype=torch.bool)
+    near = [j for j, p in enumerate(positions) if p < n0]
+    groups = ([(max(positions[j] for j in near) + 1, near)] if near else []) + \
+        [(p + 1, [j]) for j, p in enumerate(positions) if p >= n0]
+    for n, cols in groups:
         with ctx:
-            logits, l = model(x[:, :e], y[:, :e], reduction='none')
-        loss[:, lo:e] = l[:, lo:e].float().cpu()
+            logits, l = model(seq[:, :n], seq[:, 1:n + 1], reduction='none')
+        idx = torch.tensor([positions[j] for j in cols], device=seq.device)
+        loss[:, cols] = l[:, idx].float().cpu()
         if hits:
-            hit[:, lo:e] = (logits[:, lo:e].argmax(-1) == y[:, lo:e]).cpu()
-        lo = e
+            hit[:, cols] = (logits[:, idx].argmax(-1) == seq[:, idx + 1]).cpu()
     return loss, hit
 
 
-def passkey_examples(val, starts, T, L, K, cue, pos, vocab_size, eot, seed):
-    """The passkey test: in each held-out window a random string of K tokens (never eot) at pos, then the same
-    string again at pos + d. Distances d come in buckets [0, L), [L, 2L), ... (at least K, at most T-pos-K),
-    one d per window and bucket. Returns buckets [(label, lo, hi, length run)] and examples
-    [dict(bucket, distance, first, repeat, key, seq)], seq = T+1 tokens (input seq[:-1], targets seq[1:])."""
+def scored_positions(L, T, n0, grid):
+    """Every position of a static arm; for a dynamic one, every position below n0 and `grid` evenly spaced ones
+    per bucket beyond it."""
+    if n0 >= T:
+        return list(range(T))
+    out, lo = list(range(n0)), 0
+    for hi in bucket_ends(L, T):
+        a = max(lo, n0)
+        if a < hi:
+            out += sorted(set(np.linspace(a, hi - 1, min(grid, hi - a)).round().astype(int).tolist()))
+        lo = hi
+    return out
+
+
+def passkey_examples(val, starts, T, L, K, pos, vocab_size, eot, seed):
+    """The passkey test: in each window a random string of K tokens (never eot) at pos, then the same string again at
+    pos + d; and a control with the string only at pos + d (no earlier copy), so that the gain isolates retrieval.
+    Distance buckets [K, L), [L, 2L), ...: in [K, L) both copies and the scored tokens lie inside the first L tokens.
+    Returns buckets [(label, lo, hi)] and examples [dict(bucket, distance, first, repeat, key, seq, control)]."""
     rng = np.random.default_rng(seed)
     tokens = np.array([t for t in range(vocab_size) if t != eot])
     buckets, examples, lo = [], [], 0
     for hi in bucket_ends(L, T):
-        a, b = max(lo, K), min(hi, T - pos - K + 1)
+        a, b = max(lo, K), min(hi, T - pos - K + 1, L - pos - K + 1 if lo == 0 else T)
         if a < b:
             for s in starts:
                 d, key = int(rng.integers(a, b)), rng.choice(tokens, K)
-                seq = np.array(val[s:s + T + 1], dtype=np.int64)
-                seq[pos:pos + K], seq[pos + d:pos + d + K] = key, key
-                examples.append(dict(bucket=len(buckets), distance=d, first=pos, repeat=pos + d, key=key, seq=seq))
-            buckets.append((f"{lo}-{hi}", a, b, pos + b - 1 + K))
+                control = np.array(val[s:s + T + 1], dtype=np.int64)
+                control[pos + d:pos + d + K] = key
+                seq = control.copy()
+                seq[pos:pos + K] = key
+                examples.append(dict(bucket=len(buckets), distance=d, first=pos, repeat=pos + d, key=key, seq=seq,
+                                     control=control))
+            buckets.append((f"{a}-{b - 1}" if lo == 0 else f"{lo}-{hi}", a, b))
         lo = hi
     return buckets, examples
 
 
-def retrieval_scores(model, buckets, examples, K, cue, L, dynamic, ctx, batch_size, device):
-    """Per distance bucket: mean loss on the repeat's tokens after the cue, the same on the first copy, the
-    in-context gain (first - repeat), and exact match (greedy: argmax right at every scored position given the
-    true prefix, i.e. greedy decoding from the cue reproduces the string)."""
+@torch.no_grad()
+def retrieval_scores(model, buckets, examples, K, cue, n0, ctx, device, batch_size):
+    """Per distance bucket: exact match (greedy reproduces every token after the cue, given the true prefix) with its
+    Wilson interval, the repeat loss, the control loss (same string, same place, no earlier copy) and the gain
+    control - repeat with its t-interval over examples. Examples that end below n0 share forwards; past it (a dynamic
+    arm) each example gets one forward ending at its last scored token, i.e. the scale it has when emitting it."""
     out = []
-    for b, (label, lo, hi, n) in enumerate(buckets):
+    for b, (label, lo, hi) in enumerate(buckets):
         group = [e for e in examples if e['bucket'] == b]
-        rep, first, exact = [], [], []
-        for i in range(0, len(group), batch_size):
-            chunk = group[i:i + batch_size]
-            seq = torch.from_numpy(np.stack([e['seq'][:n + 1] for e in chunk])).to(device)
-            loss, hit = score(model, seq[:, :-1], seq[:, 1:], L, dynamic, ctx, hits=True)
-            for j, e in enumerate(chunk):  # token k of a copy at r is the target at r + k - 1
-                r, f = slice(e['repeat'] + cue - 1, e['repeat'] + K - 1), slice(e['first'] + cue - 1, e['first'] + K - 1)
-                rep.append(loss[j, r].mean().item())
-                first.append(loss[j, f].mean().item())
-                exact.append(float(hit[j, r].all()))
-        out.append(dict(bucket=label, distance_lo=lo, distance_hi=hi - 1, n=len(group), repeat_loss=float(np.mean(rep)),
-                        first_loss=float(np.mean(first)), gain=float(np.mean(first) - np.mean(rep)),
-                        exact_match=float(np.mean(exact))))
+        near = [e for e in group if e['repeat'] + K - 1 <= n0]
+        chunks = [near[i:i + batch_size] for i in range(0, len(near), batch_size)] + \
+            [[e] for e in group if e['repeat'] + K - 1 > n0]
+        rep, ctl, exact = [], [], []
+        for chunk in chunks:
+            n = max(e['repeat'] + K - 1 for e in chunk)  # token k of the repeat is the target at repeat + k - 1
+            seq = torch.from_numpy(np.stack([e['seq'][:n + 1] for e in chunk] + [e['control'][:n + 1] for e in chunk]))
+            seq = seq.to(device)
+            with ctx:
+                logits, loss = model(seq[:, :-1], seq[:, 1:], reduction='none')
+            for j, e in enumerate(chunk):
+                r = slice(e['repeat'] + cue - 1, e['repeat'] + K - 1)
+                rep.append(loss[j, r].float().mean().item())
+                ctl.append(loss[j + len(chunk), r].float().mean().item())
+                exact.append(bool((logits[j, r].argmax(-1) == seq[j, r.start + 1:r.stop + 1]).all()))
+        gain, gain_ci = mean_ci(np.array(ctl) - np.array(rep))
+        out.append(dict(bucket=label, distance_lo=lo, distance_hi=hi - 1, n=len(rep), exact_match=float(np.mean(exact)),
+                        exact_match_ci=wilson(sum(exact), len(exact)), repeat_loss=float(np.mean(rep)),
+                        control_loss=float(np.mean(ctl)), gain=gain, gain_ci=gain_ci))
     return out
 
 
-def finetune_log(arm):
-    """The fine-tune's eval rows: the run folder's log.jsonl, else the rows stored in the checkpoint."""
-    path = os.path.join(arm['checkpoint'], 'log.jsonl')
-    if os.path.isfile(path):
-        with open(path, encoding='utf-8') as f:
-            return [json.loads(line) for line in f if line.strip()]
-    return list(arm['ckpt'].get('log') or [])
+@torch.no_grad()
+def entropy_at(model, x, positions, n0, chunk, ctx):
+    """Mean attention entropy (over layers, heads, windows) per query position, each query scored like nll()."""
+    out = np.full(x.size(1), np.nan)
+    near = [p for p in positions if p < n0]
+    with ctx:
+        if near:
+            ent = model.attention_entropy(x[:, :max(near) + 1], chunk).float().mean(dim=(0, 1, 2)).cpu()
+            out[near] = ent[near].numpy()
+        for p in (p for p in positions if p >= n0):
+            out[p] = model.attention_entropy(x[:, :p + 1], chunk)[..., p].float().mean().item()
+    return out
 
+
+def measure_arm(arm, run, cfg, device, ctx):
+    """Everything measured for one arm (each of its seeds' runs): per-position losses, buckets with intervals,
+    ppl_at (Table 1 form), retrieval, entropy. Returns (result dict, per-window loss array [N, T])."""
+    L, T, B = run['L'], run['T'], cfg['batch_size']
+    per_run = []
+    for r in arm['runs']:
+        model = model_from_checkpoint(r['ckpt'])
+        if arm['kind'] == 'zero-shot':
+            model.set_rope_scaling(arm['scaling'])
+        model.to(device).eval()
+        n0 = constant_len(model, T)
+        where = scored_positions(L, T, n0, cfg['grid'])
+        loss = np.full((len(run['starts']), T), np.nan)
+        for i in range(0, len(run['starts']), B):
+            seq = run['seqs'][i:i + B].to(device)
+            loss[i:i + B, where] = nll(model, seq, where, n0, ctx)[0].numpy()
+        ppl = {}
+        for c in bucket_ends(L, T):
+            cut = loss[:, :c] if n0 >= T else np.concatenate(
+                [nll(model, run['seqs'][i:i + B].to(device), range(c), c, ctx)[0].numpy()
+                 for i in range(0, len(run['starts']), B)])
+            ppl[str(c)] = math.exp(float(np.mean(cut)))
+        ent = entropy_at(model, run['seqs'][:cfg['entropy_windows'], :T].to(device), where, n0,
+                         cfg['entropy_chunk'], ctx)
+        ret = retrieval_scores(model, run['buckets'], run['examples'], cfg['retrieval_len'], cfg['retrieval_cue'],
+                               n0, ctx, device, B) if run['examples'] else []
+        per_run.append(dict(loss=loss, ppl=ppl, ent=ent, ret=ret, model=model))
+    loss = np.mean([p['loss'] for p in per_run], axis=0)
+    scored = np.isfinite(loss).all(axis=0)  # the positions this arm was scored at (all windows alike)
+    curve = np.full(T, np.nan)
+    curve[scored] = loss[:, scored].mean(axis=0)
+    return summarize_arm(arm, per_run, L, T), curve, per_run[0]['ent']
+
+
+def summarize_arm(arm, per_run, L, T):
+    """One arm's summary.json entry; several seeds are averaged (mean, and sd across seeds)."""
+    ends = bucket_ends(L, T)
+    loss = np.mean([p['loss'] for p in per_run], axis=0)  # [windows, T], seeds averaged per window
+    buckets, cis, per_window = {}, {}, {}
+    for lo, hi in zip([0] + ends, ends):
+        w = np.nanmean(loss[:, lo:hi], axis=1)
+        label = f"{lo}-{hi}"
+        buckets[label], cis[label] = mean_ci(w)
+        per_window[label] = w
+    model = per_run[0]['model']
+    sc = arm['scaling']
+    out = dict(name=arm['name'], checkpoint=arm['checkpoint'], kind=arm['kind'], train_len=arm['L'],
+               seq_len=arm['seq_len'], finetune_steps=arm['steps'], rope_scaling=sc,
+               rope_type=(sc or {}).get('rope_type', 'default') if model.config.pos_emb == 'rope' else None,
+               factor=(sc or {}).get('factor'), settings=scaling_extras(sc), pos_emb=model.config.pos_emb,
+               head_dim=model.head_dim, rope_base=model.config.rope_base, dynamic=arm['dynamic'],
+               buckets=buckets, buckets_ci=cis,
+               ppl_at={c: float(np.mean([p['ppl'][c] for p in per_run])) for c in per_run[0]['ppl']},
+               retrieval=per_run[0]['ret'] if len(per_run) == 1 else average_retrieval([p['ret'] for p in per_run]),
+               entropy_buckets={f"{lo}-{hi}": float(np.nanmean(per_run[0]['ent'][lo:hi]))
+                                for lo, hi in zip([0] + ([L // 2] if L >= 2 else []) + ends,
+                                                  ([L // 2] if L >= 2 else []) + ends)})
+    if len(per_run) > 1:
+        out['seeds'] = arm['seeds']
+        out['buckets_seed_sd'] = {k: float(np.std([np.nanmean(p['loss'][:, int(k.split('-')[0]):int(k.split('-')[1])])
+                                                   for p in per_run], ddof=1)) for k in buckets}
+    out['_per_window'] = per_window
+    return out
+
+
+def average_retrieval(rets):
+    """Retrieval entries of several seeds of one arm: means, with the sd across seeds of exact match and gain."""
+    out = []
+    for rows in zip(*rets):
+        r = dict(rows[0])
+        for k in ('exact_match', 'repeat_loss', 'control_loss', 'gain'):
+            r[k] = float(np.mean([x[k] for x in rows]))
+        r['exact_match_seed_sd'] = float(np.std([x['exact_match'] for x in rows], ddof=1))
+        r['gain_seed_sd'] = float(np.std([x['gain'] for x in rows], ddof=1))
+        n = sum(x['n'] for x in rows)
+        r['n'], r['exact_match_ci'] = n, wilson(round(r['exact_match'] * n), n)
+        out.append(r)
+    return out
+
+
+def paired_vs_best(results):
+    """Per bucket: the arm with the lowest mean loss, and every arm's paired difference to it (same windows) with
+    its 95% interval; an interval that contains 0 is a tie."""
+    out = {}
+    for label in results[0]['buckets']:
+        best = min(results, key=lambda a: a['buckets'][label])
+        rows = {}
+        for a in results:
+            d, ci = mean_ci(a['_per_window'][label] - best['_per_window'][label])
+            rows[a['name']] = dict(diff=d, ci=ci, tie=bool(ci[0] <= 0 <= ci[1]))
+        out[label] = dict(best=best['name'], arms=rows)
+    return out
 
 # ----------------------------------------------------------------------------- writing
+
 
 def csv_text(header, rows):
     buf = io.StringIO()
@@ -278,149 +338,45 @@ def csv_text(header, rows):
 
 
 def per_position_csv(names, cols):
-    return csv_text(['position'] + names, [[p] + [f"{c[p]:.6f}" for c in cols] for p in range(len(cols[0]))])
+    """position,<arm>,...; an empty cell where a dynamic arm was not scored (off its grid)."""
+    return csv_text(['position'] + names, [[p] + ['' if math.isnan(c[p]) else f"{c[p]:.6f}" for c in cols]
+                                           for p in range(len(cols[0]))])
 
 
-def summary_markdown(summary):
-    s, arms = summary['settings'], summary['arms']
-    lines = [f"# Loss by position: {s['dataset']}, {s['num_windows']} windows of T={s['T']} tokens, L={s['L']}", '',
-             f"Windows: seed {s['seed']}, inside held-out documents, the same for every arm. {s['scoring']}", '',
-             'Mean loss (nats) per position bucket:', '']
-    cols = list(arms[0]['buckets'])
-    lines += ['| arm | ' + ' | '.join(cols) + ' |', '|---' * (len(cols) + 1) + '|']
-    lines += [f"| {a['name']} | " + ' | '.join(f"{a['buckets'][c]:.3f}" for c in cols) + ' |' for a in arms]
-    cuts = list(arms[0]['ppl_at'])
-    lines += ['', 'Perplexity with the context cut to n tokens:', '', '| arm | ' + ' | '.join(cuts) + ' |',
-              '|---' * (len(cuts) + 1) + '|']
-    lines += [f"| {a['name']} | " + ' | '.join(f"{a['ppl_at'][c]:.3f}" for c in cuts) + ' |' for a in arms]
-    if arms[0].get('retrieval'):
-        cols = [r['bucket'] for r in arms[0]['retrieval']]
-        lines += ['', f"Passkey ({s['retrieval']['len']} tokens, cue {s['retrieval']['cue']}): in-context gain "
-                  f"(first-copy loss - repeat loss, nats) / exact match, by distance:", '',
-                  '| arm | ' + ' | '.join(cols) + ' |', '|---' * (len(cols) + 1) + '|']
-        lines += [f"| {a['name']} | " + ' | '.join(f"{r['gain']:+.2f} / {100 * r['exact_match']:.0f}%"
-                                                  for r in a['retrieval']) + ' |' for a in arms]
-    cols = list(arms[0]['entropy_buckets'])
-    lines += ['', 'Mean attention entropy (nats) by query position:', '', '| arm | ' + ' | '.join(cols) + ' |',
-              '|---' * (len(cols) + 1) + '|']
-    lines += [f"| {a['name']} | " + ' | '.join(f"{a['entropy_buckets'][c]:.2f}" for c in cols) + ' |' for a in arms]
-    return '\n'.join(lines) + '\n'
-
-
-# ----------------------------------------------------------------------------- main
-
-def main(argv):
-    cfg = parse_args(argv)
-    out_dir = cfg['out_dir']
-    if cfg['plot_only']:
-        import plot
-        for p in plot.plot_all(out_dir, log_x=cfg['log_x'], smooth=cfg['smooth']):
-            print(f"wrote {p}")
-        return
-    t0 = time.time()
-    for key in ('num_windows', 'batch_size', 'entropy_chunk', 'retrieval_len', 'retrieval_cue', 'entropy_windows'):
-        if cfg[key] < 1:
-            raise ConfigError(f"{key}={cfg[key]} must be a positive integer")
-    for key in ('retrieval_pos', 'eval_len', 'smooth', 'retrieval_windows'):
-        if cfg[key] < 0:
-            raise ConfigError(f"{key}={cfg[key]} must be >= 0")
-    for key in ('entropy_windows', 'retrieval_windows'):
-        if cfg[key] > cfg['num_windows']:
-            raise ConfigError(f"{key}={cfg[key]} is more than num_windows={cfg['num_windows']}; these use the eval windows")
-    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
-        raise ConfigError(f"out_dir={out_dir} is a file; pass a folder")
-    arms, base, T = plan_arms(cfg)
-    ds = arms[0]['ckpt'].get('dataset') or {}
-    data_dir = data_dir_of(cfg['dataset'] or ds.get('dataset', ''))
-    meta = load_meta(data_dir)
-    vocab = arms[0]['ckpt']['model_args']['vocab_size']
-    if meta['vocab_size'] != vocab:
-        raise ConfigError(f"{data_dir} has a vocabulary of {meta['vocab_size']} but the models have {vocab}; "
-                          f"evaluate on the dataset they were trained on")
-    docs = meta['docs']['val']  # load_meta has checked the document boundaries are there
-    val = load_split(data_dir, 'val', meta)
-    room = sum((end - start) // (T + 1) for _, start, end in docs)
-    if cfg['num_windows'] > room:
-        raise ConfigError(f"num_windows={cfg['num_windows']} windows of {T + 1} tokens need more held-out text than "
-                          f"{data_dir} has (its validation documents hold {room} such windows without overlap); "
-                          f"lower --num_windows or --eval_len")
-    K, cue, pos, R = cfg['retrieval_len'], cfg['retrieval_cue'], cfg['retrieval_pos'], cfg['retrieval_windows']
-    if R and (cue >= K or pos + 2 * K > T):
-        raise ConfigError(f"passkey test: retrieval_cue={cue} must be < retrieval_len={K}, and retrieval_pos + "
-                          f"2 x retrieval_len = {pos + 2 * K} must fit in eval_len={T}; change them or set retrieval_windows=0")
-    starts = doc_windows(docs, T + 1, cfg['num_windows'], cfg['seed'])
-    device = pick_device(cfg['device'])
-    dtype, ctx = autocast_context(device.split(':')[0], cfg['dtype'])
-    L = base['L'] if base else max(a['L'] for a in arms)
-
-    # measure (nothing is written until every arm is done)
-    X, Y = fetch_windows(val, starts, T, 'cpu')
-    buckets, examples = passkey_examples(val, starts[:R], T, L, K, cue, pos, vocab, meta['eot_token'], cfg['seed'])
-    B = cfg['batch_size']
-    loss_cols, ent_cols, results, ret_rows, ft_rows, timing = [], [], [], [], [], {}
-    bar = tqdm(total=len(arms), unit='arm', disable=not cfg['progress'], dynamic_ncols=True)
-    for arm in arms:
-        bar.set_description(arm['name'])
-        t = time.time()
-        model = model_from_checkpoint(arm['ckpt'])
-        if arm['kind'] == 'zero-shot':
-            model.set_rope_scaling(arm['scaling'])
-        model.to(device).eval()
-        loss = torch.cat([score(model, X[i:i + B].to(device), Y[i:i + B].to(device), arm['L'], arm['dynamic'], ctx)[0]
-                          for i in range(0, len(starts), B)])
-        pos_loss = loss.mean(0).double()
-        with ctx:  # dynamic arms: one forward of length T (seq_len = T)
-            ent = model.attention_entropy(X[:cfg['entropy_windows']].to(device), cfg['entropy_chunk'])
-        ent = ent.float().mean(dim=(0, 1, 2)).cpu().double()
-        ret = retrieval_scores(model, buckets, examples, K, cue, arm['L'], arm['dynamic'], ctx, B, device) if R else []
-        ends = bucket_ends(L, T)
-        ent_ends = ([L // 2] if L >= 2 else []) + ends
-        results.append(dict(
-            name=arm['name'], checkpoint=arm['checkpoint'], kind=arm['kind'], train_len=arm['L'],
-            rope_scaling=arm['scaling'], finetune_steps=arm['steps'],
-            buckets={f"{lo}-{hi}": pos_loss[lo:hi].mean().item() for lo, hi in zip([0] + ends, ends)},
-            ppl_at={str(c): math.exp(pos_loss[:c].mean().item()) for c in ends},
-            seq_len=arm['seq_len'], pos_emb=model.config.pos_emb, head_dim=model.head_dim,
-            rope_base=model.config.rope_base, dynamic=arm['dynamic'], retrieval=ret,
-            entropy_buckets={f"{lo}-{hi}": ent[lo:hi].mean().item() for lo, hi in zip([0] + ent_ends, ent_ends)}))
-        loss_cols.append(pos_loss.tolist())
-        ent_cols.append(ent.tolist())
-        ret_rows += [[arm['name'], r['bucket'], r['distance_lo'], r['distance_hi'], r['n'], f"{r['repeat_loss']:.6f}",
-                      f"{r['first_loss']:.6f}", f"{r['gain']:.6f}", f"{r['exact_match']:.6f}"] for r in ret]
-        if arm['kind'] == 'fine-tuned':
-            ft_rows += [[arm['name'], r['iter'], r.get('val_loss'), r.get('val_loss_beyond_L'), arm['L'], arm['seq_len']]
-                        for r in finetune_log(arm)]
-        timing[arm['name']] = round(time.time() - t, 2)
-        bar.update(1)
-        del model
-    bar.close()
-
+def write_outputs(cfg, run, results, pos_cols, ent_cols, timing, t0):
+    """summary.json / .md and the CSVs, atomically, then the PNGs."""
+    out_dir, arms = cfg['out_dir'], run['arms']
+    s = dict(T=run['T'], L=run['L'], num_windows=len(run['starts']), seed=cfg['seed'], windows=run['starts'],
+             window_docs=[next(t for t, a, b in run['docs'] if a <= w < b) for w in run['starts']],
+             data_dir=os.path.abspath(run['data_dir']), dataset=run['meta']['dataset'],
+             tokenizer=run['meta']['tokenizer'], vocab_size=run['meta']['vocab_size'],
+             checkpoints=sorted({r['checkpoint'] for a in arms for r in a['runs']}),
+             base=run['base']['checkpoint'] if run['base'] else None, rope_types=cfg['rope_types'],
+             factor=cfg['factor'] or None, finetune_lengths=sorted({a['seq_len'] for a in arms if a['kind'] == 'fine-tuned'}),
+             device=run['device'], dtype=run['dtype'], batch_size=cfg['batch_size'], torch=torch.__version__,
+             protocol=PROTOCOL, grid=cfg['grid'], vs_best=paired_vs_best(results),
+             training_mix={a['name']: {k: v for k, v in (a['ckpt'].get('config') or {}).items() if k.startswith('mix_')}
+                           for a in arms},
+             entropy=dict(windows=cfg['entropy_windows'], chunk=cfg['entropy_chunk']),
+             retrieval=dict(examples=cfg['retrieval_examples'], len=cfg['retrieval_len'], cue=cfg['retrieval_cue'],
+                            pos=cfg['retrieval_pos'], windows=run['ret_starts'], buckets=[b[0] for b in run['buckets']]),
+             plot=dict(log_x=cfg['log_x'], smooth=cfg['smooth']), arm_seconds=timing)
+    for r in results:
+        del r['_per_window']
+    summary = dict(settings=s, arms=results)
+    import plot
+    md = plot.summary_markdown(summary)
     names = [a['name'] for a in arms]
-    settings = dict(
-        T=T, L=L, num_windows=len(starts), seed=cfg['seed'], windows=[int(s) for s in starts],
-        window_docs=[next(t for t, a, b in docs if a <= s < b) for s in starts],
-        data_dir=os.path.abspath(data_dir), dataset=meta['dataset'], tokenizer=meta['tokenizer'], vocab_size=vocab,
-        checkpoints=sorted({a['checkpoint'] for a in arms}), base=base['checkpoint'] if base else None,
-        rope_types=cfg['rope_types'], factor=cfg['factor'] or None,
-        finetune_lengths=sorted({a['seq_len'] for a in arms if a['kind'] == 'fine-tuned'}),
-        device=device, dtype=dtype, batch_size=B, torch=torch.__version__,
-        scoring="Per-position NLL (nats) of the next token, mean over the windows. Dynamic arms "
-                f"({', '.join(DYNAMIC_TYPES)}) are scored by length buckets: positions [l_{{k-1}}, l_k) by a forward "
-                "of length l_k, l_k = L, 2L, 4L, ..., T. ppl_at[n] = exp(mean loss over positions < n).",
-        entropy=dict(windows=cfg['entropy_windows'], chunk=cfg['entropy_chunk'],
-                     note="mean over layers, heads and the first windows, per query position; dynamic arms in one "
-                          "forward of length T (seq_len = T)"),
-        retrieval=dict(windows=R, len=K, cue=cue, pos=pos, buckets=[b[0] for b in buckets],
-                       note="a random string of len tokens at pos, repeated at distance d (start to start, drawn per "
-                            "bucket); scored on its tokens after the cue; gain = first-copy loss - repeat loss; exact "
-                            "match = greedy reproduces every scored token"),
-        plot=dict(log_x=cfg['log_x'], smooth=cfg['smooth']), arm_seconds=timing)
-    summary = dict(settings=settings, arms=results)
-    md = summary_markdown(summary)
-    files = {'position_loss.csv': per_position_csv(names, loss_cols),
-             'attention_entropy.csv': per_position_csv(names, ent_cols),
-             'retrieval.csv': csv_text(['arm', 'bucket', 'distance_lo', 'distance_hi', 'n', 'repeat_loss', 'first_loss',
-                                        'gain', 'exact_match'], ret_rows),
+    ret_rows = [[a['name'], r['bucket'], r['distance_lo'], r['distance_hi'], r['n'], f"{r['exact_match']:.6f}",
+                 f"{r['exact_match_ci'][0]:.6f}", f"{r['exact_match_ci'][1]:.6f}", f"{r['repeat_loss']:.6f}",
+                 f"{r['control_loss']:.6f}", f"{r['gain']:.6f}", f"{r['gain_ci'][0]:.6f}", f"{r['gain_ci'][1]:.6f}"]
+                for a in results for r in a['retrieval']]
+    ft_rows = [[a['name'], r['iter'], r.get('val_loss'), r.get('val_loss_beyond_L'), a['L'], a['seq_len']]
+               for a in arms if a['kind'] == 'fine-tuned' for r in finetune_log(a)]
+    files = {'position_loss.csv': per_position_csv(names, pos_cols), 'attention_entropy.csv': per_position_csv(names, ent_cols),
+             'retrieval.csv': csv_text(['arm', 'bucket', 'distance_lo', 'distance_hi', 'n', 'exact_match', 'exact_match_lo',
+                                        'exact_match_hi', 'repeat_loss', 'control_loss', 'gain', 'gain_lo',
+                                        'gain_hi'], ret_rows),
              'summary.json': json.dumps(summary, indent=1, ensure_ascii=False) + '\n', 'summary.md': md}
     if ft_rows:
         files['finetune_curves.csv'] = csv_text(['arm', 'iter', 'val_loss', 'val_loss_beyond_L', 'train_len', 'seq_len'],
@@ -431,12 +387,76 @@ def main(argv):
     for stale in ('finetune_curves.csv', 'finetune_curves.png'):  # from an earlier run with fine-tuned arms
         if 'finetune_curves.csv' not in files and os.path.exists(os.path.join(out_dir, stale)):
             os.remove(os.path.join(out_dir, stale))
-    import plot
     pngs = plot.plot_all(out_dir, log_x=cfg['log_x'], smooth=cfg['smooth'])
     print(md)
-    print(f"eval: {len(arms)} arms x {len(starts)} windows x {T} tokens in {time.time() - t0:.1f}s; wrote "
+    print(f"eval: {len(arms)} arms x {len(run['starts'])} windows x {run['T']} tokens in {time.time() - t0:.1f}s; wrote "
           f"{', '.join(sorted(files) + [os.path.basename(p) for p in pngs])} to {out_dir}")
     return summary
+
+# ----------------------------------------------------------------------------- main
+
+
+def validate(cfg):
+    """Check every setting, arm, the data and the windows before anything runs; returns the run's inputs."""
+    for key in ('num_windows', 'batch_size', 'entropy_chunk', 'retrieval_len', 'retrieval_cue', 'entropy_windows', 'grid'):
+        if cfg[key] < 1:
+            raise ConfigError(f"{key}={cfg[key]} must be a positive integer")
+    for key in ('retrieval_pos', 'eval_len', 'smooth', 'retrieval_examples'):
+        if cfg[key] < 0:
+            raise ConfigError(f"{key}={cfg[key]} must be >= 0")
+    if cfg['entropy_windows'] > cfg['num_windows']:
+        raise ConfigError(f"entropy_windows={cfg['entropy_windows']} is more than num_windows={cfg['num_windows']}; "
+                          f"it uses the first eval windows")
+    if os.path.exists(cfg['out_dir']) and not os.path.isdir(cfg['out_dir']):
+        raise ConfigError(f"out_dir={cfg['out_dir']} is a file; pass a folder")
+    arms, base, T = plan_arms(cfg)
+    first = (arms or [base])[0]
+    data_dir = data_dir_of(cfg['dataset'] or (first['ckpt'].get('dataset') or {}).get('dataset', ''))
+    meta = load_meta(data_dir)
+    vocab = first['ckpt']['model_args']['vocab_size']
+    if meta['vocab_size'] != vocab:
+        raise ConfigError(f"{data_dir} has a vocabulary of {meta['vocab_size']} but the models have {vocab}; "
+                          f"evaluate on the dataset they were trained on")
+    docs, val = meta['docs']['val'], load_split(data_dir, 'val', meta)
+    room = sum((end - start) // (T + 1) for _, start, end in docs)
+    if cfg['num_windows'] > room:
+        raise ConfigError(f"num_windows={cfg['num_windows']} windows of {T + 1} tokens need more held-out text than "
+                          f"{data_dir} has (its validation documents hold {room} such windows without overlap); "
+                          f"lower --num_windows or --eval_len")
+    K, cue, pos, R = cfg['retrieval_len'], cfg['retrieval_cue'], cfg['retrieval_pos'], cfg['retrieval_examples']
+    L = base['L'] if base else max(a['L'] for a in arms)
+    if R and (cue >= K or pos + 2 * K > L):
+        raise ConfigError(f"passkey test: retrieval_cue={cue} must be < retrieval_len={K}, and retrieval_pos + "
+                          f"2 x retrieval_len = {pos + 2 * K} must fit in L={L}; change them or set retrieval_examples=0")
+    starts = doc_windows(docs, T + 1, cfg['num_windows'], cfg['seed'])
+    ret_starts = doc_windows(docs, T + 1, R, cfg['seed'] + 1) if R else []
+    buckets, examples = passkey_examples(val, ret_starts, T, L, K, pos, vocab, meta['eot_token'], cfg['seed'])
+    device = pick_device(cfg['device'])
+    dtype, _ = autocast_context(device.split(':')[0], cfg['dtype'])
+    seqs = torch.from_numpy(np.stack([np.asarray(val[s:s + T + 1], dtype=np.int64) for s in starts]))
+    return dict(arms=arms, base=base, T=T, L=L, data_dir=data_dir, meta=meta, docs=docs, starts=starts, seqs=seqs,
+                ret_starts=ret_starts, buckets=buckets, examples=examples, device=device, dtype=dtype)
+
+
+def main(argv):
+    cfg = get_config(argv, DEFAULTS)
+    if cfg['plot_only']:
+        import plot
+        for p in plot.plot_all(cfg['out_dir'], log_x=cfg['log_x'], smooth=cfg['smooth']):
+            print(f"wrote {p}")
+        return None
+    t0 = time.time()
+    run = validate(cfg)
+    _, ctx = autocast_context(run['device'].split(':')[0], cfg['dtype'])
+    results, pos_cols, ent_cols, timing = [], [], [], {}
+    for arm in tqdm(run['arms'], unit='arm', disable=not cfg['progress'], dynamic_ncols=True):
+        t = time.time()
+        res, pos_loss, ent = measure_arm(arm, run, cfg, run['device'], ctx)
+        results.append(res)
+        pos_cols.append(pos_loss)
+        ent_cols.append(ent)
+        timing[arm['name']] = round(time.time() - t, 2)
+    return write_outputs(cfg, run, results, pos_cols, ent_cols, timing, t0)
 
 
 if __name__ == '__main__':

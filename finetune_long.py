@@ -35,6 +35,7 @@ DEFAULTS = dict(
     plain=False,             # add the control arm 'default' (unscaled RoPE, just training at the longer length)
     factor=4.0,              # s = new length / L
     block_size=0,            # the new training length; 0 means factor x L
+    seeds='',                # several seeds per arm, e.g. 1337,1338,1339 (one folder each); '' = just --seed
     # per-type settings from rope.py's table (None: that type's default); each goes to the listed types using it
     **{key: None for key in all_type_keys()},
     # the YaRN paper's recipe, scaled down: short warm-up, low constant learning rate, no weight decay
@@ -44,8 +45,20 @@ DEFAULTS = dict(
 MODEL_KEYS = ('n_layer', 'n_head', 'n_embd', 'dropout', 'bias', 'pos_emb', 'rope_base')
 
 
+def parse_seeds(cfg):
+    """--seeds=1337,1338 -> [1337, 1338]; '' -> [--seed]."""
+    try:
+        seeds = [int(x) for x in str(cfg['seeds']).split(',') if x.strip()] or [cfg['seed']]
+    except ValueError:
+        raise ConfigError(f"seeds={cfg['seeds']!r} should be whole numbers separated by commas, like 1337,1338,1339") from None
+    if len(set(seeds)) < len(seeds):
+        raise ConfigError(f"seeds={cfg['seeds']!r} lists a seed twice; list each once")
+    return seeds
+
+
 def plan_arms(cfg, base, resuming=False):
-    """Validate everything and return [(name, run_dir, rope_scaling, run_cfg), ...] before any training."""
+    """Validate everything and return [(name, folder, seed, rope_scaling, run_cfg), ...] before any training;
+    folder is relative to out_dir ('' for a single arm with a single seed)."""
     args = base['model_args']
     if args['pos_emb'] != 'rope':
         raise ConfigError(f"{cfg['init_from']} uses pos_emb={args['pos_emb']!r}; context extension needs a rope model")
@@ -68,11 +81,13 @@ def plan_arms(cfg, base, resuming=False):
                    **{k: args[k] for k in MODEL_KEYS})
     data_dir = data_dir_of(run_cfg['dataset'])
     check_vocab(base['dataset'], load_meta(data_dir), data_dir, cfg['init_from'])
-    multi = len(arms) > 1
-    plan = [(name, os.path.join(cfg['out_dir'], slug(name)) if multi else cfg['out_dir'], scaling,
-             dict(run_cfg, out_dir=os.path.join(cfg['out_dir'], slug(name)) if multi else cfg['out_dir']))
-            for name, scaling in arms]
-    for name, run_dir, _, _ in plan:
+    seeds = parse_seeds(cfg)
+    folder = lambda name, seed: '/'.join(p for p in (slug(name) if len(arms) > 1 else '', f'seed{seed}' if len(seeds) > 1 else '') if p)
+    plan = [(name, folder(name, seed), seed, scaling,
+             dict(run_cfg, seed=seed, out_dir=os.path.join(cfg['out_dir'], folder(name, seed))))
+            for name, scaling in arms for seed in seeds]
+    for *_, run_cfg in plan:
+        run_dir = run_cfg['out_dir']
         if os.path.exists(os.path.join(run_dir, 'ckpt.pt')) and not (cfg['overwrite'] or resuming):
             raise ConfigError(f"{run_dir} already holds a run; pass --overwrite=True to replace it or another --out_dir")
     return L, T, plan
@@ -95,8 +110,8 @@ def main(argv):
         raise ConfigError("pass --init_from=<run folder of the base model> (or --init_from=resume)")
     base = load_checkpoint(cfg['init_from'])
     L, T, plan = plan_arms(cfg, base, resuming)
-    arms = [dict(name=name, run_dir=run_dir, rope_scaling=scaling, steps=cfg['max_iters'], seed=cfg['seed'])
-            for name, run_dir, scaling, _ in plan]
+    arms = [dict(name=name, folder=folder, rope_scaling=scaling, steps=cfg['max_iters'], seed=seed)
+            for name, folder, seed, scaling, _ in plan]
 
     def write_arms():  # written before the first arm, so an interrupted run can be resumed as a whole
         atomic_write_text(arms_file, json.dumps({'base': cfg['init_from'], 'train_len': L, 'seq_len': T,
@@ -104,8 +119,9 @@ def main(argv):
     if len(plan) > 1:
         os.makedirs(cfg['out_dir'], exist_ok=True)
         write_arms()
-    for arm, (name, run_dir, scaling, run_cfg) in zip(arms, plan):
-        print(f"== arm {name!r}: L={L} -> {T}, {cfg['max_iters']} steps -> {run_dir}")
+    for arm, (name, _, seed, scaling, run_cfg) in zip(arms, plan):
+        run_dir = run_cfg['out_dir']
+        print(f"== arm {name!r} (seed {seed}): L={L} -> {T}, {cfg['max_iters']} steps -> {run_dir}")
         if resuming and os.path.isfile(os.path.join(run_dir, 'ckpt.pt')):
             row = train(dict(run_cfg, init_from='resume'))
         else:
@@ -119,9 +135,9 @@ def main(argv):
         arm.update(val_loss=row['val_loss'], val_loss_beyond_L=row['val_loss_beyond_L'])
         if len(plan) > 1:
             write_arms()
-    print(f"{'arm':28s} {'val loss':>9s} {'beyond L':>9s}")
+    print(f"{'arm':28s} {'seed':>5s} {'val loss':>9s} {'beyond L':>9s}")
     for r in arms:
-        print(f"{r['name']:28s} {r['val_loss']:9.4f} {r['val_loss_beyond_L'] or float('nan'):9.4f}")
+        print(f"{r['name']:28s} {r['seed']:5d} {r['val_loss']:9.4f} {r['val_loss_beyond_L'] or float('nan'):9.4f}")
 
 
 if __name__ == '__main__':

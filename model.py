@@ -3,7 +3,9 @@ A small GPT whose position encoding can be switched: rope (default), sinusoidal,
 
 nanoGPT-shaped: pre-LayerNorm blocks, causal attention through F.scaled_dot_product_attention, GELU MLP,
 tied input/output embeddings. What is particular to this project:
-  * RoPE comes from rope.py and is rebuilt for the length actually run (no table, no cap), in float32;
+  * RoPE comes from rope.py. inv_freq and the attention factor of a static type are computed once (a
+    non-persistent float32 buffer: it follows .to(device) and stays out of the checkpoint); cos/sin are built
+    for the length actually run (no table, no cap); only the dynamic types recompute inv_freq per length;
   * the RoPE scaling (PI, NTK, YaRN, ...) is part of the config and can be switched on a trained model
     with `set_rope_scaling`, which touches no weight;
   * `forward(..., reduction='none')` returns the loss of every token, which is what eval.py plots;
@@ -51,8 +53,6 @@ class GPTConfig:
         if self.rope_scaling is not None and self.pos_emb != 'rope':
             raise ValueError(f"rope_scaling is set but pos_emb={self.pos_emb!r}; scaling only applies to pos_emb='rope'")
         self.rope_scaling = check_scaling(self.rope_scaling)
-        if self.pos_emb == 'rope':  # what needs head_dim (per-pair factor lists, NTK's d >= 4) fails here, not mid-run
-            rope_inv_freq(self.n_embd // self.n_head, self.rope_base, self.rope_scaling)
 
 
 # The table's entries have rms 1/sqrt(2); the token embeddings start at std 0.02 (GPT-2 init). Unscaled, position
@@ -149,6 +149,7 @@ class GPT(nn.Module):
             self.transformer['wpe'] = nn.Embedding(config.block_size, config.n_embd)
         self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
         self.transformer.wte.weight = self.lm_head.weight  # weight tying
+        self._build_rope()
         self.apply(self._init_weights)
         for pn, p in self.named_parameters():  # GPT-2's scaled init of the residual projections
             if pn.endswith('c_proj.weight'):
@@ -171,20 +172,48 @@ class GPT(nn.Module):
         return self.config.n_embd // self.config.n_head
 
     def set_rope_scaling(self, scaling):
-        """Switch the RoPE scaling (None = plain RoPE). Validated by rope.check_scaling; no weight changes,
-        because cos/sin are rebuilt from the config at every forward."""
+        """Switch the RoPE scaling (None = plain RoPE). Validated by rope.check_scaling; no weight changes:
+        only the non-persistent inv_freq buffer and the attention factor are rebuilt."""
         if self.config.pos_emb != 'rope':
             raise ValueError(f"this model uses pos_emb={self.config.pos_emb!r}; RoPE scaling needs pos_emb='rope'")
         scaling = check_scaling(scaling)
-        rope_inv_freq(self.head_dim, self.config.rope_base, scaling)  # a per-pair list must match head_dim
+        rope_inv_freq(self.head_dim, self.config.rope_base, scaling)  # e.g. a per-pair list must match head_dim
         self.config.rope_scaling = scaling
+        self._build_rope()
 
-    def rope_tables(self, T, device):
-        """cos/sin of shape (T, head_dim) for a forward of length T, in float32. Dynamic types see seq_len=T."""
+    def _build_rope(self, device=None):
+        """inv_freq (float32, a non-persistent buffer) and the attention factor, validated and computed once here
+        instead of at every forward. For a dynamic type they are its values at l = L; rope_freqs recomputes them."""
         c = self.config
-        inv_freq, attn_factor = rope_inv_freq(self.head_dim, c.rope_base, c.rope_scaling,
-                                              seq_len=T if is_dynamic(c.rope_scaling) else None)
-        return rope_cos_sin(inv_freq.to(device), torch.arange(T, device=device), attn_factor)
+        self.rope_dynamic = is_dynamic(c.rope_scaling)
+        if c.pos_emb != 'rope':
+            self.register_buffer('rope_inv_freq', None, persistent=False)
+            return
+        inv_freq, self.rope_attention_factor = rope_inv_freq(self.head_dim, c.rope_base, c.rope_scaling)
+        device = self.lm_head.weight.device if device is None else device
+        self.register_buffer('rope_inv_freq', inv_freq.to(device), persistent=False)
+
+    def _apply(self, fn, *args, **kwargs):
+        # .to(device) moves the buffer like any other; a cast such as model.bfloat16() would round theta (positions
+        # 256 and 257 are one bf16 number), so the buffer is rebuilt in float32 on its new device instead.
+        super()._apply(fn, *args, **kwargs)
+        if self.rope_inv_freq is not None and self.rope_inv_freq.dtype != torch.float32:
+            self._build_rope(self.rope_inv_freq.device)
+        return self
+
+    def rope_freqs(self, seq_len):
+        """(inv_freq float32 on the model's device, attention factor) for a forward of length seq_len: the stored
+        pair for a static type; a dynamic type recomputes it for seq_len (host math, one small copy)."""
+        if not self.rope_dynamic:
+            return self.rope_inv_freq, self.rope_attention_factor
+        c = self.config
+        inv_freq, attention_factor = rope_inv_freq(self.head_dim, c.rope_base, c.rope_scaling, seq_len=seq_len)
+        return inv_freq.to(self.rope_inv_freq.device), attention_factor
+
+    def rope_tables(self, T):
+        """cos/sin of shape (T, head_dim) for a forward of length T, in float32. Dynamic types see seq_len=T."""
+        inv_freq, attention_factor = self.rope_freqs(T)
+        return rope_cos_sin(inv_freq, torch.arange(T, device=inv_freq.device), attention_factor)
 
     def _embed(self, idx):
         B, T = idx.size()
@@ -197,7 +226,7 @@ class GPT(nn.Module):
             x = x + self.transformer.wpe(torch.arange(T, device=idx.device))
         elif c.pos_emb == 'sinusoidal':
             x = x + SINUSOIDAL_SCALE * sinusoidal_table(T, c.n_embd, idx.device).to(x.dtype)
-        rope = self.rope_tables(T, idx.device) if c.pos_emb == 'rope' else None
+        rope = self.rope_tables(T) if c.pos_emb == 'rope' else None
         return self.transformer.drop(x), rope
 
     def forward(self, idx, targets=None, reduction='mean'):

@@ -14,7 +14,6 @@ model is black.
 import csv
 import json
 import os
-import re
 import textwrap
 
 import matplotlib
@@ -24,7 +23,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from data.common import atomic_write  # noqa: E402
-from rope import bands, freq_ratio, rope_inv_freq  # noqa: E402
+from rope import bands, freq_ratio, rope_inv_freq, scaling_name  # noqa: E402
 
 RC = {'font.size': 13, 'axes.titlesize': 15, 'axes.labelsize': 14, 'legend.fontsize': 11, 'xtick.labelsize': 12,
       'ytick.labelsize': 12, 'axes.spines.top': False, 'axes.spines.right': False, 'figure.dpi': 110}
@@ -35,27 +34,24 @@ BAND_COLORS = {'high': '#d8f0d8', 'middle': '#fdf1c7', 'low': '#d9e8f7'}
 
 
 def read_csv(path):
+    """A CSV as a list of {column: text} rows."""
     if not os.path.isfile(path):
         raise ValueError(f"{path} not found; run eval.py (without --plot_only) to write it first")
     with open(path, newline='', encoding='utf-8') as f:
-        rows = list(csv.reader(f))
-    return rows[0], rows[1:]
+        return list(csv.DictReader(f))
 
 
 def read_columns(path):
-    """position,<arm>,... -> (arm names, float array [T, arms])."""
-    header, rows = read_csv(path)
-    return header[1:], np.array([[float(v) for v in r[1:]] for r in rows], dtype=np.float64)
+    """position,<arm>,... -> {arm: float array over positions}, NaN where an arm was not scored."""
+    rows = read_csv(path)
+    names = [k for k in rows[0] if k != 'position'] if rows else []
+    return {n: np.array([float(r[n]) if r[n] != '' else np.nan for r in rows]) for n in names}
 
 
-def method(name):
-    """'yarn s=4 ft100' and 'yarn s=4 zero-shot' share a method (and a colour)."""
-    return re.sub(r' (zero-shot|ft\d+)( \[.*\])?$', '', name)
-
-
-def family(name):
-    """Colour key: the method without its scale, so 'yarn s=8 β_fast=8 zero-shot' and 'yarn s=4 β_fast=8 ft100' match."""
-    return re.sub(r' s=[0-9.e+-]+', '', method(name))
+def family(arm):
+    """Colour key, from summary.json's structured fields: the position encoding, the rope type and its non-default
+    settings, whatever the scale, so 'yarn s=8 β_fast=8 zero-shot' and 'yarn s=4 β_fast=8 ft100' share a colour."""
+    return json.dumps([arm['pos_emb'], arm.get('rope_type'), arm.get('settings') or {}], sort_keys=True)
 
 
 def styles(arms):
@@ -64,17 +60,19 @@ def styles(arms):
         if a['kind'] == 'base' and not any(o['color'] == 'black' for o in out.values()):
             out[a['name']] = dict(color='black', ls='-', lw=2.4)  # the first base model; other bases get colours
             continue
-        c = colors.setdefault(family(a['name']), COLORS[len(colors) % len(COLORS)])
+        c = colors.setdefault(family(a), COLORS[len(colors) % len(COLORS)])
         out[a['name']] = dict(color=c, ls='--' if a['kind'] == 'zero-shot' else '-', lw=2.0)
     return out
 
 
 def smooth(y, w):
-    """Centred moving average of width w (shorter at the ends)."""
+    """Centred moving average of width w over the scored (finite) positions (shorter at the ends)."""
+    ok = np.isfinite(y)
     if w <= 1:
         return y
     k = np.ones(w)
-    return np.convolve(y, k, 'same') / np.convolve(np.ones_like(y), k, 'same')
+    num, den = np.convolve(np.where(ok, y, 0.0), k, 'same'), np.convolve(ok.astype(float), k, 'same')
+    return np.where(ok, num / np.maximum(den, 1), np.nan)
 
 
 def save(fig, path):
@@ -93,17 +91,20 @@ def length_lines(ax, s):
                 color='0.25', fontsize=12)
 
 
-def curves(ax, names, data, st, w, log_x):
-    x = np.arange(1, data.shape[0] + 1) if log_x else np.arange(data.shape[0])
+def curves(ax, names, cols, st, w, log_x):
+    """One smoothed line per arm; a dynamic arm's line joins its scored positions (dense, then its grid)."""
+    T = len(cols[names[0]])
+    x = np.arange(1, T + 1) if log_x else np.arange(T)
     ys = []
-    for j, n in enumerate(names):
-        ys.append(smooth(data[:, j], w))
-        ax.plot(x, ys[-1], label=n, **st[n])
+    for n in names:
+        ys.append(smooth(cols[n], w))
+        ok = np.isfinite(ys[-1])
+        ax.plot(x[ok], ys[-1][ok], label=n, **st[n])
     if log_x:
         ax.set_xscale('log')
-        ax.set_xlim(1, data.shape[0])
+        ax.set_xlim(1, T)
     else:
-        ax.set_xlim(0, data.shape[0] - 1)
+        ax.set_xlim(0, T - 1)
     return np.array(ys)
 
 
@@ -125,13 +126,13 @@ def plot_positions(out_dir, summary, w, log_x, what):
         'entropy': ('attention_entropy.csv', 'attention_entropy.png', 'attention entropy (nats)',
                     f"Attention entropy vs query position — mean over layers, heads, {s['entropy']['windows']} windows"),
     }[what]
-    names, data = read_columns(os.path.join(out_dir, csv_name))
+    cols = read_columns(os.path.join(out_dir, csv_name))
     groups, st = panels(arms), styles(arms)
     with plt.rc_context(RC):
         fig, axes = plt.subplots(1, len(groups), figsize=(8.5 * len(groups), 7.5), sharey=True, squeeze=False)
         ys = []
         for ax, (sub, group) in zip(axes[0], groups):
-            ys.append(curves(ax, group, data[:, [names.index(n) for n in group]], st, w, log_x))
+            ys.append(curves(ax, group, cols, st, w, log_x))
             length_lines(ax, s if 'zero-shot' not in sub else dict(s, finetune_lengths=[]))
             ax.set_xlabel(('token' if what == 'loss' else 'query') + ' position' + (' + 1 (log scale)' if log_x else ''))
             ax.set_title(sub, fontsize=13)
@@ -139,9 +140,9 @@ def plot_positions(out_dir, summary, w, log_x, what):
             ax.legend(loc='upper center', bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
         ys = np.concatenate(ys)
         if what == 'loss':  # a curve that blows up leaves the chart instead of flattening the rest
-            top = min(ys.max(), 2.5 * ys[:, :s['L']].mean(axis=1).min())
-            axes[0, 0].set_ylim(ys.min() - 0.05 * (top - ys.min()), top)
-            for ax in axes[0] if ys.max() > top else []:
+            top = min(np.nanmax(ys), 2.5 * np.nanmean(ys[:, :s['L']], axis=1).min())
+            axes[0, 0].set_ylim(np.nanmin(ys) - 0.05 * (top - np.nanmin(ys)), top)
+            for ax in axes[0] if np.nanmax(ys) > top else []:
                 ax.text(0.99, 0.99, f"clipped at {top:.2f}", transform=ax.transAxes, ha='right', va='top', color='0.4')
         axes[0, 0].set_ylabel(ylabel)
         fig.suptitle(title)
@@ -171,7 +172,7 @@ def plot_ramp(out_dir, summary):
             seq_len = s['T'] if a['dynamic'] else None
             r = freq_ratio(a['head_dim'], a['rope_base'], a['rope_scaling'], seq_len).numpy()
             af = rope_inv_freq(a['head_dim'], a['rope_base'], a['rope_scaling'], seq_len)[1]
-            label = 'plain RoPE' if a['rope_scaling'] is None else method(a['name'])
+            label = 'plain RoPE' if a['rope_scaling'] is None else scaling_name(a['rope_scaling'])
             label += f" (at l={s['T']})" if a['dynamic'] else ''
             same = next((ln for ln in lines if len(ln[0]) == len(r) and np.allclose(ln[0], r, rtol=1e-6)
                          and abs(ln[3] - af) < 1e-9), None)
@@ -197,36 +198,42 @@ def plot_ramp(out_dir, summary):
 
 
 def plot_retrieval(out_dir, summary):
+    """Exact match and gain over the no-copy control vs distance, per arm, with 95% intervals."""
     s, arms = summary['settings'], summary['arms']
-    _, rows = read_csv(os.path.join(out_dir, 'retrieval.csv'))
-    st = styles(arms)
+    rows, st = read_csv(os.path.join(out_dir, 'retrieval.csv')), styles(arms)
     with plt.rc_context(RC):
-        fig, axes = plt.subplots(1, 2, figsize=(14, 6))
+        fig, axes = plt.subplots(1, 2, figsize=(15, 6.5))
         if not rows:
-            axes[0].text(0.5, 0.5, 'passkey test skipped (retrieval_windows=0)', ha='center', transform=axes[0].transAxes)
+            axes[0].text(0.5, 0.5, 'passkey test skipped (retrieval_examples=0)', ha='center', transform=axes[0].transAxes)
             return save(fig, os.path.join(out_dir, 'retrieval.png'))
-        buckets = list(dict.fromkeys(r[1] for r in rows))
-        names = list(dict.fromkeys(r[0] for r in rows))
-        width = 0.8 / len(names)
-        for k, (col, ax, label) in enumerate(((7, axes[0], 'in-context gain (nats): first-copy − repeat loss'),
-                                              (8, axes[1], 'exact match (%), greedy'))):
+        buckets = list(dict.fromkeys(r['bucket'] for r in rows))
+        names = list(dict.fromkeys(r['arm'] for r in rows))
+        for ax, (col, lo, hi, scale, label) in zip(axes, (
+                ('exact_match', 'exact_match_lo', 'exact_match_hi', 100, 'exact match (%), greedy, 95% interval'),
+                ('gain', 'gain_lo', 'gain_hi', 1, 'gain (nats): control loss − repeat loss'))):
             for j, n in enumerate(names):
-                vals = {r[1]: float(r[col]) * (100 if col == 8 else 1) for r in rows if r[0] == n}
-                ax.bar(np.arange(len(buckets)) + (j - (len(names) - 1) / 2) * width, [vals[b] for b in buckets], width,
-                       color=st[n]['color'], hatch='//' if st[n]['ls'] == '--' else None, edgecolor='white', label=n)
-            beyond = [i for i, b in enumerate(buckets) if int(b.split('-')[0]) >= s['L']]
-            if beyond:
-                ax.axvline(beyond[0] - 0.5, color='0.35', lw=1.4, ls=':')
-                ax.text(beyond[0] - 0.5, 1.0, ' beyond L', transform=ax.get_xaxis_transform(), va='top', fontsize=12)
+                mine = {r['bucket']: r for r in rows if r['arm'] == n}
+                y = np.array([float(mine[b][col]) for b in buckets]) * scale
+                err = np.abs(np.array([[float(mine[b][lo]), float(mine[b][hi])] for b in buckets]).T * scale - y)
+                ax.errorbar(np.arange(len(buckets)) + (j - (len(names) - 1) / 2) * 0.03, y, yerr=err, label=n,
+                            marker=MARKERS[j % len(MARKERS)], ms=6, capsize=3, **st[n])
+            first_beyond = next((i for i, r in enumerate(buckets) if int(r.split('-')[0]) >= s['L']), None)
+            if first_beyond is not None:
+                ax.axvline(first_beyond - 0.5, color='0.35', lw=1.6)
+                ax.text(first_beyond - 0.5, 1.0, f" beyond L={s['L']}", transform=ax.get_xaxis_transform(), va='top')
+            for n in s.get('finetune_lengths', []):
+                k = next((i for i, r in enumerate(buckets) if int(r.split('-')[0]) >= n), None)
+                if k is not None:
+                    ax.axvline(k - 0.5, color='0.35', lw=1.4, ls=':')
             ax.axhline(0, color='0.3', lw=0.8)
             ax.set_xticks(np.arange(len(buckets)), buckets)
             ax.set_xlabel('distance between the copies (tokens)')
             ax.set_ylabel(label)
-            if col == 8:
-                ax.set_ylim(0, 105)
+            ax.grid(alpha=0.3)
+        axes[0].set_ylim(-3, 103)
         axes[1].legend(loc='upper left', bbox_to_anchor=(1.01, 1.0), frameon=False)
-        fig.suptitle(f"Passkey test: a random {s['retrieval']['len']}-token string repeated at a distance "
-                     f"(first {s['retrieval']['cue']} tokens given), {s['retrieval']['windows']} windows per bucket")
+        fig.suptitle(f"Passkey: a random {s['retrieval']['len']}-token string repeated at a distance (first "
+                     f"{s['retrieval']['cue']} given), {s['retrieval']['examples']} examples per bucket")
         return save(fig, os.path.join(out_dir, 'retrieval.png'))
 
 
@@ -234,12 +241,12 @@ def plot_finetune(out_dir, summary):
     path = os.path.join(out_dir, 'finetune_curves.csv')
     if not os.path.isfile(path):
         return None
-    _, rows = read_csv(path)
-    st = styles(summary['arms'])
+    rows, st = read_csv(path), styles(summary['arms'])
     with plt.rc_context(RC):
         fig, ax = plt.subplots(figsize=(11, 6))
-        for n in dict.fromkeys(r[0] for r in rows):
-            pts = [(int(r[1]), float(r[3] or r[2])) for r in rows if r[0] == n and (r[3] or r[2])]
+        for n in dict.fromkeys(r['arm'] for r in rows):
+            pts = [(int(r['iter']), float(r['val_loss_beyond_L'] or r['val_loss'])) for r in rows
+                   if r['arm'] == n and (r['val_loss_beyond_L'] or r['val_loss'])]
             ax.plot(*zip(*pts), marker='o', ms=5, label=n, **dict(st.get(n, {}), ls='-'))
         ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
         ax.set_xlabel('fine-tune step')
@@ -262,3 +269,35 @@ def plot_all(out_dir, log_x=False, smooth=0):
            plot_positions(out_dir, summary, w, log_x, 'entropy'),
            plot_retrieval(out_dir, summary), plot_finetune(out_dir, summary)]
     return [p for p in out if p]
+
+
+# ----------------------------------------------------------------------------- the Markdown report
+
+def table(title, cols, arms, cell):
+    return ['', title, '', '| arm | ' + ' | '.join(cols) + ' |', '|---' * (len(cols) + 1) + '|'] + \
+        [f"| {a['name']} | " + ' | '.join(cell(a, c) for c in cols) + ' |' for a in arms]
+
+
+def summary_markdown(summary):
+    s, arms = summary['settings'], summary['arms']
+    lines = [f"# Loss by position: {s['dataset']}, {s['num_windows']} windows of T={s['T']} tokens, L={s['L']}", '',
+             f"Windows: seed {s['seed']}, inside held-out documents, the same for every arm. {s['protocol']}"]
+    lines += table('Mean loss (nats) per position bucket, with its 95% interval over windows '
+                   '(* = best in the column; = : tied with it, the paired difference is within its interval):',
+                   list(arms[0]['buckets']), arms,
+                   lambda a, c: f"{a['buckets'][c]:.3f} ± {(a['buckets_ci'][c][1] - a['buckets_ci'][c][0]) / 2:.3f}"
+                   + (' *' if s['vs_best'][c]['best'] == a['name'] else
+                      ' =' if s['vs_best'][c]['arms'][a['name']]['tie'] else ''))
+    lines += table('Perplexity with the context cut to n tokens (one forward of the first n tokens):',
+                   list(arms[0]['ppl_at']), arms, lambda a, c: f"{a['ppl_at'][c]:.3f}")
+    if arms[0].get('retrieval'):
+        r = s['retrieval']
+        lines += table(f"Passkey ({r['len']} tokens, cue {r['cue']}, {r['examples']} examples per bucket): exact match "
+                       f"[95% interval] / gain over the no-copy control (nats), by distance:",
+                       [x['bucket'] for x in arms[0]['retrieval']], arms,
+                       lambda a, c: next(f"{100 * x['exact_match']:.0f}% [{100 * x['exact_match_ci'][0]:.0f}-"
+                                         f"{100 * x['exact_match_ci'][1]:.0f}] / {x['gain']:+.2f}"
+                                         for x in a['retrieval'] if x['bucket'] == c))
+    lines += table('Mean attention entropy (nats) by query position:', list(arms[0]['entropy_buckets']), arms,
+                   lambda a, c: f"{a['entropy_buckets'][c]:.2f}")
+    return '\n'.join(lines) + '\n'

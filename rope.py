@@ -333,14 +333,22 @@ def parse_arm(entry, factor, L, flags=None):
     return check_scaling(sc)
 
 
+def scaling_extras(sc):
+    """The scalar settings of a config that differ from its type's defaults (not rope_type, factor or L, nor
+    per-pair lists): {key: value}."""
+    if sc is None or sc['rope_type'] == 'default':
+        return {}
+    keys = type_keys(sc['rope_type'])
+    return {k: v for k, v in sc.items() if k in keys and keys[k][0] is not list and v != keys[k][1]}
+
+
 def scaling_name(sc):
     """'yarn s=4 β_fast=8': the type, the scale, and the settings that differ from the table's defaults."""
     if sc is None or sc['rope_type'] == 'default':
         return 'default'
-    keys = type_keys(sc['rope_type'])
     greek = {'beta_fast': 'β_fast', 'beta_slow': 'β_slow'}
     extras = ''.join(f" {greek.get(k, k)}={v}" if isinstance(v, bool) else f" {greek.get(k, k)}={v:g}"
-                     for k, v in sc.items() if k in keys and keys[k][0] is not list and v != keys[k][1])
+                     for k, v in scaling_extras(sc).items())
     f = sc.get('factor', 1.0)
     return sc['rope_type'] + ('' if is_dynamic(sc) and f == 1 else f" s={f:g}") + extras
 

@@ -18,7 +18,7 @@ sys.path.insert(0, ROOT)
 import eval as ev  # noqa: E402
 import finetune_long  # noqa: E402
 import train  # noqa: E402
-from data.common import load_meta, load_split  # noqa: E402
+from data.common import doc_windows, fetch_windows, load_meta, load_split  # noqa: E402
 from model import GPT, GPTConfig, load_checkpoint, model_from_checkpoint  # noqa: E402
 
 L, T, N = 16, 64, 24
@@ -37,9 +37,9 @@ def lab(tmp_path_factory, char_data):
     finetune_long.main([f'--init_from={base}', '--rope_type=yarn:beta_fast=8', '--plain=True', '--factor=4',
                         '--max_iters=10', '--eval_interval=5', '--eval_iters=2', f'--out_dir={ft}', '--progress=False',
                         '--device=cpu'])
-    summary = ev.main(['--ckpt', base, ft, '--rope_types=default,linear,ntk,dynamic,yarn:beta_fast=8',
-                       f'--eval_len={T}', f'--num_windows={N}', '--retrieval_len=8', f'--out_dir={out}',
-                       '--device=cpu', '--progress=False'])
+    summary = ev.main([f'--ckpt={base},{ft}', '--rope_types=default,linear,ntk,dynamic,yarn:beta_fast=8,dynamic_yarn',
+                       f'--eval_len={T}', f'--num_windows={N}', '--retrieval_len=6', '--retrieval_pos=2',
+                       '--retrieval_examples=12', '--grid=5', f'--out_dir={out}', '--device=cpu', '--progress=False'])
     yield dict(root=root, data=data, base=base, ft=ft, out=out, summary=summary)
     torch.set_num_threads(threads)
 
@@ -47,7 +47,7 @@ def lab(tmp_path_factory, char_data):
 def columns(path):
     with open(path, newline='', encoding='utf-8') as f:
         rows = list(csv.reader(f))
-    return {name: np.array([float(r[j]) for r in rows[1:]]) for j, name in enumerate(rows[0])}
+    return {name: np.array([float(r[j]) if r[j] != '' else np.nan for r in rows[1:]]) for j, name in enumerate(rows[0])}
 
 
 def arm(summary, name):
@@ -63,30 +63,34 @@ def direct_nll(model, x, y):
 
 def test_arms_and_summary_json(lab):
     s = lab['summary']
-    assert [a['name'] for a in s['arms']] == ['base (L=16)', 'plain ft10', 'yarn s=4 β_fast=8 ft10',
+    assert [a['name'] for a in s['arms']] == ['base (L=16)', 'default ft10', 'yarn s=4 β_fast=8 ft10',
                                               'linear s=4 zero-shot', 'ntk s=4 zero-shot', 'dynamic zero-shot',
-                                              'yarn s=4 β_fast=8 zero-shot']
+                                              'yarn s=4 β_fast=8 zero-shot', 'dynamic_yarn zero-shot']
     with open(os.path.join(lab['out'], 'summary.json'), encoding='utf-8') as f:
         assert json.load(f) == json.loads(json.dumps(s))
     for a in s['arms']:
-        assert {'name', 'checkpoint', 'train_len', 'rope_scaling', 'finetune_steps', 'buckets', 'ppl_at'} <= set(a)
+        assert {'name', 'checkpoint', 'train_len', 'rope_scaling', 'finetune_steps', 'buckets', 'ppl_at', 'buckets_ci',
+                'rope_type', 'kind', 'factor', 'settings'} <= set(a)
+        for b, (lo, hi) in a['buckets_ci'].items():
+            assert lo < a['buckets'][b] < hi
         assert a['train_len'] == L
         assert list(a['buckets']) == ['0-16', '16-32', '32-64'] and list(a['ppl_at']) == ['16', '32', '64']
-    assert arm(s, 'plain ft10')['finetune_steps'] == 10 and arm(s, 'ntk s=4 zero-shot')['finetune_steps'] == 0
+    assert arm(s, 'default ft10')['finetune_steps'] == 10 and arm(s, 'ntk s=4 zero-shot')['finetune_steps'] == 0
     zs = arm(s, 'yarn s=4 β_fast=8 zero-shot')
     assert zs['checkpoint'] == lab['base'] and zs['kind'] == 'zero-shot'
     assert zs['rope_scaling']['factor'] == T / L and zs['rope_scaling']['beta_fast'] == 8
     assert zs['rope_scaling']['original_max_position_embeddings'] == L  # L read from the checkpoint
     assert arm(s, 'base (L=16)')['rope_scaling'] is None
     st = s['settings']
-    assert st['T'] == T and st['L'] == L and st['num_windows'] == N and 'length buckets' in st['scoring']
+    assert st['T'] == T and st['L'] == L and st['num_windows'] == N and st['protocol'] == ev.PROTOCOL
+    assert arm(s, 'yarn s=4 β_fast=8 ft10')['rope_type'] == 'yarn' and arm(s, 'yarn s=4 β_fast=8 ft10')['settings'] == {'beta_fast': 8.0}
     meta = load_meta(lab['data'])
-    assert st['windows'] == train.doc_windows(meta['docs']['val'], T + 1, N, st['seed'])
+    assert st['windows'] == doc_windows(meta['docs']['val'], T + 1, N, st['seed'])
     for w in st['windows']:  # each window (T+1 tokens with the last target) inside one held-out document
         assert any(a <= w and w + T + 1 <= b for _, a, b in meta['docs']['val'])
     with open(os.path.join(lab['out'], 'summary.md'), encoding='utf-8') as f:
         md = f.read()
-    assert '| yarn s=4 β_fast=8 ft10 |' in md and 'length buckets' in md
+    assert '| yarn s=4 β_fast=8 ft10 |' in md and ev.PROTOCOL in md
 
 
 def test_position_loss_equals_direct_computation_on_shared_windows(lab):
@@ -94,21 +98,37 @@ def test_position_loss_equals_direct_computation_on_shared_windows(lab):
     s, cols = lab['summary'], columns(os.path.join(lab['out'], 'position_loss.csv'))
     assert list(cols['position']) == list(range(T))
     val = load_split(lab['data'], 'val')
-    x, y = train.fetch_windows(val, s['settings']['windows'], T, 'cpu')
+    x, y = fetch_windows(val, s['settings']['windows'], T, 'cpu')
     yarn = arm(s, 'yarn s=4 β_fast=8 zero-shot')['rope_scaling']
-    for name, path, scaling in (('base (L=16)', lab['base'], None), ('plain ft10', os.path.join(lab['ft'], 'plain'), None),
+    for name, path, scaling in (('base (L=16)', lab['base'], None), ('default ft10', os.path.join(lab['ft'], 'default'), None),
                                 ('yarn s=4 β_fast=8 zero-shot', lab['base'], yarn)):
         model = model_from_checkpoint(load_checkpoint(path)).eval()
         if scaling:
             model.set_rope_scaling(scaling)
         np.testing.assert_allclose(cols[name], direct_nll(model, x, y).mean(0).numpy(), atol=2e-5)
-    # the dynamic arm: positions [0,16) from a forward of 16 tokens, [16,32) of 32, [32,64) of 64
+    # a dynamic arm is scored as it generates: position p by a forward of p + 1 tokens; below L (scale 1) that is
+    # one forward of L, past it a grid of 5 positions per bucket, each by its own forward; the rest is not scored
     model = model_from_checkpoint(load_checkpoint(lab['base'])).eval()
     model.set_rope_scaling(arm(s, 'dynamic zero-shot')['rope_scaling'])
-    want = torch.cat([direct_nll(model, x[:, :e], y[:, :e])[:, lo:e] for lo, e in ((0, 16), (16, 32), (32, 64))], 1)
-    np.testing.assert_allclose(cols['dynamic zero-shot'], want.mean(0).numpy(), atol=2e-5)
+    got = cols['dynamic zero-shot']
+    grid = [16, 20, 24, 27, 31, 32, 40, 48, 55, 63]
+    assert list(np.flatnonzero(np.isfinite(got))) == list(range(16)) + grid
+    np.testing.assert_allclose(got[:16], direct_nll(model, x[:, :16], y[:, :16]).mean(0).numpy(), atol=2e-5)
+    for p in grid:
+        assert got[p] == pytest.approx(direct_nll(model, x[:, :p + 1], y[:, :p + 1])[:, p].mean().item(), abs=2e-5)
     whole = direct_nll(model, x, y).mean(0).numpy()  # one forward of 64 would differ inside L: not what is scored
-    assert np.abs(whole[:16] - cols['dynamic zero-shot'][:16]).max() > 1e-3
+    assert np.abs(whole[:16] - got[:16]).max() > 1e-3
+
+
+def test_dynamic_arm_at_T_equals_the_static_arm_at_s_T_over_L(lab):
+    """Table 1 form: ppl_at[T] of dynamic_yarn (factor 1) is one forward of T at s = T/L, i.e. yarn s=4 exactly."""
+    s, out = lab['summary'], str(lab['root'] / 'eval_yarn4')
+    static = ev.main([f'--base={lab["base"]}', '--rope_types=yarn', f'--eval_len={T}', f'--num_windows={N}',
+                      '--retrieval_examples=0', f'--out_dir={out}', '--device=cpu', '--progress=False'])
+    assert arm(static, 'yarn s=4 zero-shot')['ppl_at'][str(T)] == pytest.approx(
+        arm(s, 'dynamic_yarn zero-shot')['ppl_at'][str(T)], rel=1e-6)
+    assert arm(static, 'yarn s=4 zero-shot')['ppl_at'][str(L)] != pytest.approx(
+        arm(s, 'dynamic_yarn zero-shot')['ppl_at'][str(L)], rel=1e-3)  # at n = L the dynamic arm is plain RoPE
 
 
 def test_buckets_are_csv_means_and_ppl_is_exp(lab):
@@ -116,9 +136,10 @@ def test_buckets_are_csv_means_and_ppl_is_exp(lab):
     for a in lab['summary']['arms']:
         for label, loss in a['buckets'].items():
             lo, hi = map(int, label.split('-'))
-            assert loss == pytest.approx(cols[a['name']][lo:hi].mean(), abs=1e-6)
+            assert loss == pytest.approx(np.nanmean(cols[a['name']][lo:hi]), abs=1e-6)
         for cut, ppl in a['ppl_at'].items():
-            assert ppl == pytest.approx(math.exp(cols[a['name']][:int(cut)].mean()), rel=1e-6)
+            if not a['dynamic']:  # one forward of the first n tokens = the first n positions of one forward of T
+                assert ppl == pytest.approx(math.exp(cols[a['name']][:int(cut)].mean()), rel=1e-6)
 
 
 def test_plain_rope_is_worse_past_L(lab):
@@ -138,19 +159,19 @@ def test_pngs_written_and_plot_only_redraws_them(lab, tmp_path):
     with open(os.path.join(out, 'finetune_curves.csv'), newline='') as f:
         rows = list(csv.reader(f))
     assert rows[0][:4] == ['arm', 'iter', 'val_loss', 'val_loss_beyond_L']
-    assert [(r[0], r[1]) for r in rows[1:]] == [(a, i) for a in ('plain ft10', 'yarn s=4 β_fast=8 ft10')
+    assert [(r[0], r[1]) for r in rows[1:]] == [(a, i) for a in ('default ft10', 'yarn s=4 β_fast=8 ft10')
                                                 for i in ('0', '5', '10')]
     redo = str(tmp_path / 'redo')  # only the CSV/JSON files: no checkpoint, no data needed
     os.makedirs(redo)
     for name in ev.FILES:
         shutil.copy(os.path.join(out, name), redo)
-    r = subprocess.run([sys.executable, os.path.join(ROOT, 'eval.py'), '--plot_only', f'--out_dir={redo}'],
+    r = subprocess.run([sys.executable, os.path.join(ROOT, 'eval.py'), '--plot_only=True', f'--out_dir={redo}'],
                        cwd=str(tmp_path), capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     for p in PNGS:
         with open(os.path.join(redo, p), 'rb') as f:
             assert f.read() == before[p], p
-    ev.main(['--plot_only', f'--out_dir={redo}', '--log_x=True'])  # a setting of the drawing only
+    ev.main(['--plot_only=True', f'--out_dir={redo}', '--log_x=True'])  # a setting of the drawing only
     with open(os.path.join(redo, 'loss_vs_position.png'), 'rb') as f:
         assert f.read() != before['loss_vs_position.png']
 
@@ -175,28 +196,50 @@ class CopyOracle(torch.nn.Module):
         return logits, F.cross_entropy(logits.view(-1, 128), targets.reshape(-1), reduction='none').view(B, n)
 
 
-def test_passkey_positions_and_copy_oracle(lab):
+def test_passkey_positions_control_and_copy_oracle(lab):
     meta, val = load_meta(lab['data']), load_split(lab['data'], 'val')
     starts = lab['summary']['settings']['windows'][:6]
-    K, cue, pos = 8, 4, 8
-    buckets, examples = ev.passkey_examples(val, starts, T, L, K, cue, pos, meta['vocab_size'], meta['eot_token'], 7)
-    assert [(b[0], b[1], b[2]) for b in buckets] == [('0-16', 8, 16), ('16-32', 16, 32), ('32-64', 32, T - pos - K + 1)]
+    K, cue, pos = 6, 4, 2
+    buckets, examples = ev.passkey_examples(val, starts, T, L, K, pos, meta['vocab_size'], meta['eot_token'], 7)
+    # [K, L): both copies and the scored tokens inside the first L tokens; then [L, 2L), [2L, T - pos - K]
+    assert buckets == [('6-8', 6, 9), ('16-32', 16, 32), ('32-64', 32, T - pos - K + 1)]
     assert len(examples) == 3 * len(starts)
     for i, e in enumerate(examples):  # bucket by bucket, one example per window
-        label, lo, hi, n = buckets[e['bucket']]
+        label, lo, hi = buckets[e['bucket']]
         orig = np.array(val[starts[i % len(starts)]:][:T + 1], dtype=np.int64)
         d = e['repeat'] - e['first']
-        assert e['first'] == pos and d == e['distance'] and lo <= d < hi and e['repeat'] + K <= n <= T
+        assert e['first'] == pos and d == e['distance'] and lo <= d < hi and e['repeat'] + K <= T
+        if e['bucket'] == 0:
+            assert e['repeat'] + K <= L
         assert list(e['seq'][pos:pos + K]) == list(e['key']) == list(e['seq'][e['repeat']:e['repeat'] + K])
         assert meta['eot_token'] not in e['key']
         keep = np.ones(T + 1, bool)
         keep[pos:pos + K] = keep[e['repeat']:e['repeat'] + K] = False
         assert (e['seq'][keep] == orig[keep]).all()  # the filler is the held-out window itself
-    res = ev.retrieval_scores(CopyOracle(), buckets, examples, K, cue, L, False, torch.no_grad(), 4, 'cpu')
+        ctl = e['control']  # the control: the same string at the same place, the earlier copy left as text
+        assert (ctl[pos:pos + K] == orig[pos:pos + K]).all() and (ctl[e['repeat']:e['repeat'] + K] == e['key']).all()
+        assert (ctl[keep] == orig[keep]).all()
+    res = ev.retrieval_scores(CopyOracle(), buckets, examples, K, cue, T, torch.no_grad(), 'cpu', 4)
     assert [r['exact_match'] for r in res] == [1.0, 1.0, 1.0]
-    assert all(r['repeat_loss'] < 1e-6 and r['gain'] > 5 for r in res)
-    real = lab['summary']['arms'][0]['retrieval']  # the tiny model does not copy
-    assert [r['bucket'] for r in real] == ['0-16', '16-32', '32-64'] and all(r['n'] == 8 for r in real)
+    assert all(r['repeat_loss'] < 1e-6 and r['gain'] > 5 and r['gain_ci'][0] > 0 for r in res)
+    assert all(r['exact_match_ci'][0] > 0.5 and r['exact_match_ci'][1] == 1.0 for r in res)
+    # one forward per example (a dynamic arm past its shortest-length scale) scores the same for a static model
+    assert ev.retrieval_scores(CopyOracle(), buckets, examples, K, cue, 0, torch.no_grad(), 'cpu', 4) == res
+    real = lab['summary']['arms'][0]['retrieval']  # 12 examples per bucket
+    assert [r['bucket'] for r in real] == ['6-8', '16-32', '32-64'] and all(r['n'] == 12 for r in real)
+
+
+def test_statistics_against_known_values():
+    assert ev.t975(10) == pytest.approx(2.228139, abs=2e-3) and ev.t975(31) == pytest.approx(2.039513, abs=1e-3)
+    m, (lo, hi) = ev.mean_ci([1.0, 2.0, 3.0, 4.0])  # sd 1.29099, t(3) = 3.182446
+    assert m == 2.5 and hi - m == pytest.approx(3.182446 * 1.290994 / 2, rel=5e-3)
+    assert ev.wilson(0, 32) == pytest.approx([0.0, 0.107179], abs=1e-5)  # z² / (n + z²)
+    assert ev.wilson(16, 32) == pytest.approx([0.336309, 0.663691], abs=1e-5)
+
+
+def test_base_without_arms_is_a_clear_error(lab, tmp_path):
+    with pytest.raises(ValueError, match='no arm to evaluate'):
+        ev.main([f'--base={lab["base"]}', f'--out_dir={tmp_path / "x"}'])
 
 
 def test_default_length_and_arm_names(lab):
@@ -205,7 +248,7 @@ def test_default_length_and_arm_names(lab):
     assert ev.plan_arms(cfg)[2] == 8 * L
     arms, b, T_ = ev.plan_arms(dict(cfg, ckpt=f'{ft}', rope_types='yarn,dynamic_yarn,yarn:attention_factor=1'))
     assert T_ == 4 * 64 and b['checkpoint'] == base  # base found through the fine-tunes' lineage
-    assert [a['name'] for a in arms] == ['plain ft10', 'yarn s=4 β_fast=8 ft10', 'yarn s=16 zero-shot',
+    assert [a['name'] for a in arms] == ['default ft10', 'yarn s=4 β_fast=8 ft10', 'yarn s=16 zero-shot',
                                          'dynamic_yarn zero-shot', 'yarn s=16 attention_factor=1 zero-shot']
     assert arms[3]['dynamic'] and arms[3]['scaling']['factor'] == 1.0
 
@@ -222,9 +265,9 @@ def other_vocab_run(root, data):
 @pytest.mark.parametrize('case', ['vocab', 'short', 'no_docs', 'dup_type', 'dup_ckpt', 'windows'])
 def test_bad_input_is_one_clear_error_and_writes_nothing(lab, tmp_path, case):
     out = str(tmp_path / 'out')
-    args = ['--ckpt', lab['base'], f'--out_dir={out}', '--device=cpu', '--progress=False', f'--eval_len={T}']
+    args = [f"--ckpt={lab['base']}", f'--out_dir={out}', '--device=cpu', '--progress=False', f'--eval_len={T}']
     if case == 'vocab':
-        args[1:2] = [lab['base'], other_vocab_run(tmp_path, lab['data'])]
+        args[0] = f"--ckpt={lab['base']},{other_vocab_run(tmp_path, lab['data'])}"
         match = 'different data'
     elif case == 'short':
         args[-1], match = '--eval_len=8', 'eval_len=8 is shorter than the training length L=16'
@@ -239,7 +282,7 @@ def test_bad_input_is_one_clear_error_and_writes_nothing(lab, tmp_path, case):
     elif case == 'dup_type':
         args, match = args + ['--rope_types=yarn,ntk,yarn'], "'yarn s=4 zero-shot' is given twice"
     elif case == 'dup_ckpt':
-        args[1:2], match = [lab['base'], lab['base'] + '/'], 'given twice'
+        args[0], match = f"--ckpt={lab['base']},{lab['base']}/", 'given twice'
     else:
         args, match = args + ['--num_windows=500'], 'num_windows=500'
     with pytest.raises(ValueError, match=match):
@@ -251,7 +294,7 @@ def test_cli_error_keeps_earlier_results(lab, tmp_path):
     out = str(tmp_path / 'keep')
     shutil.copytree(lab['out'], out)
     before = {n: open(os.path.join(out, n), 'rb').read() for n in os.listdir(out)}
-    r = subprocess.run([sys.executable, os.path.join(ROOT, 'eval.py'), '--ckpt', lab['base'], '--eval_len=8',
+    r = subprocess.run([sys.executable, os.path.join(ROOT, 'eval.py'), f"--ckpt={lab['base']}", '--eval_len=8',
                         f'--out_dir={out}'], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.strip().splitlines() == [
         f"error: eval_len=8 is shorter than the training length L=16 of {lab['base']}; pass --eval_len >= 16 "

@@ -75,10 +75,10 @@ def test_arms_share_seed_and_data_order(tiny_run, tmp_path, monkeypatch):
                 'yarn s=4 β_fast=8': {'rope_type': 'yarn', 'factor': 4.0, 'original_max_position_embeddings': 32,
                                       'beta_fast': 8.0, 'beta_slow': 1.0, 'truncate': True}}
     for a in arms['arms']:
-        ck = load_checkpoint(a['run_dir'])
+        ck = load_checkpoint(str(tmp_path / a['folder']))
         assert ck['model_args']['rope_scaling'] == a['rope_scaling'] == expected[a['name']]
     # arms started from the same weights, so their iter-0 validation losses differ only through RoPE
-    logs = {a['name']: load_checkpoint(a['run_dir'])['log'] for a in arms['arms']}
+    logs = {a['name']: load_checkpoint(str(tmp_path / a['folder']))['log'] for a in arms['arms']}
     assert logs['default'][0]['val_loss'] != logs['linear s=4'][0]['val_loss']
 
 
@@ -125,7 +125,7 @@ def test_resume_a_multi_arm_run(tiny_run, tmp_path):
     finetune_long.main(['--init_from=resume', f'--out_dir={tmp_path}', '--max_iters=6'])
     arms = json.load(open(tmp_path / 'arms.json'))
     assert arms['config']['init_from'] == tiny_run and [a['steps'] for a in arms['arms']] == [6, 6]
-    plain, yarn = (load_checkpoint(a['run_dir']) for a in arms['arms'])
+    plain, yarn = (load_checkpoint(str(tmp_path / a['folder'])) for a in arms['arms'])
     assert plain['iter_num'] == yarn['iter_num'] == 6
     assert [r['iter'] for r in plain['log']] == [0, 3, 6]  # continued from its step-3 checkpoint
     assert [r['iter'] for r in yarn['log']] == [0, 3, 6]   # started afresh (eval_interval 3)

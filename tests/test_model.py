@@ -1,10 +1,13 @@
-"""model.py: shapes, per-token loss, running past the training length, switching RoPE scaling, attention entropy."""
+"""model.py: shapes, per-token loss, running past the training length, switching RoPE scaling, RoPE tables off the
+hot path, attention entropy."""
 import math
 
 import pytest
 import torch
 import torch.nn.functional as F
 
+import model as model_mod
+import rope
 from model import GPT, GPTConfig, sinusoidal_table, load_checkpoint, model_from_checkpoint, model_args
 
 V = 50
@@ -88,6 +91,79 @@ def test_dynamic_scaling_is_recomputed_per_length():
     assert torch.allclose(m(short)[0], plain_short, atol=1e-6)
 
 
+def scaling(rope_type, L=16):
+    """A valid rope_scaling of each type: static types at s = 4, dynamic ones at factor 1 (plain up to L)."""
+    if rope_type == 'default':
+        return None
+    if rope_type == 'longrope':  # head_dim 16 (make()): 8 pairs; plain up to L, a PI-like ramp past it
+        return {'rope_type': 'longrope', 'factor': 4.0, 'original_max_position_embeddings': L,
+                'short_factor': [1.0] * 8, 'long_factor': [1.0, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 4.0]}
+    return {'rope_type': rope_type, 'factor': 1.0 if rope_type in rope.DYNAMIC_TYPES else 4.0,
+            'original_max_position_embeddings': L}
+
+
+def reference_logits(m, x):
+    """The model's blocks fed cos/sin built straight from rope.rope_inv_freq / rope_cos_sin for this length
+    (what GPT.forward computed per call before the tables moved into a buffer)."""
+    c, T = m.config, x.size(1)
+    inv, af = rope.rope_inv_freq(m.head_dim, c.rope_base, c.rope_scaling,
+                                 seq_len=T if rope.is_dynamic(c.rope_scaling) else None)
+    tables = rope.rope_cos_sin(inv, torch.arange(T), af)
+    h = m.transformer.wte(x)
+    for block in m.transformer.h:
+        h = block(h, tables)
+    return m.lm_head(m.transformer.ln_f(h))
+
+
+@pytest.mark.parametrize('rope_type', rope.ROPE_TYPES)
+def test_stored_rope_tables_are_bit_identical_to_direct_construction(rope_type):
+    """Built in the config (constructor) or switched on (set_rope_scaling): the same bits as computing the tables
+    from the config at every length; dynamic types cross L = 16 (plain below, scaled above)."""
+    built = make(rope_scaling=scaling(rope_type))
+    switched = make()
+    switched.set_rope_scaling(scaling(rope_type))
+    for T in (5, 16, 17, 40):
+        x = torch.randint(0, V, (2, T))
+        ref = reference_logits(built, x)
+        assert torch.equal(built(x)[0], ref) and torch.equal(switched(x)[0], ref)
+
+
+def test_rope_buffer_is_not_saved_follows_the_device_and_stays_float32():
+    m = make()
+    keys = set(m.state_dict())
+    assert not any('rope' in k for k in keys) and 'rope_inv_freq' in dict(m.named_buffers())
+    m.set_rope_scaling(scaling('yarn'))
+    assert set(m.state_dict()) == keys  # the same checkpoint format for every scaling
+    inv = m.rope_inv_freq.clone()
+    m.to(torch.bfloat16)  # a cast must not round theta: rebuilt in float32 with the same values
+    assert m.rope_inv_freq.dtype == torch.float32 and torch.equal(m.rope_inv_freq, inv)
+    assert m.to('meta').rope_inv_freq.device.type == 'meta'  # it moves with the model
+
+
+def test_static_forward_does_no_rope_config_work(monkeypatch):
+    """Static types never call rope.rope_inv_freq (validation, float64 host math) in a forward; dynamic types
+    call it once per forward, for the forward's length."""
+    m = make(rope_scaling=scaling('yarn'))
+    d = make(rope_scaling=scaling('dynamic'))
+    calls = []
+    monkeypatch.setattr(model_mod, 'rope_inv_freq', lambda *a, **kw: calls.append(kw['seq_len']) or
+                        rope.rope_inv_freq(*a, **kw))
+    m(torch.randint(0, V, (1, 40)))
+    assert calls == []
+    d(torch.randint(0, V, (1, 40)))
+    assert calls == [40]
+
+
+@pytest.mark.parametrize('rope_type', ['yarn', 'dynamic'])
+def test_forward_has_no_graph_break_under_compile(rope_type):
+    """torch.compile captures the whole forward as one graph. Static types: the tables are the buffer times
+    positions. Dynamic types: dynamo traces rope_inv_freq's host math on the (symbolic) length, so no break
+    either; a new length costs a guard failure and one recompile with T dynamic, not a graph break."""
+    torch._dynamo.reset()
+    out = torch._dynamo.explain(make(rope_scaling=scaling(rope_type)))(torch.randint(0, V, (2, 24)))
+    assert out.graph_break_count == 0 and out.graph_count == 1
+
+
 def test_attention_entropy_matches_direct_computation():
     m = make()
     x = torch.randint(0, V, (2, 20))
@@ -96,7 +172,7 @@ def test_attention_entropy_matches_direct_computation():
     # direct: first layer's probabilities from the full causal softmax
     blk = m.transformer.h[0]
     h = blk.ln_1(m.transformer.wte(x))
-    q, k, v = blk.attn.qkv(h, m.rope_tables(20, x.device))
+    q, k, v = blk.attn.qkv(h, m.rope_tables(20))
     att = (q @ k.transpose(-2, -1)) / math.sqrt(q.size(-1))
     att = att.masked_fill(torch.triu(torch.ones(20, 20, dtype=torch.bool), 1), float('-inf')).softmax(-1)
     direct = -(att * torch.log(att.clamp_min(1e-30))).sum(-1)
@@ -104,7 +180,7 @@ def test_attention_entropy_matches_direct_computation():
     assert torch.allclose(ent[:, :, :, 0], torch.zeros(2, 2, 2), atol=1e-6)  # the first query sees one key
     assert (ent[:, :, :, 1:] <= torch.log(torch.arange(2, 21).float()) + 1e-5).all()  # at most ln(#keys)
     # the manual path gives SDPA's output
-    y = torch.cat([p for _, p in blk.attn.attention_probs(h, m.rope_tables(20, x.device), 7)], dim=2) @ v
+    y = torch.cat([p for _, p in blk.attn.attention_probs(h, m.rope_tables(20), 7)], dim=2) @ v
     assert torch.allclose(y, F.scaled_dot_product_attention(q, k, v, is_causal=True), atol=1e-5)
 
 
@@ -159,7 +235,7 @@ def test_longrope_model_switches_per_forward_length_and_checks_list_length():
     assert torch.allclose(m(x)[0], pi(x)[0], atol=1e-6) and not torch.allclose(m(x)[0], plain(x)[0], atol=1e-3)
     assert torch.allclose(m(x[:, :16])[0], plain(x[:, :16])[0], atol=1e-6)  # l <= L: the short factors again
     with pytest.raises(ValueError, match='long_factor.*7 values.*8 pairs'):
-        GPTConfig(n_embd=32, n_head=2, rope_scaling=dict(lr, long_factor=[4.0] * 7))
+        make(rope_scaling=dict(lr, long_factor=[4.0] * 7))  # checked when the model is built, not mid-run
     with pytest.raises(ValueError, match='short_factor.*16 values.*8 pairs'):
         m.set_rope_scaling(dict(lr, short_factor=[1.0] * 16))
     assert m.config.rope_scaling['short_factor'] == [1.0] * 8  # a refused switch leaves the model as it was

@@ -25,10 +25,10 @@ def test_pipeline_end_to_end(tmp_path):
     out = ok(run(['finetune_long.py', f'--init_from={base}', f'--out_dir={ft}', '--rope_type=yarn:beta_fast=8',
                   '--plain=True', '--max_iters=4', '--eval_interval=2', '--batch_size=4', '--eval_iters=2',
                   '--progress=False']))
-    assert 'plain' in out and 'yarn s=4 β_fast=8' in out
-    out = ok(run(['eval.py', '--ckpt', base, ft, '--rope_types=default,ntk,dynamic_yarn', '--eval_len=128',
-                  '--num_windows=8', '--entropy_windows=2', '--retrieval_windows=2', f'--out_dir={ev}',
-                  '--progress=False']))
+    assert 'default' in out and 'yarn s=4 β_fast=8' in out
+    out = ok(run(['eval.py', f'--ckpt={base},{ft}', '--rope_types=default,ntk,dynamic_yarn', '--eval_len=128',
+                  '--num_windows=8', '--entropy_windows=2', '--retrieval_examples=2', '--retrieval_len=6',
+                  '--retrieval_pos=2', '--grid=4', f'--out_dir={ev}', '--progress=False']))
     assert 'eval: 5 arms x 8 windows x 128 tokens' in out
     expected = {'position_loss.csv', 'attention_entropy.csv', 'retrieval.csv', 'finetune_curves.csv', 'summary.json',
                 'summary.md', 'loss_vs_position.png', 'rope_ramp.png', 'attention_entropy.png', 'retrieval.png',
@@ -38,7 +38,7 @@ def test_pipeline_end_to_end(tmp_path):
         assert os.path.getsize(os.path.join(ev, name)) > 0, name
     with open(os.path.join(ev, 'summary.json')) as f:
         summary = json.load(f)
-    assert [a['name'] for a in summary['arms']] == ['base (L=16)', 'plain ft4', 'yarn s=4 β_fast=8 ft4',
+    assert [a['name'] for a in summary['arms']] == ['base (L=16)', 'default ft4', 'yarn s=4 β_fast=8 ft4',
                                                      'ntk s=8 zero-shot', 'dynamic_yarn zero-shot']
 
     def numbers(obj):
@@ -52,4 +52,5 @@ def test_pipeline_end_to_end(tmp_path):
     for name in ('position_loss.csv', 'attention_entropy.csv'):
         with open(os.path.join(ev, name)) as f:
             rows = list(csv.reader(f))
-        assert len(rows) == 129 and all(math.isfinite(float(v)) for r in rows[1:] for v in r)
+        assert len(rows) == 129 and all(math.isfinite(float(v)) for r in rows[1:] for v in r if v != '')
+        assert sum(r[-1] != '' for r in rows[1:]) == 16 + 3 * 4  # dynamic_yarn: every position < L, then its grid

@@ -1,0 +1,154 @@
+"""
+Which models eval.py compares, and under which names: the arms.
+
+An arm is a run folder (a base model, or a fine-tune from finetune_long.py), a zero-shot scaling switched on in
+the base model (--rope_types), or the seeds of one fine-tuned configuration taken together. Each arm carries its
+checkpoint(s), its training length L (from the checkpoint's lineage, never re-typed), the length it was
+fine-tuned at and its rope config. Everything here is validation: nothing is measured.
+"""
+import json
+import os
+
+from configurator import ConfigError
+from data.common import data_dir_of
+from model import load_checkpoint
+from rope import is_dynamic, parse_arm, scaling_name
+
+
+def lineage_of(ckpt):
+    L = ckpt['model_args']['block_size']
+    return dict(dict(train_len=L, seq_len=L, base_checkpoint=None, finetune_steps=0), **(ckpt.get('lineage') or {}))
+
+
+def expand_ckpts(paths):
+    """Run folders; a folder with arms.json (a multi-arm fine-tune) stands for its arms' run folders."""
+    out = []
+    for p in paths:
+        aj = os.path.join(p, 'arms.json')
+        if not os.path.isfile(aj):
+            out.append(p)
+            continue
+        try:
+            with open(aj, encoding='utf-8') as f:
+                out += [os.path.join(p, a['folder']) for a in json.load(f)['arms']]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise ConfigError(f"{aj} is unreadable ({e}); rerun finetune_long.py or pass the arm folders themselves")
+    return out
+
+
+def ckpt_arm(path, ckpt):
+    lin, args = lineage_of(ckpt), ckpt['model_args']
+    sc, tuned = args.get('rope_scaling'), bool(lin['base_checkpoint'])
+    name = (f"{scaling_name(sc)} ft{lin['finetune_steps']}" if tuned else
+            f"base (L={lin['train_len']})" if args['pos_emb'] == 'rope' else f"{args['pos_emb']} (L={lin['train_len']})")
+    return dict(name=name, checkpoint=path, kind='fine-tuned' if tuned else 'base', ckpt=ckpt, scaling=sc,
+                L=lin['train_len'], seq_len=lin['seq_len'], steps=lin['finetune_steps'] if tuned else 0,
+                seed=(ckpt.get('config') or {}).get('seed'))
+
+
+def find_base(cfg, arms, real):
+    """The model the zero-shot arms switch a scaling on (see the docstring), or None."""
+    if cfg['base']:
+        same = [a for a, r in zip(arms, real) if r == os.path.realpath(cfg['base'])]
+        return same[0] if same else ckpt_arm(cfg['base'], load_checkpoint(cfg['base']))
+    base = next((a for a in arms if a['kind'] == 'base'), None)
+    if base is None and cfg['rope_types']:
+        named = lineage_of(arms[0]['ckpt'])['base_checkpoint']
+        if not os.path.exists(named):
+            raise ConfigError(f"--rope_types needs a base model: the fine-tunes name {named}, which does not exist "
+                              f"here; pass --base=<run folder of the base model>")
+        base = ckpt_arm(named, load_checkpoint(named))
+    return base
+
+
+def check_same_data(arms):
+    def sig(a):
+        ds = a['ckpt'].get('dataset') or {}
+        return os.path.realpath(data_dir_of(ds.get('dataset') or '?')), a['ckpt']['model_args']['vocab_size']
+    for a in arms[1:]:
+        if sig(a) != sig(arms[0]):
+            (d1, v1), (d2, v2) = sig(arms[0]), sig(a)
+            raise ConfigError(f"checkpoints from different data: {arms[0]['checkpoint']} (data {d1}, vocab {v1}) and "
+                              f"{a['checkpoint']} (data {d2}, vocab {v2}); evaluate models of one dataset together")
+
+
+def zero_shot_arms(cfg, base, arms, T):
+    """The --rope_types entries as arms on the base model."""
+    seen_default = False
+    for entry in [e.strip() for e in cfg['rope_types'].split(',') if e.strip()]:
+        if base is None:
+            raise ConfigError("--rope_types needs a base model; pass --base=<run folder> or a base in --ckpt")
+        rope_type = entry.split(':')[0]
+        if rope_type not in ('default', 'plain') and base['ckpt']['model_args']['pos_emb'] != 'rope':
+            raise ConfigError(f"the base {base['checkpoint']} has no RoPE; --rope_types needs a rope model")
+        factor = cfg['factor'] or (1.0 if is_dynamic({'rope_type': rope_type}) else T / base['L'])
+        sc = parse_arm(entry, factor, base['L'])
+        if sc is None:
+            if seen_default:
+                raise ConfigError(f"arm {base['name']!r} is given twice in --rope_types; list it once")
+            seen_default = True
+            if all(a is not base for a in arms):
+                arms.append(base)
+        else:
+            arms.append(dict(base, name=f"{scaling_name(sc)} zero-shot", kind='zero-shot', scaling=sc, steps=0))
+
+
+def group_seeds(arms):
+    """Fine-tuned arms that differ only in their seed become one arm with a list of runs."""
+    out = []
+    for a in arms:
+        same = next((o for o in out if o['kind'] == a['kind'] == 'fine-tuned' and o['name'] == a['name']
+                     and o['seed'] != a['seed'] and a['seed'] not in o['seeds']), None)
+        if same is None:
+            out.append(dict(a, runs=[a], seeds=[a['seed']]))
+        else:
+            same['runs'].append(a)
+            same['seeds'].append(a['seed'])
+    return out
+
+
+def plan_arms(cfg):
+    """Load and validate every arm: ([arm dict, ...], the base arm or None, T)."""
+    paths = expand_ckpts([p for p in cfg['ckpt'].split(',') if p])
+    if not paths and not (cfg['base'] and cfg['rope_types']):
+        raise ConfigError("no arm to evaluate; pass --ckpt=<run folder>[,<run folder>...] and/or "
+                          "--base=<run folder> --rope_types=<types>")
+    real = [os.path.realpath(p) for p in paths]
+    dup = next((p for p, r in zip(paths, real) if real.count(r) > 1), None)
+    if dup:
+        raise ConfigError(f"checkpoint {dup} is given twice; list each run folder once")
+    arms = group_seeds([ckpt_arm(p, load_checkpoint(p)) for p in paths])
+    for a in arms:  # two different runs with the same readable name: add the folder name
+        if sum(b['name'] == a['name'] for b in arms) > 1:
+            a['name'] += f" [{os.path.basename(os.path.normpath(a['checkpoint']))}]"
+    base = find_base(cfg, arms, real)
+    check_same_data(arms + ([base] if base else []))
+    everyone = arms + ([base] if base else [])
+    tuned = [a['seq_len'] for a in arms if a['kind'] == 'fine-tuned']
+    T = cfg['eval_len'] or max([8 * max(a['L'] for a in everyone)] + [4 * t for t in tuned])
+    for a in everyone:
+        if T < a['L']:
+            raise ConfigError(f"eval_len={T} is shorter than the training length L={a['L']} of {a['checkpoint']}; "
+                              f"pass --eval_len >= {a['L']} (or 0 for the default)")
+        if a['ckpt']['model_args']['pos_emb'] == 'learned' and T > a['ckpt']['model_args']['block_size']:
+            raise ConfigError(f"{a['checkpoint']} has learned positions up to {a['ckpt']['model_args']['block_size']}; "
+                              f"it cannot run at eval_len={T}; leave it out or lower --eval_len")
+    zero_shot_arms(cfg, base, arms, T)
+    names = [a['name'] for a in arms]
+    dup = next((n for n in names if names.count(n) > 1), None)
+    if dup:
+        raise ConfigError(f"arm {dup!r} is given twice; give each arm different settings")
+    for a in arms:
+        a['dynamic'] = is_dynamic(a['scaling'])
+        a.setdefault('runs', [a])
+        a.setdefault('seeds', [a.get('seed')])
+    return arms, base, T
+
+
+def finetune_log(arm):
+    """The fine-tune's eval rows: the run folder's log.jsonl, else the rows stored in the checkpoint."""
+    path = os.path.join(arm['checkpoint'], 'log.jsonl')
+    if os.path.isfile(path):
+        with open(path, encoding='utf-8') as f:
+            return [json.loads(line) for line in f if line.strip()]
+    return list(arm['ckpt'].get('log') or [])
