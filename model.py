@@ -180,7 +180,9 @@ class GPT(nn.Module):
         only the non-persistent inv_freq buffer and the attention factor are rebuilt."""
         if self.config.pos_emb != 'rope':
             raise ValueError(f"this model uses pos_emb={self.config.pos_emb!r}; RoPE scaling needs pos_emb='rope'")
-        self.config.rope_scaling = check_scaling(scaling)
+        scaling = check_scaling(scaling)
+        rope_inv_freq(self.head_dim, self.config.rope_base, scaling)  # e.g. a per-pair list must match head_dim
+        self.config.rope_scaling = scaling
         self._build_rope()
 
     def _build_rope(self, device=None):
