@@ -1,5 +1,5 @@
 """
-A small GPT whose position encoding can be switched: rope (default), sinusoidal, learned or none.
+A small GPT whose position encoding can be switched: rope (default), sinusoidal, learned, alibi or none.
 
 nanoGPT-shaped: pre-LayerNorm blocks, causal attention through F.scaled_dot_product_attention, GELU MLP,
 tied input/output embeddings. What is particular to this project:
@@ -9,6 +9,8 @@ tied input/output embeddings. What is particular to this project:
   * the RoPE scaling (PI, NTK, YaRN, ...) is part of the config and can be switched on a trained model
     with `set_rope_scaling`, which touches no weight;
   * `forward(..., reduction='none')` returns the loss of every token, which is what eval.py plots;
+  * `forward(..., pos=...)` takes explicit position ids (PoSE);
+  * ALiBi (Press et al. 2022) adds -m_h·(i - j) to the scores of head h, as a float mask built per query chunk;
   * `attention_entropy` is a slower, chunked manual attention path used only for diagnostics.
 """
 
@@ -22,7 +24,7 @@ from torch.nn import functional as F
 
 from rope import rope_inv_freq, rope_cos_sin, apply_rope, check_scaling, is_dynamic
 
-POS_EMBS = ('rope', 'sinusoidal', 'learned', 'none')
+POS_EMBS = ('rope', 'sinusoidal', 'learned', 'alibi', 'none')
 
 
 @dataclass
@@ -34,7 +36,7 @@ class GPTConfig:
     n_embd: int = 128
     dropout: float = 0.0
     bias: bool = False
-    pos_emb: str = 'rope'       # rope | sinusoidal | learned | none
+    pos_emb: str = 'rope'       # rope | sinusoidal | learned | alibi | none
     rope_base: float = 10000.0
     rope_scaling: dict = None   # Hugging Face style rope_scaling dict, None = plain RoPE
 
@@ -71,6 +73,30 @@ def sinusoidal_table(T, n_embd, device=None):
     return pe
 
 
+def alibi_slopes(n_head):
+    """ALiBi's head slopes (Press et al. 2022): m_h = 2^(-8h/H) for h = 1..H when H is a power of two. Otherwise,
+    with P = 2^floor(log2 H): the P slopes of P heads, then every other slope of 2P heads (h = 1, 3, 5, ...: the ones
+    that fall between them) until there are H, in that order, as the paper's code does. H = 6: 1/4, 1/16, 1/64,
+    1/256, then 1/2, 1/8."""
+    geometric = lambda n: [2.0 ** (-8 * h / n) for h in range(1, n + 1)]
+    p = 2 ** int(math.floor(math.log2(n_head)))
+    return torch.tensor(geometric(p) + geometric(2 * p)[0::2][:n_head - p])
+
+
+def alibi_bias(slopes, q_start, q_end, k_len):
+    """The float mask of queries q_start..q_end-1 against keys 0..k_len-1: bias[h, i, j] = -m_h·(i - j) for j <= i,
+    -inf for j > i (causal). Shape (H, q_end - q_start, k_len), float32; it broadcasts over the batch."""
+    i = torch.arange(q_start, q_end, device=slopes.device)[:, None]
+    j = torch.arange(k_len, device=slopes.device)[None, :]
+    return (-slopes.float()[:, None, None] * (i - j)).masked_fill(j > i, float('-inf'))
+
+
+# Query chunk of the ALiBi path: a chunk's mask is H·chunk·T floats (and SDPA's scores, where it materialises them,
+# B·H·chunk·T). One mask for the whole sequence would be H·T² floats (T = 4096, H = 4: 256 MiB in float32) on top of
+# B·H·T² scores. A float mask also keeps SDPA off its flash kernel (CUDA takes the memory-efficient one).
+ALIBI_CHUNK = 512
+
+
 class CausalSelfAttention(nn.Module):
 
     def __init__(self, config):
@@ -79,6 +105,8 @@ class CausalSelfAttention(nn.Module):
         self.c_proj = nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
         self.resid_dropout = nn.Dropout(config.dropout)
         self.n_head, self.n_embd, self.dropout = config.n_head, config.n_embd, config.dropout
+        self.register_buffer('alibi_slopes', alibi_slopes(config.n_head) if config.pos_emb == 'alibi' else None,
+                             persistent=False)
 
     def qkv(self, x, rope):
         B, T, C = x.size()
@@ -92,8 +120,22 @@ class CausalSelfAttention(nn.Module):
     def forward(self, x, rope):
         B, T, C = x.size()
         q, k, v = self.qkv(x, rope)
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=self.dropout if self.training else 0.0)
+        if self.alibi_slopes is not None:
+            y = self.alibi_attention(q, k, v)
+        else:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=self.dropout if self.training else 0.0)
         return self.resid_dropout(self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C)))
+
+    def alibi_attention(self, q, k, v):
+        """softmax(q·k/√hd + alibi_bias)·v, one chunk of queries at a time, each reading only the keys up to its
+        last query. The queries are the last q.size(2) of the k.size(2) positions (all of them in a plain forward)."""
+        first, ys = k.size(2) - q.size(2), []
+        for a in range(first, k.size(2), ALIBI_CHUNK):
+            b = min(a + ALIBI_CHUNK, k.size(2))
+            ys.append(F.scaled_dot_product_attention(q[:, :, a - first:b - first], k[:, :, :b], v[:, :, :b],
+                                                     attn_mask=alibi_bias(self.alibi_slopes, a, b, b).to(q.dtype),
+                                                     dropout_p=self.dropout if self.training else 0.0))
+        return torch.cat(ys, dim=2)
 
     def attention_probs(self, x, rope, chunk_size=256):
         """Manual attention, yielding (query_start, probs[B, nh, chunk, T]) one chunk of queries at a time.
@@ -103,6 +145,8 @@ class CausalSelfAttention(nn.Module):
         scale = 1.0 / math.sqrt(q.size(-1))
         for s in range(0, T, chunk_size):
             att = (q[:, :, s:s + chunk_size] @ k.transpose(-2, -1)).float() * scale
+            if self.alibi_slopes is not None:
+                att = att + alibi_bias(self.alibi_slopes, s, min(s + chunk_size, T), T)
             qpos = torch.arange(s, min(s + chunk_size, T), device=x.device)[:, None]
             att = att.masked_fill(torch.arange(T, device=x.device)[None, :] > qpos, float('-inf'))
             yield s, F.softmax(att, dim=-1)
@@ -208,29 +252,50 @@ class GPT(nn.Module):
         inv_freq, attention_factor = rope_inv_freq(self.head_dim, c.rope_base, c.rope_scaling, seq_len=seq_len)
         return inv_freq.to(self.rope_inv_freq.device), attention_factor
 
-    def rope_tables(self, T):
-        """cos/sin of shape (T, head_dim) for a forward of length T, in float32. Dynamic types see seq_len=T."""
-        inv_freq, attention_factor = self.rope_freqs(T)
-        return rope_cos_sin(inv_freq, torch.arange(T, device=inv_freq.device), attention_factor)
+    def rope_tables(self, pos, span=None):
+        """cos/sin in float32 at position ids pos (an int T: 0..T-1): shape (T, head_dim) for ids (T,), and
+        (B, 1, T, head_dim) for ids (B, T), to broadcast over the heads. span: the ids lie in [0, span); a dynamic
+        type scales for seq_len = span (read from the ids when not given)."""
+        if isinstance(pos, int):
+            pos, span = torch.arange(pos, device=self.rope_inv_freq.device), pos
+        if span is None and self.rope_dynamic:
+            span = int(pos.max()) + 1  # a device sync, only for dynamic types
+        inv_freq, attention_factor = self.rope_freqs(span)
+        cos, sin = rope_cos_sin(inv_freq, pos, attention_factor)
+        return (cos, sin) if cos.dim() == 2 else (cos[:, None], sin[:, None])
 
-    def _embed(self, idx):
+    def _embed(self, idx, pos=None):
+        """Token embeddings (+ an absolute position embedding read at pos) and RoPE tables at pos (0..T-1 if None)."""
         B, T = idx.size()
         c = self.config
+        if pos is None:
+            pos, span = torch.arange(T, device=idx.device), T
+        elif c.pos_emb == 'alibi':
+            raise ValueError("pos_emb='alibi' reads its distances from the token order; call the model with pos=None")
+        elif pos.dtype not in (torch.int32, torch.int64) or tuple(pos.shape) not in ((T,), (B, T)):
+            raise ValueError(f"pos must be integer position ids of shape ({T},) or ({B}, {T}), not {pos.dtype} "
+                             f"{tuple(pos.shape)}")
+        else:
+            pos, span = pos.to(idx.device), None
         x = self.transformer.wte(idx)
+        if c.pos_emb in ('learned', 'sinusoidal') and span is None:
+            span = int(pos.max()) + 1  # the ids lie in [0, span): a device sync, only here
         if c.pos_emb == 'learned':
-            if T > c.block_size:
-                raise ValueError(f"sequence of length {T} is longer than the learned position table "
+            if span > c.block_size:
+                raise ValueError(f"position {span - 1} is past the learned position table "
                                  f"(block_size={c.block_size}); learned positions cannot run past it")
-            x = x + self.transformer.wpe(torch.arange(T, device=idx.device))
+            x = x + self.transformer.wpe(pos)
         elif c.pos_emb == 'sinusoidal':
-            x = x + SINUSOIDAL_SCALE * sinusoidal_table(T, c.n_embd, idx.device).to(x.dtype)
-        rope = self.rope_tables(T) if c.pos_emb == 'rope' else None
+            x = x + SINUSOIDAL_SCALE * sinusoidal_table(span, c.n_embd, idx.device)[pos].to(x.dtype)
+        rope = self.rope_tables(pos, span) if c.pos_emb == 'rope' else None
         return self.transformer.drop(x), rope
 
-    def forward(self, idx, targets=None, reduction='mean'):
+    def forward(self, idx, targets=None, reduction='mean', pos=None):
         """idx (B, T) token ids -> logits (B, T, vocab). With targets: loss, a scalar (reduction='mean')
-        or the per-token negative log-likelihood in nats (reduction='none', shape (B, T))."""
-        x, rope = self._embed(idx)
+        or the per-token negative log-likelihood in nats (reduction='none', shape (B, T)). pos: position ids,
+        a LongTensor (T,) or (B, T) (default 0..T-1), e.g. PoSE's skipped ids; RoPE rotates at them (a dynamic type
+        scales for max(pos) + 1 tokens), sinusoidal and learned tables are read at them."""
+        x, rope = self._embed(idx, pos)
         for block in self.transformer.h:
             x = block(x, rope)
         logits = self.lm_head(self.transformer.ln_f(x))
