@@ -17,7 +17,8 @@ from rope import is_dynamic, parse_arm, scaling_name
 
 def lineage_of(ckpt):
     L = ckpt['model_args']['block_size']
-    return dict(dict(train_len=L, seq_len=L, base_checkpoint=None, finetune_steps=0), **(ckpt.get('lineage') or {}))
+    return dict(dict(train_len=L, seq_len=L, base_checkpoint=None, finetune_steps=0, pose=None),
+                **(ckpt.get('lineage') or {}))
 
 
 def expand_ckpts(paths):
@@ -39,11 +40,11 @@ def expand_ckpts(paths):
 def ckpt_arm(path, ckpt):
     lin, args = lineage_of(ckpt), ckpt['model_args']
     sc, tuned = args.get('rope_scaling'), bool(lin['base_checkpoint'])
-    name = (f"{scaling_name(sc)} ft{lin['finetune_steps']}" if tuned else
+    name = (f"{scaling_name(sc)}{' pose' if lin['pose'] else ''} ft{lin['finetune_steps']}" if tuned else
             f"base (L={lin['train_len']})" if args['pos_emb'] == 'rope' else f"{args['pos_emb']} (L={lin['train_len']})")
     return dict(name=name, checkpoint=path, kind='fine-tuned' if tuned else 'base', ckpt=ckpt, scaling=sc,
                 L=lin['train_len'], seq_len=lin['seq_len'], steps=lin['finetune_steps'] if tuned else 0,
-                seed=(ckpt.get('config') or {}).get('seed'))
+                pose=lin['pose'], seed=(ckpt.get('config') or {}).get('seed'))
 
 
 def find_base(cfg, arms, real):

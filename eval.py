@@ -280,7 +280,7 @@ def summarize_arm(arm, per_run, L, T):
     model = per_run[0]['model']
     sc = arm['scaling']
     out = dict(name=arm['name'], checkpoint=arm['checkpoint'], kind=arm['kind'], train_len=arm['L'],
-               seq_len=arm['seq_len'], finetune_steps=arm['steps'], rope_scaling=sc,
+               seq_len=arm['seq_len'], finetune_steps=arm['steps'], pose=arm['pose'], rope_scaling=sc,
                rope_type=(sc or {}).get('rope_type', 'default') if model.config.pos_emb == 'rope' else None,
                factor=(sc or {}).get('factor'), settings=scaling_extras(sc), pos_emb=model.config.pos_emb,
                head_dim=model.head_dim, rope_base=model.config.rope_base, dynamic=arm['dynamic'],

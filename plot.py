@@ -9,8 +9,8 @@ loads a model or a checkpoint), so `python eval.py --plot_only --out_dir=<dir>` 
   retrieval.png          passkey test: in-context gain and exact match per distance bucket
   finetune_curves.png    loss beyond L vs fine-tune step (when the arms have fine-tune logs)
 
-Zero-shot arms are dashed, fine-tuned arms solid, in one colour per method (whatever the scale); the base
-model is black.
+Zero-shot arms are dashed, fine-tuned arms solid (PoSE fine-tunes dash-dotted), in one colour per method (whatever
+the scale); the base model is black.
 """
 import csv
 import json
@@ -62,7 +62,7 @@ def styles(arms):
             out[a['name']] = dict(color='black', ls='-', lw=2.4)  # the first base model; other bases get colours
             continue
         c = colors.setdefault(family(a), COLORS[len(colors) % len(COLORS)])
-        out[a['name']] = dict(color=c, ls='--' if a['kind'] == 'zero-shot' else '-', lw=2.0)
+        out[a['name']] = dict(color=c, ls='--' if a['kind'] == 'zero-shot' else '-.' if a.get('pose') else '-', lw=2.0)
     return out
 
 

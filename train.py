@@ -23,7 +23,7 @@ from tqdm import tqdm
 
 from configurator import ConfigError, autocast_context, cli, get_config, pick_device
 from data.common import (atomic_torch_save, atomic_write_text, data_dir_of, doc_windows, fetch_windows, load_meta,
-                         load_split)
+                         load_split, pose_positions)
 from model import GPT, GPTConfig, load_checkpoint, model_from_checkpoint, model_args
 
 DEFAULTS = dict(
@@ -40,9 +40,10 @@ DEFAULTS = dict(
     batch_size=32,                # sequences per micro-batch per process
     block_size=128,               # training length L
     gradient_accumulation_steps=1,  # micro-batches per optimizer step, summed over all processes
+    pose=False, pose_len=0, pose_chunks=2,  # PoSE: windows of pose_len (0: L), ids skip across block_size in chunks
     # model
     n_layer=4, n_head=4, n_embd=128, dropout=0.0, bias=False,
-    pos_emb='rope',               # rope | sinusoidal | learned | none
+    pos_emb='rope',               # rope | sinusoidal | learned | alibi | none
     rope_base=10000.0,
     # AdamW and the learning-rate schedule (linear warm-up, then cosine decay to min_lr)
     learning_rate=1e-3, max_iters=2000, weight_decay=0.1, beta1=0.9, beta2=0.99, grad_clip=1.0,
@@ -91,6 +92,9 @@ def check_settings(cfg, world):
                           f"make it a multiple of {world}")
     if os.path.exists(cfg['out_dir']) and not os.path.isdir(cfg['out_dir']):
         raise ConfigError(f"out_dir={cfg['out_dir']} is a file; pass a folder for the run")
+    if cfg['pose'] and not 1 <= cfg['pose_chunks'] <= (cfg['pose_len'] or cfg['block_size']) <= cfg['block_size']:
+        raise ConfigError(f"pose_len={cfg['pose_len']}, pose_chunks={cfg['pose_chunks']} are out of range; PoSE needs "
+                          f"1 <= pose_chunks <= pose_len <= block_size={cfg['block_size']} (pose_len=0 means L)")
 
 
 def check_vocab(stored, meta, data_dir, source):
@@ -127,16 +131,19 @@ def get_lr(it, cfg):
 # ----------------------------------------------------------------------------- data
 
 class Batches:
-    """Random training windows from one seeded generator. Every process draws the same indices for the whole
-    optimizer step and takes its own micro-batches, so a DDP run sees the data of the single-process run."""
+    """Random training windows (x, y, PoSE ids or None) from one seeded generator; ids when pose=(target len, chunks).
+    Every process draws the whole optimizer step and keeps its own micro-batches: DDP sees the single-process data."""
 
-    def __init__(self, data, T, batch_size, seed, device):
-        self.data, self.T, self.B, self.device = data, T, batch_size, device
+    def __init__(self, data, T, batch_size, seed, device, pose=None):
+        self.data, self.T, self.B, self.device, self.pose = data, T, batch_size, device, pose
         self.gen = torch.Generator().manual_seed(seed)
 
     def step(self, n_micro, rank=0, world=1):
         ix = torch.randint(len(self.data) - self.T - 1, (n_micro, self.B), generator=self.gen)
-        return [fetch_windows(self.data, ix[m].tolist(), self.T, self.device) for m in range(rank, n_micro, world)]
+        pos = None if self.pose is None else \
+            pose_positions(self.gen, (n_micro, self.B), self.T, *self.pose).to(self.device)
+        return [(*fetch_windows(self.data, ix[m].tolist(), self.T, self.device), None if pos is None else pos[m])
+                for m in range(rank, n_micro, world)]
 
 
 @torch.no_grad()
@@ -224,11 +231,11 @@ def wrap_model(model, cfg, device_type):
 
 def train_step(model, optimizer, micro, ctx, grad_clip, ddp):
     """One optimizer step over the micro-batches (gradients synchronised on the last one); returns its loss."""
-    for m, (x, y) in enumerate(micro):
+    for m, (x, y, pos) in enumerate(micro):
         if ddp:
             model.require_backward_grad_sync = m == len(micro) - 1
         with ctx:
-            loss = model(x, y)[1] / len(micro)
+            loss = model(x, y, pos=pos)[1] / len(micro)
         loss.backward()
     if grad_clip > 0:
         torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
@@ -322,10 +329,12 @@ def train(cfg, model=None, lineage=None, ckpt=None):
     model, lineage = build_model(cfg, meta, data_dir, model, lineage, ckpt if resume else None)
     val_starts = doc_windows(meta['docs']['val'], T + 1, cfg['eval_iters'] * B, seed=cfg['seed'])
     L = lineage['train_len']
+    W = (cfg['pose_len'] or L) if cfg['pose'] else T  # the length run; evaluation stays at T with ordinary ids
+    lineage['pose'] = dict(len=W, chunks=cfg['pose_chunks']) if cfg['pose'] else None
     model.to(device)
     optimizer = model.configure_optimizers(cfg['weight_decay'], cfg['learning_rate'],
                                            (cfg['beta1'], cfg['beta2']), device_type)
-    batches = Batches(train_data, T, B, cfg['seed'], device)
+    batches = Batches(train_data, W, B, cfg['seed'], device, (T, cfg['pose_chunks']) if cfg['pose'] else None)
     state = restore_state(ckpt, optimizer, batches, master, device) if resume else \
         dict(iter_num=0, best_val=float('inf'), rows=[])
     net = wrap_model(model, cfg, device_type)
@@ -364,7 +373,7 @@ def train(cfg, model=None, lineage=None, ckpt=None):
                 loss = train_step(net, optimizer, batches.step(accum, rank, world), ctx, cfg['grad_clip'], world > 1)
                 state['iter_num'] = it = it + 1
                 if it % cfg['log_interval'] == 0 or it == cfg['max_iters']:
-                    log_step(clock, it, loss, B * T * accum, bar, lr)
+                    log_step(clock, it, loss, B * W * accum, bar, lr)
             if stop_sig and master:
                 save()
                 tqdm.write(f"saved {ckpt_path} at iter {state['iter_num']} (stopped by "

@@ -27,7 +27,7 @@ def test_each_type_trains_saves_and_reloads(tiny_run, tmp_path, rope_type):
     assert sc['rope_type'] == rope_type and sc['factor'] == 4.0 and sc['original_max_position_embeddings'] == 32
     assert ck['model_args']['block_size'] == 128 and ck['iter_num'] == 3
     assert ck['lineage'] == dict(train_len=32, seq_len=128, base_checkpoint=tiny_run, rope_type=rope_type,
-                                 factor=4.0, finetune_steps=3)
+                                 factor=4.0, finetune_steps=3, pose=None)
     assert ck['log'][-1]['val_loss_beyond_L'] is not None
     model = model_from_checkpoint(ck).eval()
     assert model.config.rope_scaling == sc
@@ -147,7 +147,7 @@ def test_longrope_arm_from_flags_then_keep(tiny_run, tmp_path):
     ck = load_checkpoint(str(ft))
     assert ck['model_args']['rope_scaling'] == sc and ck['model_args']['block_size'] == 64
     assert ck['lineage'] == dict(train_len=32, seq_len=64, base_checkpoint=os.path.abspath(zs), rope_type='longrope',
-                                 factor=2.0, finetune_steps=3)
+                                 factor=2.0, finetune_steps=3, pose=None)
     with pytest.raises(ValueError, match='needs short_factor and long_factor'):
         finetune_long.main([f'--init_from={tiny_run}', '--rope_type=longrope', f'--out_dir={tmp_path / "x"}', *FT])
     with pytest.raises(ValueError, match='drop --plain'):

@@ -317,7 +317,7 @@ def test_checkpoint_roundtrip(tmp_path):
 
 def test_bad_config():
     with pytest.raises(ValueError, match='pos_emb'):
-        GPTConfig(pos_emb='alibi')
+        GPTConfig(pos_emb='xpos')
     with pytest.raises(ValueError, match='n_head'):
         GPTConfig(n_embd=30, n_head=4)
     with pytest.raises(ValueError, match='factor'):

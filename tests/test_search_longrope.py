@@ -113,7 +113,7 @@ def test_the_run_loads_runs_at_sL_and_is_an_eval_arm(searched):
     sc = ck['model_args']['rope_scaling']
     assert sc == sl.longrope_scaling(searched['best']['long_factor'], S, L) and sc['short_factor'] == [1.0] * 16
     assert ck['lineage'] == dict(train_len=L, seq_len=T, base_checkpoint=os.path.abspath(searched['base']),
-                                 rope_type='longrope', factor=S, finetune_steps=0)
+                                 rope_type="longrope", factor=S, finetune_steps=0, pose=None)
     assert ck['iter_num'] == 0 and ck['model_args']['block_size'] == T and ck['log'][0]['val_loss_beyond_L'] is not None
     model, base = model_from_checkpoint(ck).eval(), model_from_checkpoint(load_checkpoint(searched['base'])).eval()
     base.set_rope_scaling(sc)  # the base weights, unchanged, with the searched scaling
