@@ -245,6 +245,19 @@ def parse_value(key, text, typ):
         raise ValueError(f"{key}={text!r} is not a {typ.__name__}") from None
 
 
+def spec_settings(entry, pairs, keys):
+    """['beta_fast=8', ...] of arm spec `entry` -> {key: value} typed by keys ({key: (type, ...)}); one-line errors."""
+    given = {}
+    for pair in pairs:
+        key, _, val = pair.partition('=')
+        if key not in keys or not val:
+            raise ValueError(f"arm {entry!r}: {pair!r} should be key=value with key one of {', '.join(keys)}")
+        if key in given:
+            raise ValueError(f"arm {entry!r}: {key} is given twice; give it once")
+        given[key] = parse_value(key, val, keys[key][0])
+    return given
+
+
 def parse_arm(entry, factor, L, flags=None):
     """One arm spec -> rope_scaling dict (None for unscaled RoPE).
     'yarn:beta_fast=8:attention_factor=1' with factor and L filling what the spec does not set. flags
@@ -255,14 +268,7 @@ def parse_arm(entry, factor, L, flags=None):
     if rope_type not in ROPE_SCALING:
         raise ValueError(f"arm {entry!r}: rope type {rope_type!r} is unknown; use one of {', '.join(ROPE_TYPES)}")
     keys = {**COMMON_KEYS, **type_keys(rope_type)}
-    given = {}
-    for pair in pairs:
-        key, _, val = pair.partition('=')
-        if key not in keys or not val:
-            raise ValueError(f"arm {entry!r}: {pair!r} should be key=value with key one of {', '.join(keys)}")
-        if key in given:
-            raise ValueError(f"arm {entry!r}: {key} is given twice; give it once")
-        given[key] = parse_value(key, val, keys[key][0])
+    given = spec_settings(entry, pairs, keys)
     for key, val in (flags or {}).items():
         if val is None or key not in keys:
             continue
