@@ -97,12 +97,12 @@ def mapped_logits(near, far, pos, window, s, e):
     (j > s - window, as positions grow by >= 1 per token), so the cost is one far map plus a band."""
     (q, k), (qf, kf) = near, far
     lo = max(0, s - window + 1)
-    far_part = (qf[..., s:e, :] @ kf[..., :e, :].transpose(-2, -1)).float()
+    att = (qf[..., s:e, :] @ kf[..., :e, :].transpose(-2, -1)).float()
     band = (q[..., s:e, :] @ k[..., lo:e, :].transpose(-2, -1)).float()
     is_near = pos[s:e, None] - pos[None, lo:e] < window
-    att = torch.cat((far_part[..., :lo], torch.where(is_near, band, far_part[..., lo:])), dim=-1)
+    att[..., lo:] = torch.where(is_near, band, att[..., lo:])  # in place: one T-wide copy less per chunk
     future = torch.arange(e, device=att.device)[None, :] > torch.arange(s, e, device=att.device)[:, None]
-    return att.masked_fill(future, float('-inf'))
+    return att.masked_fill_(future, float('-inf'))
 
 
 class CausalSelfAttention(nn.Module):
@@ -163,10 +163,9 @@ class CausalSelfAttention(nn.Module):
         T, scale = v.size(2), 1.0 / math.sqrt(v.size(-1))
         for s in range(0, T, chunk_size):
             e = min(s + chunk_size, T)
-            att = mapped_logits(near, far, rope.pos, rope.window, s, e) * scale
-            yield s, F.softmax(att, dim=-1), v[:, :, :e]
+            yield s, F.softmax(mapped_logits(near, far, rope.pos, rope.window, s, e).mul_(scale), dim=-1), v[:, :, :e]
 
-    def extended_attention(self, x, rope, chunk_size=256):
+    def extended_attention(self, x, rope, chunk_size=128):
         """Causal attention under a position map (ReRoPE, Leaky ReRoPE, Self-Extend; position_maps.py), computed
         exactly from two score maps merged by the distance mask (mapped_logits), in query chunks: memory
         O(chunk·T), so T = 4096 fits on a CPU. x (B, T, C) -> (B, T, C), before c_proj. forward() takes this path

@@ -134,6 +134,21 @@ def test_map_leaves_the_window_alone_and_changes_the_rest(pm):
         assert torch.allclose(m(x[:, :n])[0], mapped[:, :n], atol=1e-5)
 
 
+def test_gradients_match_the_sdpa_path_when_every_key_is_near():
+    """The map path can train (e.g. fine-tuning with a map): with window >= T its gradients are plain RoPE's."""
+    x, y = torch.randint(0, V, (2, 20)), torch.randint(0, V, (2, 20))
+    grads = []
+    for pm in (None, dict(SELF_EXTEND, window=20)):
+        m = make(position_map=pm).train()
+        m(x, y)[1].backward()
+        grads.append({n: p.grad for n, p in m.named_parameters()})
+    assert all(torch.allclose(grads[1][n], g, atol=1e-6) for n, g in grads[0].items())
+    m = make(position_map=REROPE).train()  # window < T: far keys exist; the in-place merge still differentiates
+    m(x, y)[1].backward()
+    g = m.transformer.h[0].attn.c_attn.weight.grad
+    assert g.isfinite().all() and not torch.allclose(g, grads[0]['transformer.h.0.attn.c_attn.weight'], atol=1e-6)
+
+
 def test_chunks_give_the_one_chunk_result():
     m, x = make(position_map=SELF_EXTEND), torch.randint(0, V, (2, 23))
     attn, (h, rope) = m.transformer.h[0].attn, m._embed(x)
