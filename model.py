@@ -11,18 +11,23 @@ tied input/output embeddings. What is particular to this project:
   * `forward(..., reduction='none')` returns the loss of every token, which is what eval.py plots;
   * `forward(..., pos=...)` takes explicit position ids (PoSE), for every position encoding;
   * ALiBi (Press et al. 2022) adds -m_h·(i - j) to the scores of head h, as a float mask built per query chunk;
-  * `attention_entropy` is a slower, chunked manual attention path used only for diagnostics.
+  * `attention_entropy` is a slower, chunked manual attention path used only for diagnostics;
+  * a position map (ReRoPE, Leaky ReRoPE, Self-Extend: config.position_map, position_maps.py, switchable with
+    `set_position_map`) runs attention through `CausalSelfAttention.extended_attention`, an exact chunked path;
+    every other model keeps the SDPA path.
 """
 
 import math
 import os
 from dataclasses import dataclass, asdict, fields
+from typing import NamedTuple
 
 import torch
 import torch.nn as nn
 from torch.nn import functional as F
 
 from rope import rope_inv_freq, rope_cos_sin, apply_rope, check_scaling, is_dynamic
+from position_maps import check_position_map, position_map_positions
 
 POS_EMBS = ('rope', 'sinusoidal', 'learned', 'alibi', 'none')
 
@@ -39,6 +44,7 @@ class GPTConfig:
     pos_emb: str = 'rope'       # rope | sinusoidal | learned | alibi | none
     rope_base: float = 10000.0
     rope_scaling: dict = None   # Hugging Face style rope_scaling dict, None = plain RoPE
+    position_map: dict = None   # ReRoPE / Self-Extend, e.g. {'method': 'rerope', 'window': 64} (position_maps.py)
 
     def __post_init__(self):
         for key in ('block_size', 'vocab_size', 'n_layer', 'n_head', 'n_embd'):
@@ -55,6 +61,10 @@ class GPTConfig:
         if self.rope_scaling is not None and self.pos_emb != 'rope':
             raise ValueError(f"rope_scaling is set but pos_emb={self.pos_emb!r}; scaling only applies to pos_emb='rope'")
         self.rope_scaling = check_scaling(self.rope_scaling)
+        if self.position_map is not None and self.pos_emb != 'rope':
+            raise ValueError(f"position_map is set but pos_emb={self.pos_emb!r}; a position map re-rotates RoPE's "
+                             f"queries and keys, so it needs pos_emb='rope'")
+        self.position_map = check_position_map(self.position_map)
 
 
 # The table's entries have rms 1/sqrt(2); the token embeddings start at std 0.02 (GPT-2 init). Unscaled, position
@@ -102,6 +112,30 @@ def alibi_bias(slopes, q_start, q_end, k_len):
 ALIBI_CHUNK = 256
 
 
+class MappedRope(NamedTuple):
+    """RoPE tables under a position map: near = the ordinary (cos, sin); far = (q_cos, q_sin, k_cos, k_sin) at the
+    map's query / key positions; pos = the token positions; window = w (near while pos_i - pos_j < w)."""
+    near: tuple
+    far: tuple
+    pos: torch.Tensor
+    window: int
+
+
+def mapped_logits(near, far, pos, window, s, e):
+    """Attention logits (float32, before the 1/sqrt(hd) scale) of queries s..e-1 against keys 0..e-1 under a position
+    map: q_i.k_j from near = (q, k) rotated at their own positions where pos_i - pos_j < window, else from far = (q, k)
+    rotated at the map's positions; -inf where j > i. The near map is computed only on the keys that can be near
+    (j > s - window, as positions grow by >= 1 per token), so the cost is one far map plus a band."""
+    (q, k), (qf, kf) = near, far
+    lo = max(0, s - window + 1)
+    att = (qf[..., s:e, :] @ kf[..., :e, :].transpose(-2, -1)).float()
+    band = (q[..., s:e, :] @ k[..., lo:e, :].transpose(-2, -1)).float()
+    is_near = pos[s:e, None] - pos[None, lo:e] < window
+    att[..., lo:] = torch.where(is_near, band, att[..., lo:])  # in place: one T-wide copy less per chunk
+    future = torch.arange(e, device=att.device)[None, :] > torch.arange(s, e, device=att.device)[:, None]
+    return att.masked_fill_(future, float('-inf'))
+
+
 class CausalSelfAttention(nn.Module):
 
     def __init__(self, config):
@@ -123,6 +157,8 @@ class CausalSelfAttention(nn.Module):
         return q, k, v
 
     def forward(self, x, rope):
+        if isinstance(rope, MappedRope):  # a position map (ReRoPE, Self-Extend): the exact chunked path
+            return self.resid_dropout(self.c_proj(self.extended_attention(x, rope)))
         B, T, C = x.size()
         q, k, v = self.qkv(x, rope)
         if self.alibi_slopes is not None:
@@ -144,7 +180,12 @@ class CausalSelfAttention(nn.Module):
 
     def attention_probs(self, x, rope, chunk_size=256):
         """Manual attention, yielding (query_start, probs[B, nh, chunk, T]) one chunk of queries at a time.
-        Same math as SDPA (softmax(q·k/√hd) under a causal mask); memory O(chunk·T) instead of O(T²)."""
+        Same math as SDPA (softmax(q·k/√hd) under a causal mask); memory O(chunk·T) instead of O(T²).
+        Under a position map, the probabilities of extended_attention (zero beyond each chunk's last key)."""
+        if isinstance(rope, MappedRope):
+            for s, p, _ in self.mapped_probs(x, rope, chunk_size):
+                yield s, F.pad(p, (0, x.size(1) - p.size(-1)))
+            return
         q, k, _ = self.qkv(x, rope)
         T = q.size(2)
         scale = 1.0 / math.sqrt(q.size(-1))
@@ -155,6 +196,33 @@ class CausalSelfAttention(nn.Module):
             qpos = torch.arange(s, min(s + chunk_size, T), device=x.device)[:, None]
             att = att.masked_fill(torch.arange(T, device=x.device)[None, :] > qpos, float('-inf'))
             yield s, F.softmax(att, dim=-1)
+
+    def mapped_qkv(self, x, rope):
+        """Under a position map (a MappedRope): near = (q, k) rotated at their own positions, far = (q, k) rotated at
+        the map's query / key positions, and v."""
+        q, k, v = self.qkv(x, None)  # not rotated yet: each map rotates them at its own positions
+        rot = lambda t, cos, sin: apply_rope(t, cos.to(t.dtype), sin.to(t.dtype))
+        (cos, sin), (q_cos, q_sin, k_cos, k_sin) = rope.near, rope.far
+        return (rot(q, cos, sin), rot(k, cos, sin)), (rot(q, q_cos, q_sin), rot(k, k_cos, k_sin)), v
+
+    def mapped_probs(self, x, rope, chunk_size):
+        """Under a position map, one chunk of queries s..e-1 at a time: yields (s, probs[B, nh, e-s, e], v[:, :, :e]),
+        probs = softmax(mapped_logits / sqrt(hd)) over keys 0..e-1. Memory O(chunk·T)."""
+        near, far, v = self.mapped_qkv(x, rope)
+        T, scale = v.size(2), 1.0 / math.sqrt(v.size(-1))
+        for s in range(0, T, chunk_size):
+            e = min(s + chunk_size, T)
+            yield s, F.softmax(mapped_logits(near, far, rope.pos, rope.window, s, e).mul_(scale), dim=-1), v[:, :, :e]
+
+    def extended_attention(self, x, rope, chunk_size=128):
+        """Causal attention under a position map (ReRoPE, Leaky ReRoPE, Self-Extend; position_maps.py), computed
+        exactly from two score maps merged by the distance mask (mapped_logits), in query chunks: memory
+        O(chunk·T), so T = 4096 fits on a CPU. x (B, T, C) -> (B, T, C), before c_proj. forward() takes this path
+        only when the model has a position map; every other model uses SDPA."""
+        B, T, C = x.size()
+        ys = [F.dropout(p, self.dropout, self.training).to(v.dtype) @ v
+              for _, p, v in self.mapped_probs(x, rope, chunk_size)]
+        return torch.cat(ys, dim=2).transpose(1, 2).reshape(B, T, C)
 
 
 class MLP(nn.Module):
@@ -230,6 +298,13 @@ class GPT(nn.Module):
         self.config.rope_scaling = scaling
         self._build_rope()
 
+    def set_position_map(self, position_map):
+        """Switch a position map on a trained model (None = off), e.g. {'method': 'rerope', 'window': 64}. Validated by
+        position_maps.check_position_map; no weight changes. It composes with the model's rope_scaling."""
+        if self.config.pos_emb != 'rope':
+            raise ValueError(f"this model uses pos_emb={self.config.pos_emb!r}; a position map needs pos_emb='rope'")
+        self.config.position_map = check_position_map(position_map)
+
     def _build_rope(self, device=None):
         """inv_freq (float32, a non-persistent buffer) and the attention factor, validated and computed once here
         instead of at every forward. For a dynamic type they are its values at l = L; rope_freqs recomputes them."""
@@ -271,6 +346,15 @@ class GPT(nn.Module):
         cos, sin = rope_cos_sin(inv_freq, positions, attention_factor)
         return (cos, sin) if cos.dim() == 2 else (cos[:, None], sin[:, None])
 
+    def mapped_rope(self, rope, T):
+        """The ordinary tables plus the position map's far tables (same frequencies and attention factor, a dynamic
+        type at length T) for positions 0..T-1: a MappedRope, which sends attention down extended_attention."""
+        inv_freq, attention_factor = self.rope_freqs(T)
+        pos = torch.arange(T)  # the far positions in float64 on the host (MPS has no float64); rope_cos_sin moves them
+        q_pos, k_pos = position_map_positions(self.config.position_map, pos)
+        far = rope_cos_sin(inv_freq, q_pos, attention_factor) + rope_cos_sin(inv_freq, k_pos, attention_factor)
+        return MappedRope(rope, far, pos.to(inv_freq.device), self.config.position_map['window'])
+
     def _embed(self, idx, pos=None, span=None):
         """Token embeddings (+ the absolute position embedding at pos) and the RoPE tables for pos (default 0..T-1).
         span: positions are known to lie in [0, span) (see rope_tables); when None they are read back from pos, a
@@ -298,6 +382,10 @@ class GPT(nn.Module):
         elif c.pos_emb == 'sinusoidal':
             x = x + SINUSOIDAL_SCALE * sinusoidal_table(pos, c.n_embd).to(x.dtype)
         rope = self.rope_tables(pos, span) if c.pos_emb == 'rope' else None
+        if c.position_map is not None:  # ReRoPE / Self-Extend: the far tables travel with the ordinary ones
+            if span != T:
+                raise ValueError("a position map (ReRoPE, Self-Extend) runs on positions 0..T-1; call it with pos=None")
+            rope = self.mapped_rope(rope, T)
         return self.transformer.drop(x), rope
 
     def forward(self, idx, targets=None, reduction='mean', pos=None):

@@ -294,16 +294,8 @@ LIST_ARMS = ("a longrope arm comes from a run folder: search one with search_lon
              "(finetune_long.py also takes --short_factor=[...] --long_factor=[...])")
 
 
-def parse_arm(entry, factor, L, flags=None):
-    """One arm spec -> rope_scaling dict (None for unscaled RoPE).
-    'yarn:beta_fast=8:attention_factor=1' with factor and L filling what the spec does not set. flags
-    ({key: value}, e.g. a script's --beta_fast=8) go to the types that accept them. A key given twice (twice in
-    the spec, or in the spec and as a flag) is an error. 'default' is unscaled RoPE ('plain' is an alias)."""
-    rope_type, *pairs = entry.strip().split(':')
-    rope_type = ALIASES.get(rope_type, rope_type)
-    if rope_type not in ROPE_SCALING:
-        raise ValueError(f"arm {entry!r}: rope type {rope_type!r} is unknown; use one of {', '.join(ROPE_TYPES)}")
-    keys = {**COMMON_KEYS, **type_keys(rope_type)}
+def spec_settings(entry, pairs, keys):
+    """['beta_fast=8', ...] of arm spec `entry` -> {key: value} typed by keys ({key: (type, ...)}); one-line errors."""
     given = {}
     for pair in pairs:
         key, _, val = pair.partition('=')
@@ -315,6 +307,20 @@ def parse_arm(entry, factor, L, flags=None):
         if key in given:
             raise ValueError(f"arm {entry!r}: {key} is given twice; give it once")
         given[key] = parse_value(key, val, keys[key][0])
+    return given
+
+
+def parse_arm(entry, factor, L, flags=None):
+    """One arm spec -> rope_scaling dict (None for unscaled RoPE).
+    'yarn:beta_fast=8:attention_factor=1' with factor and L filling what the spec does not set. flags
+    ({key: value}, e.g. a script's --beta_fast=8) go to the types that accept them. A key given twice (twice in
+    the spec, or in the spec and as a flag) is an error. 'default' is unscaled RoPE ('plain' is an alias)."""
+    rope_type, *pairs = entry.strip().split(':')
+    rope_type = ALIASES.get(rope_type, rope_type)
+    if rope_type not in ROPE_SCALING:
+        raise ValueError(f"arm {entry!r}: rope type {rope_type!r} is unknown; use one of {', '.join(ROPE_TYPES)}")
+    keys = {**COMMON_KEYS, **type_keys(rope_type)}
+    given = spec_settings(entry, pairs, keys)
     for key, val in (flags or {}).items():
         if val is None or key not in keys:
             continue
