@@ -74,7 +74,7 @@ def test_model_reads_position_ids():
     assert torch.equal(skipped[:8], torch.arange(8)) and skipped[8] > 8 and torch.equal(out[2, :8], plain[2, :8])
     assert (out[2, 8:] - plain[2, 8:]).abs().max() > 100 * (out[1] - plain[1]).abs().max()
     assert torch.equal(m(x[2:], pos=skipped)[0], out[2:])  # ids (T,) = the same ids in every row
-    with pytest.raises(ValueError, match=r'pos must be integer position ids of shape \(16,\)'):
+    with pytest.raises(ValueError, match=r'pos must be an integer tensor of shape \(16,\)'):
         m(x, pos=torch.arange(15))
     # a dynamic type scales for max(pos) + 1 tokens, not for the window length
     m.set_rope_scaling({'rope_type': 'dynamic', 'factor': 1.0, 'original_max_position_embeddings': 16})
