@@ -45,6 +45,7 @@ class GPTConfig:
     rope_base: float = 10000.0
     rope_scaling: dict = None   # Hugging Face style rope_scaling dict, None = plain RoPE
     position_map: dict = None   # ReRoPE / Self-Extend, e.g. {'method': 'rerope', 'window': 64} (position_maps.py)
+    smear_keys: bool = False    # per-head learned mix of the previous position's key into each key (Olsson et al.)
 
     def __post_init__(self):
         for key in ('block_size', 'vocab_size', 'n_layer', 'n_head', 'n_embd'):
@@ -146,11 +147,15 @@ class CausalSelfAttention(nn.Module):
         self.n_head, self.n_embd, self.dropout = config.n_head, config.n_embd, config.dropout
         self.register_buffer('alibi_slopes', alibi_slopes(config.n_head) if config.pos_emb == 'alibi' else None,
                              persistent=False)
+        if config.smear_keys:  # gate sigmoid(smear) per head, 0.5 at init
+            self.smear = nn.Parameter(torch.zeros(config.n_head, 1, 1))
 
     def qkv(self, x, rope):
         B, T, C = x.size()
         q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
         q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))  # (B, nh, T, hd)
+        if hasattr(self, 'smear'):  # k_t += g_h (k_{t-1} - k_t), on the content, before RoPE puts it at position t
+            k = k + torch.sigmoid(self.smear).to(k.dtype) * (F.pad(k, (0, 0, 1, -1)) - k)
         if rope is not None:
             cos, sin = rope
             q, k = apply_rope(q, cos.to(q.dtype), sin.to(q.dtype)), apply_rope(k, cos.to(k.dtype), sin.to(k.dtype))

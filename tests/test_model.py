@@ -341,3 +341,24 @@ def test_longrope_model_switches_per_forward_length_and_checks_list_length():
     with pytest.raises(ValueError, match='short_factor.*16 values.*8 pairs'):
         m.set_rope_scaling(dict(lr, short_factor=[1.0] * 16))
     assert m.config.rope_scaling['short_factor'] == [1.0] * 8  # a refused switch leaves the model as it was
+
+
+def test_smear_keys_option():
+    """Off by default (no new weight, so older checkpoints load unchanged); on, each head's key at t mixes in the
+    key of t-1 with a learned per-head gate, before RoPE, and the model stays causal."""
+    assert not any('smear' in k for k in make().state_dict())
+    m = make(smear_keys=True)
+    assert [tuple(v.shape) for k, v in m.state_dict().items() if 'smear' in k] == [(2, 1, 1)] * 2
+    x = torch.randint(0, V, (2, 16))
+    attn, h = m.transformer.h[0].attn, torch.randn(2, 16, 32)
+    with torch.no_grad():
+        attn.smear.fill_(-30.0)  # gate ~0: plain keys
+        k0 = attn.qkv(h, None)[1]
+        attn.smear.fill_(30.0)   # gate ~1: each key is the previous position's (zero at position 0)
+        k1 = attn.qkv(h, None)[1]
+    assert torch.allclose(k1[:, :, 1:], k0[:, :, :-1], atol=1e-6) and torch.allclose(k1[:, :, 0], torch.zeros(1), atol=1e-6)
+    m = make(smear_keys=True)
+    x2 = x.clone()
+    x2[:, 10] = (x[:, 10] + 1) % V
+    assert torch.equal(m(x)[0][:, :10], m(x2)[0][:, :10]) and not torch.equal(m(x)[0][:, 11], m(x2)[0][:, 11])
+    assert model_from_checkpoint({'model': m.state_dict(), 'model_args': model_args(m)}).config.smear_keys
