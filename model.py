@@ -11,6 +11,8 @@ tied input/output embeddings. What is particular to this project:
   * `forward(..., reduction='none')` returns the loss of every token, which is what eval.py plots;
   * `forward(..., pos=...)` takes explicit position ids (PoSE), for every position encoding;
   * ALiBi (Press et al. 2022) adds -m_h·(i - j) to the scores of head h, as a float mask built per query chunk;
+  * `forward(..., kv_cache=KVCache())` decodes incrementally and `generate` samples with it; the cache is exact
+    (logits equal a full forward of the prefix) under every position encoding and rope type, see KVCache;
   * `attention_entropy` is a slower, chunked manual attention path used only for diagnostics;
   * a position map (ReRoPE, Leaky ReRoPE, Self-Extend: config.position_map, position_maps.py, switchable with
     `set_position_map`) runs attention through `CausalSelfAttention.extended_attention`, an exact chunked path;
@@ -25,6 +27,7 @@ from typing import NamedTuple
 import torch
 import torch.nn as nn
 from torch.nn import functional as F
+from tqdm import tqdm
 
 from rope import rope_inv_freq, rope_cos_sin, apply_rope, check_scaling, is_dynamic
 from position_maps import check_position_map, position_map_positions
@@ -137,6 +140,50 @@ def mapped_logits(near, far, pos, window, s, e):
     return att.masked_fill_(future, float('-inf'))
 
 
+class KVCache:
+    """What GPT.forward(idx, kv_cache=cache) keeps between calls to decode incrementally: the tokens fed so far, every
+    layer's keys (rotated) and values, and the RoPE frequencies they were computed with. One cache per batch of
+    sequences; a new generation starts with a new (or reset) cache.
+
+    Exact for every position encoding and rope type: the logits equal a full forward over the same prefix.
+    Static types: a token's keys and values never change as the sequence grows, so each is computed once.
+    Dynamic types (dynamic, dynamic_yarn) change frequencies and temperature with the current length l. Caching keys
+    unrotated and rotating them at use with l's tables (Hugging Face's fix for transformers #25104 / #27226) repairs
+    the first layer only: deeper keys and values are functions of hidden states that were computed at the old scale
+    (measured on a 2-layer model: next-token logits off by 1e-2). So when l's frequencies differ from the cached ones
+    (or set_rope_scaling was called in between), the forward recomputes the whole prefix and refills the cache: as
+    fast as any cache while the scale holds still (l <= L for dynamic, l <= factor*L for dynamic_yarn), a full
+    forward per step beyond."""
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self):
+        self.ids = None                   # (B, l) every token fed so far
+        self.keys, self.values = [], []   # per layer (B, n_head, l, head_dim)
+        self.freqs = None                 # (inv_freq, attention_factor) the cached states were computed with
+
+    @property
+    def length(self):
+        """Tokens fed so far (a property, not __len__, so that an empty cache is not falsy)."""
+        return 0 if self.ids is None else self.ids.size(1)
+
+    def attend(self, layer, q, k, v):
+        """Append the new tokens' k, v to `layer`; causal attention of the new queries over all of its keys."""
+        if layer == len(self.keys):
+            self.keys.append(k)
+            self.values.append(v)
+        else:
+            self.keys[layer] = k = torch.cat((self.keys[layer], k), dim=2)
+            self.values[layer] = v = torch.cat((self.values[layer], v), dim=2)
+        T, S = q.size(2), k.size(2)
+        if T == S:  # nothing cached before (a prompt, or a recomputed prefix)
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        # query i (position S - T + i) sees keys 0 .. S - T + i; SDPA's is_causal would align the mask top-left
+        mask = None if T == 1 else torch.ones(T, S, dtype=torch.bool, device=q.device).tril(S - T)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
 class CausalSelfAttention(nn.Module):
 
     def __init__(self, config):
@@ -161,12 +208,14 @@ class CausalSelfAttention(nn.Module):
             q, k = apply_rope(q, cos.to(q.dtype), sin.to(q.dtype)), apply_rope(k, cos.to(k.dtype), sin.to(k.dtype))
         return q, k, v
 
-    def forward(self, x, rope):
+    def forward(self, x, rope, kv_cache=None, layer=0):
         if isinstance(rope, MappedRope):  # a position map (ReRoPE, Self-Extend): the exact chunked path
             return self.resid_dropout(self.c_proj(self.extended_attention(x, rope)))
         B, T, C = x.size()
         q, k, v = self.qkv(x, rope)
-        if self.alibi_slopes is not None:
+        if kv_cache is not None:
+            y = kv_cache.attend(layer, q, k, v)
+        elif self.alibi_slopes is not None:
             y = self.alibi_attention(q, k, v)
         else:
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=self.dropout if self.training else 0.0)
@@ -251,8 +300,8 @@ class Block(nn.Module):
         self.ln_2 = nn.LayerNorm(config.n_embd, bias=config.bias)
         self.mlp = MLP(config)
 
-    def forward(self, x, rope):
-        x = x + self.attn(self.ln_1(x), rope)
+    def forward(self, x, rope, kv_cache=None, layer=0):
+        x = x + self.attn(self.ln_1(x), rope, kv_cache, layer)
         return x + self.mlp(self.ln_2(x))
 
 
@@ -339,15 +388,15 @@ class GPT(nn.Module):
         inv_freq, attention_factor = rope_inv_freq(self.head_dim, c.rope_base, c.rope_scaling, seq_len=seq_len)
         return inv_freq.to(self.rope_inv_freq.device), attention_factor
 
-    def rope_tables(self, positions, span=None):
+    def rope_tables(self, positions, span=None, freqs=None):
         """cos/sin in float32 for position ids: an int T (0..T-1) or a tensor (T,) or (B, T); shape (T, head_dim), or
         (B, 1, T, head_dim) to broadcast over the heads. span is the length a dynamic type scales for: the forward's
-        length, max position + 1 (read from the positions when not given)."""
+        length, max position + 1 (read from the positions when not given). freqs: rope_freqs(span) if known."""
         if isinstance(positions, int):
             positions, span = torch.arange(positions, device=self.rope_inv_freq.device), positions
-        if span is None and self.rope_dynamic:
+        if freqs is None and span is None and self.rope_dynamic:
             span = int(positions.max()) + 1
-        inv_freq, attention_factor = self.rope_freqs(span)
+        inv_freq, attention_factor = freqs or self.rope_freqs(span)
         cos, sin = rope_cos_sin(inv_freq, positions, attention_factor)
         return (cos, sin) if cos.dim() == 2 else (cos[:, None], sin[:, None])
 
@@ -360,7 +409,7 @@ class GPT(nn.Module):
         far = rope_cos_sin(inv_freq, q_pos, attention_factor) + rope_cos_sin(inv_freq, k_pos, attention_factor)
         return MappedRope(rope, far, pos.to(inv_freq.device), self.config.position_map['window'])
 
-    def _embed(self, idx, pos=None, span=None):
+    def _embed(self, idx, pos=None, span=None, freqs=None):
         """Token embeddings (+ the absolute position embedding at pos) and the RoPE tables for pos (default 0..T-1).
         span: positions are known to lie in [0, span) (see rope_tables); when None they are read back from pos, a
         device sync, only where needed (learned, dynamic rope)."""
@@ -386,22 +435,53 @@ class GPT(nn.Module):
             x = x + self.transformer.wpe(pos)
         elif c.pos_emb == 'sinusoidal':
             x = x + SINUSOIDAL_SCALE * sinusoidal_table(pos, c.n_embd).to(x.dtype)
-        rope = self.rope_tables(pos, span) if c.pos_emb == 'rope' else None
+        rope = self.rope_tables(pos, span, freqs) if c.pos_emb == 'rope' else None
         if c.position_map is not None:  # ReRoPE / Self-Extend: the far tables travel with the ordinary ones
             if span != T:
                 raise ValueError("a position map (ReRoPE, Self-Extend) runs on positions 0..T-1; call it with pos=None")
             rope = self.mapped_rope(rope, T)
         return self.transformer.drop(x), rope
 
-    def forward(self, idx, targets=None, reduction='mean', pos=None):
+    def _embed_cached(self, idx, cache):
+        """_embed for the tokens that follow the cache's: positions past .. l-1, l = past + T. When the rope frequencies
+        for l differ from the cached ones (a dynamic type's scale moved), the cache is dropped and the whole prefix
+        recomputed (see KVCache); the returned x then covers all l tokens."""
+        B, T = idx.size()
+        past = cache.length
+        if past and cache.ids.size(0) != B:
+            raise ValueError(f"kv_cache holds {cache.ids.size(0)} sequences but idx has {B}; use one cache per batch "
+                             f"(or cache.reset())")
+        freqs = self.rope_freqs(past + T) if self.config.pos_emb == 'rope' else None
+        if past and freqs is not None and not (freqs[1] == cache.freqs[1] and (
+                freqs[0] is cache.freqs[0] or torch.equal(freqs[0], cache.freqs[0]))):  # static types: the same buffer
+            idx, past = torch.cat((cache.ids, idx), dim=1), 0
+            cache.reset()
+        x, rope = self._embed(idx, torch.arange(past, past + idx.size(1), device=idx.device), past + idx.size(1), freqs)
+        cache.ids = idx if past == 0 else torch.cat((cache.ids, idx), dim=1)
+        cache.freqs = freqs
+        return x, rope
+
+    def forward(self, idx, targets=None, reduction='mean', pos=None, kv_cache=None):
         """idx (B, T) token ids -> logits (B, T, vocab). With targets: loss, a scalar (reduction='mean')
         or the per-token negative log-likelihood in nats (reduction='none', shape (B, T)).
         pos: optional position ids, a LongTensor (T,) or (B, T) (default 0..T-1), e.g. PoSE's skipped positions.
         RoPE is built at those positions (a dynamic type scales for max(pos) + 1 tokens); sinusoidal and learned
-        tables are read at them (learned ones only inside their table)."""
-        x, rope = self._embed(idx, pos)
-        for block in self.transformer.h:
-            x = block(x, rope)
+        tables are read at them (learned ones only inside their table).
+        kv_cache: a KVCache; idx then holds the tokens that follow those already in the cache (their positions go on
+        from there, so pos cannot be given), and the cache takes them in. Exact for every position encoding."""
+        if kv_cache is None:
+            x, rope = self._embed(idx, pos)
+        elif self.cache_blocker():
+            raise ValueError(f"the KV cache does not cover {self.cache_blocker()}; run without it (kv_cache=None)")
+        elif pos is not None:
+            raise ValueError("pos and kv_cache cannot be combined: the cache numbers positions itself (0, 1, ... over "
+                             "every token fed); drop pos")
+        else:
+            x, rope = self._embed_cached(idx, kv_cache)
+        for i, block in enumerate(self.transformer.h):
+            x = block(x, rope, kv_cache, i)
+        if kv_cache is not None:
+            x = x[:, -idx.size(1):]  # a recomputed prefix (dynamic types) yields logits for idx's tokens only
         logits = self.lm_head(self.transformer.ln_f(x))
         if targets is None:
             return logits, None
@@ -437,15 +517,40 @@ class GPT(nn.Module):
         c = self.config
         return 6 * self.get_num_params() + 12 * c.n_layer * c.n_embd * T
 
+    def cache_blocker(self):
+        """What keeps the KV cache from being exact for this model (None: nothing): ALiBi's bias, smeared keys and
+        position maps are applied on the uncached paths only, so generate() recomputes the prefix for them."""
+        c = self.config
+        return ('pos_emb=alibi' if c.pos_emb == 'alibi' else 'smear_keys' if c.smear_keys else
+                'a position map (ReRoPE, Self-Extend)' if c.position_map else None)
+
     @torch.no_grad()
-    def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None):
-        for _ in range(max_new_tokens):
-            cond = idx if self.config.pos_emb != 'learned' else idx[:, -self.config.block_size:]
-            logits = self(cond)[0][:, -1, :] / temperature
+    def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None, kv_cache=True, generator=None, progress=False):
+        """Sample max_new_tokens tokens after the prompts idx (B, T) -> (B, T + max_new_tokens). Call model.eval() first.
+        temperature > 0 divides the logits; top_k keeps the k likeliest tokens (top_k=1 is greedy); generator (a
+        torch.Generator on the model's device) makes the draw reproducible. kv_cache=True prefills the prompt once,
+        then feeds one token per step (exact, see KVCache); False runs the whole prefix at every step.
+        Learned positions cannot run past block_size: that is refused before anything runs."""
+        T, c = idx.size(1), self.config
+        if not temperature > 0:
+            raise ValueError(f"temperature={temperature} must be > 0 (1 samples the model as it is; top_k=1 is greedy)")
+        if top_k is not None and top_k < 1:
+            raise ValueError(f"top_k={top_k} must be >= 1 (or None for no top-k filtering)")
+        if T < 1 or max_new_tokens < 0:
+            raise ValueError(f"need a prompt of at least one token and max_new_tokens >= 0 (got {T}, {max_new_tokens})")
+        if c.pos_emb == 'learned' and T + max_new_tokens > c.block_size:
+            raise ValueError(f"prompt ({T}) + max_new_tokens ({max_new_tokens}) = {T + max_new_tokens} tokens run past the "
+                             f"learned position table (block_size={c.block_size}); ask for at most "
+                             f"{max(c.block_size - T, 0)} new tokens")
+        cache = KVCache() if kv_cache and not self.cache_blocker() else None
+        step = idx
+        for _ in tqdm(range(max_new_tokens), disable=not progress, unit='tok', desc='generating', leave=False):
+            logits = (self(step, kv_cache=cache) if cache is not None else self(idx))[0][:, -1, :].float() / temperature
             if top_k is not None:
                 v, _ = torch.topk(logits, min(top_k, logits.size(-1)))
                 logits[logits < v[:, [-1]]] = -float('Inf')
-            idx = torch.cat((idx, torch.multinomial(F.softmax(logits, dim=-1), num_samples=1)), dim=1)
+            step = torch.multinomial(F.softmax(logits, dim=-1), num_samples=1, generator=generator)
+            idx = torch.cat((idx, step), dim=1)
         return idx
 
 

@@ -1,0 +1,129 @@
+"""
+Sample from a trained model (nanoGPT's sample.py), with any RoPE scaling switched on zero-shot.
+
+    python sample.py --ckpt=out/char-base --start="ROMEO:" --num_samples=3 --max_new_tokens=1000
+    python sample.py --ckpt=out/char-base --start=FILE:prompt.txt --rope_type=yarn:beta_fast=8 --max_new_tokens=2000
+    python sample.py --ckpt=out/char-base --rope_type=dynamic --kv_cache=False      # recompute the prefix per token
+
+--start is the prompt, taken verbatim, or FILE:<path> to read it from a file. The tokenizer is the one the
+checkpoint was trained with (its 'dataset' entry: characters, or GPT-2 BPE).
+--rope_type is one arm spec of eval.py (default, linear, ntk, dynamic, yarn, yarn:beta_fast=8, dynamic_yarn, ...)
+switched on the model without training; empty keeps the model as it was trained. Its factor is --factor, or when
+that is 0: (prompt + new tokens) / L, at least 1, for the static types, and 1 for the dynamic ones (their scale
+then follows l / L as the text grows). L is the checkpoint's training length.
+The KV cache is exact for every position encoding and rope type (see model.KVCache); --kv_cache=False recomputes
+the whole prefix for every token (the slow reference).
+"""
+import os
+import sys
+
+import torch
+
+from arms import lineage_of
+from configurator import ConfigError, autocast_context, cli, get_config, pick_device
+from data.sources import get_tokenizer
+from model import load_checkpoint, model_from_checkpoint
+from rope import is_dynamic, parse_arm, scaling_name
+
+DEFAULTS = dict(
+    ckpt='',                 # a run folder (or its ckpt.pt) written by train.py or finetune_long.py
+    start='\n',              # the prompt (verbatim), or FILE:<path>
+    num_samples=3,
+    max_new_tokens=500,
+    temperature=0.8,         # > 0; lower is more conservative
+    top_k=200,               # sample among the k likeliest tokens; 0 = all of them; 1 = greedy
+    seed=1337,
+    rope_type='',            # arm spec switched on zero-shot (yarn, yarn:beta_fast=8, dynamic, ...); '' = as trained
+    factor=0.0,              # scale s for --rope_type; 0 = (prompt + new tokens) / L, at least 1 (dynamic types: 1)
+    kv_cache=True,           # False: recompute the whole prefix for every new token
+    device='auto',           # auto | cpu | cuda | cuda:N | mps
+    dtype='auto',            # auto (bfloat16 on CUDA when supported, else float32) | float32 | bfloat16 | float16
+    progress=True,           # tqdm bar while generating
+)
+
+
+def parse_args(argv):
+    """get_config, except that --start=... is kept verbatim: a prompt is text, not a python literal (--start=1984)."""
+    starts = [a[len('--start='):] for a in argv if a.startswith('--start=')]
+    cfg = get_config([a for a in argv if not a.startswith('--start=')], DEFAULTS)
+    if starts:
+        cfg['start'] = starts[-1]
+    for key, low in (('num_samples', 1), ('max_new_tokens', 1), ('top_k', 0)):
+        if cfg[key] < low:
+            raise ConfigError(f"{key}={cfg[key]} is out of range; it must be >= {low}")
+    if not cfg['temperature'] > 0:
+        raise ConfigError(f"temperature={cfg['temperature']} must be > 0 (lower is more conservative; --top_k=1 is greedy)")
+    if not cfg['ckpt']:
+        raise ConfigError("no checkpoint given; pass --ckpt=<run folder written by train.py or finetune_long.py>")
+    return cfg
+
+
+def read_prompt(start):
+    """The --start text, or the contents of FILE:<path>; an empty prompt is an error."""
+    if start.startswith('FILE:'):
+        path = start[len('FILE:'):]
+        if not os.path.isfile(path):
+            raise ConfigError(f"prompt file {path} does not exist; pass --start=FILE:<an existing file> or --start=<text>")
+        with open(path, encoding='utf-8') as f:
+            start = f.read()
+        where = f"prompt file {path}"
+    else:
+        where = "--start"
+    if not start:
+        raise ConfigError(f"{where} is empty; give the model at least one token, e.g. --start='\\n' or --start=ROMEO:")
+    return start
+
+
+def tokenizer(ckpt, path):
+    """(encode, decode) of the vocabulary the checkpoint was trained on (its 'dataset' entry)."""
+    ds = ckpt.get('dataset') or {}
+    if ds.get('tokenizer') not in ('char', 'gpt2') or ds['tokenizer'] == 'char' and not ds.get('itos'):
+        raise ConfigError(f"checkpoint {path} does not record its tokenizer (no 'dataset' entry with 'tokenizer' and, "
+                          f"for characters, 'itos'); sample from a run written by train.py")
+    return get_tokenizer(ds)
+
+
+def rope_scaling_for(cfg, ckpt, path, n_tokens):
+    """--rope_type as a rope_scaling dict (None = plain RoPE) for a text of n_tokens tokens (see the docstring)."""
+    if ckpt['model_args'].get('pos_emb', 'rope') != 'rope':
+        raise ConfigError(f"--rope_type={cfg['rope_type']}: {path} uses pos_emb={ckpt['model_args']['pos_emb']!r}, "
+                          f"no RoPE to scale; drop --rope_type")
+    L = lineage_of(ckpt)['train_len']
+    dynamic = is_dynamic({'rope_type': cfg['rope_type'].split(':')[0]})
+    return parse_arm(cfg['rope_type'], cfg['factor'] or (1.0 if dynamic else max(1.0, n_tokens / L)), L)
+
+
+def main(argv):
+    cfg = parse_args(argv)
+    ckpt = load_checkpoint(cfg['ckpt'])
+    encode, decode = tokenizer(ckpt, cfg['ckpt'])
+    prompt = read_prompt(cfg['start'])
+    try:
+        ids = encode(prompt)
+    except ValueError as e:
+        raise ConfigError(f"the prompt does not fit the model's vocabulary: {e}; "
+                          f"use only characters it was trained on") from None
+    model = model_from_checkpoint(ckpt)
+    if cfg['rope_type']:
+        model.set_rope_scaling(rope_scaling_for(cfg, ckpt, cfg['ckpt'], len(ids) + cfg['max_new_tokens']))
+    device = pick_device(cfg['device'])
+    dtype, ctx = autocast_context(device.split(':')[0], cfg['dtype'])
+    model.to(device).eval()
+    c = model.config
+    print(f"{cfg['ckpt']}: {model.get_num_params() / 1e6:.2f}M params, pos_emb={c.pos_emb}, "
+          f"L={lineage_of(ckpt)['train_len']}" + (f", rope {scaling_name(c.rope_scaling)}" if c.pos_emb == 'rope' else '')
+          + f"; prompt {len(ids)} tokens + {cfg['max_new_tokens']} new, temperature={cfg['temperature']}, "
+          f"top_k={cfg['top_k']}, kv_cache={cfg['kv_cache']}, device={device}, dtype={dtype}", file=sys.stderr)
+    torch.manual_seed(cfg['seed'])
+    generator = torch.Generator(device=device).manual_seed(cfg['seed'])
+    x = torch.tensor(ids, dtype=torch.long, device=device)[None]
+    for _ in range(cfg['num_samples']):
+        with ctx:
+            y = model.generate(x, cfg['max_new_tokens'], temperature=cfg['temperature'], top_k=cfg['top_k'] or None,
+                               kv_cache=cfg['kv_cache'], generator=generator, progress=cfg['progress'])
+        print(decode(y[0].tolist()))
+        print('---------------')
+
+
+if __name__ == '__main__':
+    cli(main)
