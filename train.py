@@ -466,7 +466,7 @@ def bench(cfg, warmup=3):
             if device_type == 'cuda':
                 torch.cuda.synchronize()
             t0 = time.time()
-        train_step(net, optimizer, batches.step(accum, rank, world), ctx, cfg['grad_clip'], world > 1)
+        train_step(net, optimizer, batches.step(accum, rank, world, i), ctx, cfg['grad_clip'], world > 1)
     if device_type == 'cuda':
         torch.cuda.synchronize()
     tok_s = B * T * accum * (cfg['max_iters'] - warmup) / (time.time() - t0)
