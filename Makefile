@@ -3,7 +3,7 @@
 PY ?= python
 ZERO_SHOT = default,linear,ntk,dynamic,ntk_by_parts,yarn,yarn:beta_fast=8,yarn:beta_fast=8:attention_factor=1,dynamic_yarn,llama3
 
-.PHONY: demo install data train finetune eval ape test
+.PHONY: demo install data train finetune eval ape pose test
 
 demo: install data train finetune eval
 
@@ -20,11 +20,16 @@ finetune:             # every method + the plain control, 128 -> 512, 100 steps 
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --overwrite=True
 
 eval:                 # loss vs position to 1024 = 8 x L, zero-shot and fine-tuned arms, all plots (~3 min)
-	$(PY) eval.py --ckpt out/char-base out/char-ft --rope_types=$(ZERO_SHOT) --eval_len=1024 --num_windows=32 --out_dir=out/char-eval
+	$(PY) eval.py --ckpt=out/char-base,out/char-ft --rope_types=$(ZERO_SHOT) --eval_len=1024 --num_windows=32 --out_dir=out/char-eval
 
-ape:                  # optional: the same model with sinusoidal absolute positions, evaluated past L (~11 min)
+ape:                  # optional: the same model with sinusoidal absolute positions and with ALiBi, evaluated past L (~22 min)
 	$(PY) train.py config/train_shakespeare_char_cpu.py --pos_emb=sinusoidal --out_dir=out/char-sinusoidal --overwrite=True
-	$(PY) eval.py --ckpt out/char-base out/char-sinusoidal --eval_len=1024 --num_windows=32 --out_dir=out/char-ape
+	$(PY) train.py config/train_shakespeare_char_cpu.py --pos_emb=alibi --out_dir=out/char-alibi --overwrite=True
+	$(PY) eval.py --ckpt=out/char-base,out/char-sinusoidal,out/char-alibi --eval_len=1024 --num_windows=32 --out_dir=out/char-ape
+
+pose:                 # optional, after finetune: PoSE at L=128 (plain, YaRN s=4) vs the full-length fine-tunes at 512 (~2 min + eval)
+	$(PY) finetune_long.py config/finetune_pose_char_cpu.py --overwrite=True
+	$(PY) eval.py --ckpt=out/char-base,out/char-ft/default,out/char-ft/yarn_s4,out/char-pose --eval_len=1024 --num_windows=32 --out_dir=out/char-pose-eval
 
 test:                 # the test suite (what .ci/run runs)
 	$(PY) -m pytest -q tests

@@ -1,8 +1,9 @@
 """
 Which models eval.py compares, and under which names: the arms.
 
-An arm is a run folder (a base model, or a fine-tune from finetune_long.py), a zero-shot scaling switched on in
-the base model (--rope_types), or the seeds of one fine-tuned configuration taken together. Each arm carries its
+An arm is a run folder (a base model, or a fine-tune from finetune_long.py), a zero-shot scaling or position map
+(ReRoPE, Self-Extend) switched on in the base model (--rope_types), a fine-tune with a position map switched on
+(--position_map), or the seeds of one fine-tuned configuration taken together. Each arm carries its
 checkpoint(s), its training length L (from the checkpoint's lineage, never re-typed), the length it was
 fine-tuned at and its rope config. Everything here is validation: nothing is measured.
 """
@@ -12,12 +13,14 @@ import os
 from configurator import ConfigError
 from data.common import data_dir_of
 from model import load_checkpoint
-from rope import is_dynamic, parse_arm, scaling_name
+from position_maps import POSITION_MAPS, is_position_map_spec, parse_position_map, position_map_name
+from rope import ALIASES, ROPE_TYPES, is_dynamic, parse_arm, scaling_name
 
 
 def lineage_of(ckpt):
     L = ckpt['model_args']['block_size']
-    return dict(dict(train_len=L, seq_len=L, base_checkpoint=None, finetune_steps=0), **(ckpt.get('lineage') or {}))
+    return dict(dict(train_len=L, seq_len=L, base_checkpoint=None, finetune_steps=0, pose=None),
+                **(ckpt.get('lineage') or {}))
 
 
 def expand_ckpts(paths):
@@ -39,11 +42,11 @@ def expand_ckpts(paths):
 def ckpt_arm(path, ckpt):
     lin, args = lineage_of(ckpt), ckpt['model_args']
     sc, tuned = args.get('rope_scaling'), bool(lin['base_checkpoint'])
-    name = (f"{scaling_name(sc)} ft{lin['finetune_steps']}" if tuned else
+    name = (f"{scaling_name(sc)}{' pose' if lin['pose'] else ''} ft{lin['finetune_steps']}" if tuned else
             f"base (L={lin['train_len']})" if args['pos_emb'] == 'rope' else f"{args['pos_emb']} (L={lin['train_len']})")
     return dict(name=name, checkpoint=path, kind='fine-tuned' if tuned else 'base', ckpt=ckpt, scaling=sc,
                 L=lin['train_len'], seq_len=lin['seq_len'], steps=lin['finetune_steps'] if tuned else 0,
-                seed=(ckpt.get('config') or {}).get('seed'))
+                pose=lin['pose'], seed=(ckpt.get('config') or {}).get('seed'))
 
 
 def find_base(cfg, arms, real):
@@ -73,7 +76,8 @@ def check_same_data(arms):
 
 
 def zero_shot_arms(cfg, base, arms, T):
-    """The --rope_types entries as arms on the base model."""
+    """The --rope_types entries as arms on the base model: a rope scaling, or a position map ('rerope:window=64') on
+    the base's own RoPE."""
     seen_default = False
     for entry in [e.strip() for e in cfg['rope_types'].split(',') if e.strip()]:
         if base is None:
@@ -81,6 +85,14 @@ def zero_shot_arms(cfg, base, arms, T):
         rope_type = entry.split(':')[0]
         if rope_type not in ('default', 'plain') and base['ckpt']['model_args']['pos_emb'] != 'rope':
             raise ConfigError(f"the base {base['checkpoint']} has no RoPE; --rope_types needs a rope model")
+        if is_position_map_spec(entry):
+            pm = parse_position_map(entry)
+            arms.append(dict(base, name=f"{position_map_name(pm)} zero-shot", kind='zero-shot', position_map=pm,
+                             steps=0))
+            continue
+        if ALIASES.get(rope_type, rope_type) not in ROPE_TYPES:
+            raise ConfigError(f"arm {entry!r}: {rope_type!r} is neither a rope type ({', '.join(ROPE_TYPES)}) nor a "
+                              f"position map ({', '.join(POSITION_MAPS)})")
         factor = cfg['factor'] or (1.0 if is_dynamic({'rope_type': rope_type}) else T / base['L'])
         sc = parse_arm(entry, factor, base['L'])
         if sc is None:
@@ -91,6 +103,19 @@ def zero_shot_arms(cfg, base, arms, T):
                 arms.append(base)
         else:
             arms.append(dict(base, name=f"{scaling_name(sc)} zero-shot", kind='zero-shot', scaling=sc, steps=0))
+
+
+def mapped_arms(cfg, arms):
+    """--position_map: every fine-tuned arm once more with that map switched on, 'yarn s=4 ft100 + rerope w=256'
+    (a map over a fine-tuned scaled model reaches past the length it was fine-tuned at; see position_maps.py)."""
+    if not cfg.get('position_map'):
+        return
+    pm = parse_position_map(cfg['position_map'])
+    tuned = [a for a in arms if a['kind'] == 'fine-tuned']
+    if not tuned:
+        raise ConfigError(f"--position_map={cfg['position_map']} applies to fine-tuned arms and --ckpt has none; "
+                          f"for the base model list it in --rope_types instead")
+    arms += [dict(a, name=f"{a['name']} + {position_map_name(pm)}", position_map=pm) for a in tuned]
 
 
 def group_seeds(arms):
@@ -134,6 +159,7 @@ def plan_arms(cfg):
             raise ConfigError(f"{a['checkpoint']} has learned positions up to {a['ckpt']['model_args']['block_size']}; "
                               f"it cannot run at eval_len={T}; leave it out or lower --eval_len")
     zero_shot_arms(cfg, base, arms, T)
+    mapped_arms(cfg, arms)
     names = [a['name'] for a in arms]
     dup = next((n for n in names if names.count(n) > 1), None)
     if dup:

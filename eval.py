@@ -10,6 +10,9 @@ finetune_long.py run) stands for all of its arms, and the seeds of one arm (--se
 Every --rope_types entry is a zero-shot arm: that RoPE scaling switched on in the base model (--base, else the
 first --ckpt that is not a fine-tune, else the base a fine-tune names), with s = T/L unless the entry sets a
 factor (yarn:factor=8:beta_fast=8; dynamic types default to factor 1). 'default' is the base model as trained.
+An entry can also be a position map on the base's RoPE (position_maps.py): rerope:window=64,
+leaky_rerope:window=64:k=16, self_extend:window=32:group=4; --position_map=<such a spec> adds every fine-tuned arm
+once more with that map ('yarn s=4 ft100 + rerope w=256').
 
 Protocol: every arm is scored as it runs when generating. Position p is predicted by a forward over p + 1
 tokens; for static scalings one forward of T tokens gives exactly that at every position. A dynamic arm's
@@ -44,6 +47,8 @@ DEFAULTS = dict(
     ckpt='',                # run folders, comma-separated
     base='',                # base run for the zero-shot arms; '' = the first --ckpt that is not a fine-tune
     rope_types='',          # zero-shot arms: default,linear,ntk,dynamic,yarn,yarn:beta_fast=8,ntk:factor=8,...
+                            # or maps: rerope:window=64,leaky_rerope:window=64:k=16,self_extend:window=32:group=4
+    position_map='',        # a map also switched on in every fine-tuned arm (as another arm), e.g. rerope:window=256
     factor=0.0,             # zero-shot scale s; 0 = T/L (dynamic types: 1, the scale then follows l/L)
     eval_len=0,             # T; 0 = max(4 x the longest fine-tune length, 8 x L)
     num_windows=32,         # held-out windows of T tokens, the same for every arm
@@ -242,6 +247,8 @@ def measure_arm(arm, run, cfg, device, ctx):
         model = model_from_checkpoint(r['ckpt'])
         if arm['kind'] == 'zero-shot':
             model.set_rope_scaling(arm['scaling'])
+        if arm.get('position_map'):
+            model.set_position_map(arm['position_map'])
         model.to(device).eval()
         n0 = constant_len(model, T)
         where = scored_positions(L, T, n0, cfg['grid'])
@@ -280,9 +287,10 @@ def summarize_arm(arm, per_run, L, T):
     model = per_run[0]['model']
     sc = arm['scaling']
     out = dict(name=arm['name'], checkpoint=arm['checkpoint'], kind=arm['kind'], train_len=arm['L'],
-               seq_len=arm['seq_len'], finetune_steps=arm['steps'], rope_scaling=sc,
+               seq_len=arm['seq_len'], finetune_steps=arm['steps'], pose=arm['pose'], rope_scaling=sc,
                rope_type=(sc or {}).get('rope_type', 'default') if model.config.pos_emb == 'rope' else None,
                factor=(sc or {}).get('factor'), settings=scaling_extras(sc), pos_emb=model.config.pos_emb,
+               position_map=model.config.position_map,
                head_dim=model.head_dim, rope_base=model.config.rope_base, dynamic=arm['dynamic'],
                buckets=buckets, buckets_ci=cis,
                ppl_at={c: float(np.mean([p['ppl'][c] for p in per_run])) for c in per_run[0]['ppl']},
@@ -352,6 +360,7 @@ def write_outputs(cfg, run, results, pos_cols, ent_cols, timing, t0):
              tokenizer=run['meta']['tokenizer'], vocab_size=run['meta']['vocab_size'],
              checkpoints=sorted({r['checkpoint'] for a in arms for r in a['runs']}),
              base=run['base']['checkpoint'] if run['base'] else None, rope_types=cfg['rope_types'],
+             position_map=cfg['position_map'] or None,
              factor=cfg['factor'] or None, finetune_lengths=sorted({a['seq_len'] for a in arms if a['kind'] == 'fine-tuned'}),
              device=run['device'], dtype=run['dtype'], batch_size=cfg['batch_size'], torch=torch.__version__,
              protocol=PROTOCOL, grid=cfg['grid'], vs_best=paired_vs_best(results),
@@ -372,7 +381,7 @@ def write_outputs(cfg, run, results, pos_cols, ent_cols, timing, t0):
                  f"{r['control_loss']:.6f}", f"{r['gain']:.6f}", f"{r['gain_ci'][0]:.6f}", f"{r['gain_ci'][1]:.6f}"]
                 for a in results for r in a['retrieval']]
     ft_rows = [[a['name'], r['iter'], r.get('val_loss'), r.get('val_loss_beyond_L'), a['L'], a['seq_len']]
-               for a in arms if a['kind'] == 'fine-tuned' for r in finetune_log(a)]
+               for a in arms if a['kind'] == 'fine-tuned' and not a.get('position_map') for r in finetune_log(a)]
     files = {'position_loss.csv': per_position_csv(names, pos_cols), 'attention_entropy.csv': per_position_csv(names, ent_cols),
              'retrieval.csv': csv_text(['arm', 'bucket', 'distance_lo', 'distance_hi', 'n', 'exact_match', 'exact_match_lo',
                                         'exact_match_hi', 'repeat_loss', 'control_loss', 'gain', 'gain_lo',

@@ -4,13 +4,21 @@ briefly at the longer length with train.py's engine.
 
     python finetune_long.py --init_from=out/char-base --rope_type=yarn --factor=4 --out_dir=out/ft-yarn
     python finetune_long.py --init_from=out/char-base --rope_type=yarn --max_iters=0 --out_dir=out/zs-yarn
+    python finetune_long.py --init_from=out/char-base --rope_type=yarn --pose=True --out_dir=out/ft-yarn-pose
     python finetune_long.py config/finetune_long_char_cpu.py      # every method + the plain control
     python finetune_long.py --init_from=resume --out_dir=out/ft-yarn   # continue an interrupted arm
     python finetune_long.py --init_from=resume --out_dir=out/char-ft   # ... or every arm of a multi-arm run
+    python finetune_long.py --init_from=out/longrope-s4 --rope_type=keep --out_dir=out/ft-longrope  # searched factors
 
 One arm (one rope type) writes its run into out_dir. Several arms (--rope_type=linear,ntk,yarn:beta_fast=8 or
 --plain=True) write one folder per arm under out_dir plus out_dir/arms.json; every arm starts from the same
 weights with the same seed, data order and steps, so the comparison is apples to apples.
+--rope_type=keep fine-tunes the init checkpoint's own rope_scaling at its own factor (a run of search_longrope.py,
+whose per-pair lists do not fit in an arm spec; --short_factor=[...] --long_factor=[...] also make a longrope arm).
+
+PoSE (--pose=True, Zhu et al. 2023): every arm trains on windows of pose_len tokens (0: the base's L) whose position
+ids skip across the new length in pose_chunks pieces (data.common.pose_positions); its evaluations still run the
+full new length with ordinary positions. Arms are named '<method> pose' ('yarn s=4 pose').
 """
 
 import json
@@ -19,8 +27,8 @@ import os
 from configurator import ConfigError, cli, get_config
 from data.common import atomic_write_text, data_dir_of, load_meta
 from model import load_checkpoint, model_from_checkpoint
-from rope import all_type_keys, parse_arms, slug
-from train import DEFAULTS as TRAIN_DEFAULTS, check_vocab, run_config, train
+from rope import all_type_keys, parse_arms, scaling_name, slug
+from train import DEFAULTS as TRAIN_DEFAULTS, check_settings, check_vocab, ddp_ranks, run_config, train
 
 DEFAULTS = dict(
     TRAIN_DEFAULTS,
@@ -28,6 +36,7 @@ DEFAULTS = dict(
     out_dir='out/finetune',
     dataset='',              # empty: the base run's dataset
     rope_type='yarn',        # one type or a comma list: linear,ntk,ntk_by_parts,yarn:beta_fast=8,llama3,...
+                             # or keep: the init checkpoint's own rope_scaling, and its factor
     plain=False,             # add the control arm 'default' (unscaled RoPE, just training at the longer length)
     factor=4.0,              # s = new length / L
     block_size=0,            # the new training length; 0 means factor x L
@@ -61,14 +70,23 @@ def plan_arms(cfg, base, resuming=False):
     L = base.get('lineage', {}).get('train_len', args['block_size'])
     if cfg['factor'] < 1:
         raise ConfigError(f"factor={cfg['factor']} must be >= 1 (the new length over L={L})")
-    T = cfg['block_size'] or round(cfg['factor'] * L)
+    if cfg['rope_type'] == 'keep':  # e.g. a searched longrope run: its scaling as it is, at its own factor
+        if cfg['plain']:
+            raise ConfigError("rope_type=keep fine-tunes the checkpoint's own RoPE scaling alone; drop --plain=True")
+        arms, factor = [(scaling_name(args['rope_scaling']), args['rope_scaling'])], \
+            (args['rope_scaling'] or {}).get('factor', cfg['factor'])
+    else:
+        spec = ('default,' if cfg['plain'] else '') + cfg['rope_type']
+        arms, factor = parse_arms(spec, cfg['factor'], L, flags={k: cfg[k] for k in all_type_keys()}), cfg['factor']
+    T = cfg['block_size'] or round(factor * L)
     if T < L:
         raise ConfigError(f"block_size={T} is shorter than the base model's training length L={L}; "
                           f"pass a longer --block_size or leave it 0 for factor x L")
-    spec = ('default,' if cfg['plain'] else '') + cfg['rope_type']
-    arms = parse_arms(spec, cfg['factor'], L, flags={k: cfg[k] for k in all_type_keys()})
+    if cfg['pose']:
+        arms = [(name + ' pose', sc) for name, sc in arms]
     run_cfg = dict(cfg, block_size=T, init_from='scratch', dataset=cfg['dataset'] or base['dataset']['dataset'],
-                   **{k: args[k] for k in MODEL_KEYS})
+                   pose_len=(cfg['pose_len'] or L) if cfg['pose'] else 0, **{k: args[k] for k in MODEL_KEYS})
+    check_settings(run_cfg, ddp_ranks()[1])
     data_dir = data_dir_of(run_cfg['dataset'])
     check_vocab(base['dataset'], load_meta(data_dir), data_dir, cfg['init_from'])
     seeds = parse_seeds(cfg)

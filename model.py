@@ -1,5 +1,5 @@
 """
-A small GPT whose position encoding can be switched: rope (default), sinusoidal, learned or none.
+A small GPT whose position encoding can be switched: rope (default), sinusoidal, learned, alibi or none.
 
 nanoGPT-shaped: pre-LayerNorm blocks, causal attention through F.scaled_dot_product_attention, GELU MLP,
 tied input/output embeddings. What is particular to this project:
@@ -10,14 +10,19 @@ tied input/output embeddings. What is particular to this project:
     with `set_rope_scaling`, which touches no weight;
   * `forward(..., reduction='none')` returns the loss of every token, which is what eval.py plots;
   * `forward(..., pos=...)` takes explicit position ids (PoSE), for every position encoding;
+  * ALiBi (Press et al. 2022) adds -m_h·(i - j) to the scores of head h, as a float mask built per query chunk;
   * `forward(..., kv_cache=KVCache())` decodes incrementally and `generate` samples with it; the cache is exact
     (logits equal a full forward of the prefix) under every position encoding and rope type, see KVCache;
-  * `attention_entropy` is a slower, chunked manual attention path used only for diagnostics.
+  * `attention_entropy` is a slower, chunked manual attention path used only for diagnostics;
+  * a position map (ReRoPE, Leaky ReRoPE, Self-Extend: config.position_map, position_maps.py, switchable with
+    `set_position_map`) runs attention through `CausalSelfAttention.extended_attention`, an exact chunked path;
+    every other model keeps the SDPA path.
 """
 
 import math
 import os
 from dataclasses import dataclass, asdict, fields
+from typing import NamedTuple
 
 import torch
 import torch.nn as nn
@@ -25,8 +30,9 @@ from torch.nn import functional as F
 from tqdm import tqdm
 
 from rope import rope_inv_freq, rope_cos_sin, apply_rope, check_scaling, is_dynamic
+from position_maps import check_position_map, position_map_positions
 
-POS_EMBS = ('rope', 'sinusoidal', 'learned', 'none')
+POS_EMBS = ('rope', 'sinusoidal', 'learned', 'alibi', 'none')
 
 
 @dataclass
@@ -38,9 +44,11 @@ class GPTConfig:
     n_embd: int = 128
     dropout: float = 0.0
     bias: bool = False
-    pos_emb: str = 'rope'       # rope | sinusoidal | learned | none
+    pos_emb: str = 'rope'       # rope | sinusoidal | learned | alibi | none
     rope_base: float = 10000.0
     rope_scaling: dict = None   # Hugging Face style rope_scaling dict, None = plain RoPE
+    position_map: dict = None   # ReRoPE / Self-Extend, e.g. {'method': 'rerope', 'window': 64} (position_maps.py)
+    smear_keys: bool = False    # per-head learned mix of the previous position's key into each key (Olsson et al.)
 
     def __post_init__(self):
         for key in ('block_size', 'vocab_size', 'n_layer', 'n_head', 'n_embd'):
@@ -57,6 +65,10 @@ class GPTConfig:
         if self.rope_scaling is not None and self.pos_emb != 'rope':
             raise ValueError(f"rope_scaling is set but pos_emb={self.pos_emb!r}; scaling only applies to pos_emb='rope'")
         self.rope_scaling = check_scaling(self.rope_scaling)
+        if self.position_map is not None and self.pos_emb != 'rope':
+            raise ValueError(f"position_map is set but pos_emb={self.pos_emb!r}; a position map re-rotates RoPE's "
+                             f"queries and keys, so it needs pos_emb='rope'")
+        self.position_map = check_position_map(self.position_map)
 
 
 # The table's entries have rms 1/sqrt(2); the token embeddings start at std 0.02 (GPT-2 init). Unscaled, position
@@ -76,6 +88,56 @@ def sinusoidal_table(positions, n_embd, device=None):
     pe[..., 0::2] = torch.sin(pos * inv)
     pe[..., 1::2] = torch.cos(pos * inv)
     return pe
+
+
+def alibi_slopes(n_head):
+    """ALiBi's head slopes (Press et al. 2022): m_h = 2^(-8h/H) for h = 1..H when H is a power of two. Otherwise,
+    with P = 2^floor(log2 H): the P slopes of P heads, then every other slope of 2P heads (h = 1, 3, 5, ...: the ones
+    that fall between them) until there are H, in that order, as the paper's code does. H = 6: 1/4, 1/16, 1/64,
+    1/256, then 1/2, 1/8."""
+    geometric = lambda n: [2.0 ** (-8 * h / n) for h in range(1, n + 1)]
+    p = 2 ** int(math.floor(math.log2(n_head)))
+    return torch.tensor(geometric(p) + geometric(2 * p)[0::2][:n_head - p])
+
+
+def alibi_bias(slopes, q_start, q_end, k_len):
+    """The float mask of queries q_start..q_end-1 against keys 0..k_len-1: bias[h, i, j] = -m_h·(i - j) for j <= i,
+    -inf for j > i (causal). Shape (H, q_end - q_start, k_len), float32; it broadcasts over the batch."""
+    i = torch.arange(q_start, q_end, device=slopes.device)[:, None]
+    j = torch.arange(k_len, device=slopes.device)[None, :]
+    return (-slopes.float()[:, None, None] * (i - j)).masked_fill(j > i, float('-inf'))
+
+
+# Query chunk of the ALiBi path: a chunk's mask is H·chunk·T floats (T = 4096, H = 4: 16 MiB in float32), and SDPA's
+# scores, where it materialises them, B·H·chunk·T. One mask for the whole sequence would be H·T² floats (256 MiB) on
+# top of B·H·T² scores. A float mask keeps SDPA off its flash kernel (CPU: the math path; CUDA: memory-efficient);
+# smaller chunks also skip more of the masked keys: on CPU, a forward at T = 1024 took 1.27 s with 256, 2.0 s with 512,
+# 2.8 s unchunked (0.77 s for rope).
+ALIBI_CHUNK = 256
+
+
+class MappedRope(NamedTuple):
+    """RoPE tables under a position map: near = the ordinary (cos, sin); far = (q_cos, q_sin, k_cos, k_sin) at the
+    map's query / key positions; pos = the token positions; window = w (near while pos_i - pos_j < w)."""
+    near: tuple
+    far: tuple
+    pos: torch.Tensor
+    window: int
+
+
+def mapped_logits(near, far, pos, window, s, e):
+    """Attention logits (float32, before the 1/sqrt(hd) scale) of queries s..e-1 against keys 0..e-1 under a position
+    map: q_i.k_j from near = (q, k) rotated at their own positions where pos_i - pos_j < window, else from far = (q, k)
+    rotated at the map's positions; -inf where j > i. The near map is computed only on the keys that can be near
+    (j > s - window, as positions grow by >= 1 per token), so the cost is one far map plus a band."""
+    (q, k), (qf, kf) = near, far
+    lo = max(0, s - window + 1)
+    att = (qf[..., s:e, :] @ kf[..., :e, :].transpose(-2, -1)).float()
+    band = (q[..., s:e, :] @ k[..., lo:e, :].transpose(-2, -1)).float()
+    is_near = pos[s:e, None] - pos[None, lo:e] < window
+    att[..., lo:] = torch.where(is_near, band, att[..., lo:])  # in place: one T-wide copy less per chunk
+    future = torch.arange(e, device=att.device)[None, :] > torch.arange(s, e, device=att.device)[:, None]
+    return att.masked_fill_(future, float('-inf'))
 
 
 class KVCache:
@@ -130,36 +192,91 @@ class CausalSelfAttention(nn.Module):
         self.c_proj = nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
         self.resid_dropout = nn.Dropout(config.dropout)
         self.n_head, self.n_embd, self.dropout = config.n_head, config.n_embd, config.dropout
+        self.register_buffer('alibi_slopes', alibi_slopes(config.n_head) if config.pos_emb == 'alibi' else None,
+                             persistent=False)
+        if config.smear_keys:  # gate sigmoid(smear) per head, 0.5 at init
+            self.smear = nn.Parameter(torch.zeros(config.n_head, 1, 1))
 
     def qkv(self, x, rope):
         B, T, C = x.size()
         q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
         q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))  # (B, nh, T, hd)
+        if hasattr(self, 'smear'):  # k_t += g_h (k_{t-1} - k_t), on the content, before RoPE puts it at position t
+            k = k + torch.sigmoid(self.smear).to(k.dtype) * (F.pad(k, (0, 0, 1, -1)) - k)
         if rope is not None:
             cos, sin = rope
             q, k = apply_rope(q, cos.to(q.dtype), sin.to(q.dtype)), apply_rope(k, cos.to(k.dtype), sin.to(k.dtype))
         return q, k, v
 
     def forward(self, x, rope, kv_cache=None, layer=0):
+        if isinstance(rope, MappedRope):  # a position map (ReRoPE, Self-Extend): the exact chunked path
+            return self.resid_dropout(self.c_proj(self.extended_attention(x, rope)))
         B, T, C = x.size()
         q, k, v = self.qkv(x, rope)
-        if kv_cache is None:
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=self.dropout if self.training else 0.0)
-        else:
+        if kv_cache is not None:
             y = kv_cache.attend(layer, q, k, v)
+        elif self.alibi_slopes is not None:
+            y = self.alibi_attention(q, k, v)
+        else:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=self.dropout if self.training else 0.0)
         return self.resid_dropout(self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C)))
+
+    def alibi_attention(self, q, k, v):
+        """softmax(q·k/√hd + alibi_bias)·v, one chunk of queries at a time, each reading only the keys up to its
+        last query. The queries are the last q.size(2) of the k.size(2) positions (all of them in a plain forward)."""
+        first, ys = k.size(2) - q.size(2), []
+        for a in range(first, k.size(2), ALIBI_CHUNK):
+            b = min(a + ALIBI_CHUNK, k.size(2))
+            ys.append(F.scaled_dot_product_attention(q[:, :, a - first:b - first], k[:, :, :b], v[:, :, :b],
+                                                     attn_mask=alibi_bias(self.alibi_slopes, a, b, b).to(q.dtype),
+                                                     dropout_p=self.dropout if self.training else 0.0))
+        return torch.cat(ys, dim=2)
 
     def attention_probs(self, x, rope, chunk_size=256):
         """Manual attention, yielding (query_start, probs[B, nh, chunk, T]) one chunk of queries at a time.
-        Same math as SDPA (softmax(q·k/√hd) under a causal mask); memory O(chunk·T) instead of O(T²)."""
+        Same math as SDPA (softmax(q·k/√hd) under a causal mask); memory O(chunk·T) instead of O(T²).
+        Under a position map, the probabilities of extended_attention (zero beyond each chunk's last key)."""
+        if isinstance(rope, MappedRope):
+            for s, p, _ in self.mapped_probs(x, rope, chunk_size):
+                yield s, F.pad(p, (0, x.size(1) - p.size(-1)))
+            return
         q, k, _ = self.qkv(x, rope)
         T = q.size(2)
         scale = 1.0 / math.sqrt(q.size(-1))
         for s in range(0, T, chunk_size):
             att = (q[:, :, s:s + chunk_size] @ k.transpose(-2, -1)).float() * scale
+            if self.alibi_slopes is not None:
+                att = att + alibi_bias(self.alibi_slopes, s, min(s + chunk_size, T), T)
             qpos = torch.arange(s, min(s + chunk_size, T), device=x.device)[:, None]
             att = att.masked_fill(torch.arange(T, device=x.device)[None, :] > qpos, float('-inf'))
             yield s, F.softmax(att, dim=-1)
+
+    def mapped_qkv(self, x, rope):
+        """Under a position map (a MappedRope): near = (q, k) rotated at their own positions, far = (q, k) rotated at
+        the map's query / key positions, and v."""
+        q, k, v = self.qkv(x, None)  # not rotated yet: each map rotates them at its own positions
+        rot = lambda t, cos, sin: apply_rope(t, cos.to(t.dtype), sin.to(t.dtype))
+        (cos, sin), (q_cos, q_sin, k_cos, k_sin) = rope.near, rope.far
+        return (rot(q, cos, sin), rot(k, cos, sin)), (rot(q, q_cos, q_sin), rot(k, k_cos, k_sin)), v
+
+    def mapped_probs(self, x, rope, chunk_size):
+        """Under a position map, one chunk of queries s..e-1 at a time: yields (s, probs[B, nh, e-s, e], v[:, :, :e]),
+        probs = softmax(mapped_logits / sqrt(hd)) over keys 0..e-1. Memory O(chunk·T)."""
+        near, far, v = self.mapped_qkv(x, rope)
+        T, scale = v.size(2), 1.0 / math.sqrt(v.size(-1))
+        for s in range(0, T, chunk_size):
+            e = min(s + chunk_size, T)
+            yield s, F.softmax(mapped_logits(near, far, rope.pos, rope.window, s, e).mul_(scale), dim=-1), v[:, :, :e]
+
+    def extended_attention(self, x, rope, chunk_size=128):
+        """Causal attention under a position map (ReRoPE, Leaky ReRoPE, Self-Extend; position_maps.py), computed
+        exactly from two score maps merged by the distance mask (mapped_logits), in query chunks: memory
+        O(chunk·T), so T = 4096 fits on a CPU. x (B, T, C) -> (B, T, C), before c_proj. forward() takes this path
+        only when the model has a position map; every other model uses SDPA."""
+        B, T, C = x.size()
+        ys = [F.dropout(p, self.dropout, self.training).to(v.dtype) @ v
+              for _, p, v in self.mapped_probs(x, rope, chunk_size)]
+        return torch.cat(ys, dim=2).transpose(1, 2).reshape(B, T, C)
 
 
 class MLP(nn.Module):
@@ -230,8 +347,17 @@ class GPT(nn.Module):
         only the non-persistent inv_freq buffer and the attention factor are rebuilt."""
         if self.config.pos_emb != 'rope':
             raise ValueError(f"this model uses pos_emb={self.config.pos_emb!r}; RoPE scaling needs pos_emb='rope'")
-        self.config.rope_scaling = check_scaling(scaling)
+        scaling = check_scaling(scaling)
+        rope_inv_freq(self.head_dim, self.config.rope_base, scaling)  # e.g. a per-pair list must match head_dim
+        self.config.rope_scaling = scaling
         self._build_rope()
+
+    def set_position_map(self, position_map):
+        """Switch a position map on a trained model (None = off), e.g. {'method': 'rerope', 'window': 64}. Validated by
+        position_maps.check_position_map; no weight changes. It composes with the model's rope_scaling."""
+        if self.config.pos_emb != 'rope':
+            raise ValueError(f"this model uses pos_emb={self.config.pos_emb!r}; a position map needs pos_emb='rope'")
+        self.config.position_map = check_position_map(position_map)
 
     def _build_rope(self, device=None):
         """inv_freq (float32, a non-persistent buffer) and the attention factor, validated and computed once here
@@ -274,6 +400,15 @@ class GPT(nn.Module):
         cos, sin = rope_cos_sin(inv_freq, positions, attention_factor)
         return (cos, sin) if cos.dim() == 2 else (cos[:, None], sin[:, None])
 
+    def mapped_rope(self, rope, T):
+        """The ordinary tables plus the position map's far tables (same frequencies and attention factor, a dynamic
+        type at length T) for positions 0..T-1: a MappedRope, which sends attention down extended_attention."""
+        inv_freq, attention_factor = self.rope_freqs(T)
+        pos = torch.arange(T)  # the far positions in float64 on the host (MPS has no float64); rope_cos_sin moves them
+        q_pos, k_pos = position_map_positions(self.config.position_map, pos)
+        far = rope_cos_sin(inv_freq, q_pos, attention_factor) + rope_cos_sin(inv_freq, k_pos, attention_factor)
+        return MappedRope(rope, far, pos.to(inv_freq.device), self.config.position_map['window'])
+
     def _embed(self, idx, pos=None, span=None, freqs=None):
         """Token embeddings (+ the absolute position embedding at pos) and the RoPE tables for pos (default 0..T-1).
         span: positions are known to lie in [0, span) (see rope_tables); when None they are read back from pos, a
@@ -282,6 +417,8 @@ class GPT(nn.Module):
         c = self.config
         if pos is None:
             pos, span = torch.arange(T, device=idx.device), T
+        elif c.pos_emb == 'alibi':
+            raise ValueError("pos_emb='alibi' reads its distances from the token order; call the model with pos=None")
         elif not (isinstance(pos, torch.Tensor) and pos.dtype in (torch.int32, torch.int64)
                   and tuple(pos.shape) in ((T,), (B, T))):
             got = f"{pos.dtype} tensor of shape {tuple(pos.shape)}" if isinstance(pos, torch.Tensor) else type(pos).__name__
@@ -299,6 +436,10 @@ class GPT(nn.Module):
         elif c.pos_emb == 'sinusoidal':
             x = x + SINUSOIDAL_SCALE * sinusoidal_table(pos, c.n_embd).to(x.dtype)
         rope = self.rope_tables(pos, span, freqs) if c.pos_emb == 'rope' else None
+        if c.position_map is not None:  # ReRoPE / Self-Extend: the far tables travel with the ordinary ones
+            if span != T:
+                raise ValueError("a position map (ReRoPE, Self-Extend) runs on positions 0..T-1; call it with pos=None")
+            rope = self.mapped_rope(rope, T)
         return self.transformer.drop(x), rope
 
     def _embed_cached(self, idx, cache):
@@ -330,6 +471,8 @@ class GPT(nn.Module):
         from there, so pos cannot be given), and the cache takes them in. Exact for every position encoding."""
         if kv_cache is None:
             x, rope = self._embed(idx, pos)
+        elif self.cache_blocker():
+            raise ValueError(f"the KV cache does not cover {self.cache_blocker()}; run without it (kv_cache=None)")
         elif pos is not None:
             raise ValueError("pos and kv_cache cannot be combined: the cache numbers positions itself (0, 1, ... over "
                              "every token fed); drop pos")
@@ -374,6 +517,13 @@ class GPT(nn.Module):
         c = self.config
         return 6 * self.get_num_params() + 12 * c.n_layer * c.n_embd * T
 
+    def cache_blocker(self):
+        """What keeps the KV cache from being exact for this model (None: nothing): ALiBi's bias, smeared keys and
+        position maps are applied on the uncached paths only, so generate() recomputes the prefix for them."""
+        c = self.config
+        return ('pos_emb=alibi' if c.pos_emb == 'alibi' else 'smear_keys' if c.smear_keys else
+                'a position map (ReRoPE, Self-Extend)' if c.position_map else None)
+
     @torch.no_grad()
     def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None, kv_cache=True, generator=None, progress=False):
         """Sample max_new_tokens tokens after the prompts idx (B, T) -> (B, T + max_new_tokens). Call model.eval() first.
@@ -392,7 +542,7 @@ class GPT(nn.Module):
             raise ValueError(f"prompt ({T}) + max_new_tokens ({max_new_tokens}) = {T + max_new_tokens} tokens run past the "
                              f"learned position table (block_size={c.block_size}); ask for at most "
                              f"{max(c.block_size - T, 0)} new tokens")
-        cache = KVCache() if kv_cache else None
+        cache = KVCache() if kv_cache and not self.cache_blocker() else None
         step = idx
         for _ in tqdm(range(max_new_tokens), disable=not progress, unit='tok', desc='generating', leave=False):
             logits = (self(step, kv_cache=cache) if cache is not None else self(idx))[0][:, -1, :].float() / temperature

@@ -9,8 +9,8 @@ loads a model or a checkpoint), so `python eval.py --plot_only --out_dir=<dir>` 
   retrieval.png          passkey test: in-context gain and exact match per distance bucket
   finetune_curves.png    loss beyond L vs fine-tune step (when the arms have fine-tune logs)
 
-Zero-shot arms are dashed, fine-tuned arms solid, in one colour per method (whatever the scale); the base
-model is black.
+Zero-shot arms are dashed, fine-tuned arms solid (PoSE fine-tunes dash-dotted), in one colour per method (whatever
+the scale); the base model is black.
 """
 import csv
 import json
@@ -51,8 +51,10 @@ def read_columns(path):
 
 def family(arm):
     """Colour key, from summary.json's structured fields: the position encoding, the rope type and its non-default
-    settings, whatever the scale, so 'yarn s=8 β_fast=8 zero-shot' and 'yarn s=4 β_fast=8 ft100' share a colour."""
-    return json.dumps([arm['pos_emb'], arm.get('rope_type'), arm.get('settings') or {}], sort_keys=True)
+    settings, whatever the scale, so 'yarn s=8 β_fast=8 zero-shot' and 'yarn s=4 β_fast=8 ft100' share a colour; and
+    the position map's method, whatever its window ('rerope w=64 zero-shot' and 'rerope w=32 zero-shot')."""
+    return json.dumps([arm['pos_emb'], arm.get('rope_type'), arm.get('settings') or {},
+                       (arm.get('position_map') or {}).get('method')], sort_keys=True)
 
 
 def styles(arms):
@@ -62,7 +64,7 @@ def styles(arms):
             out[a['name']] = dict(color='black', ls='-', lw=2.4)  # the first base model; other bases get colours
             continue
         c = colors.setdefault(family(a), COLORS[len(colors) % len(COLORS)])
-        out[a['name']] = dict(color=c, ls='--' if a['kind'] == 'zero-shot' else '-', lw=2.0)
+        out[a['name']] = dict(color=c, ls='--' if a['kind'] == 'zero-shot' else '-.' if a.get('pose') else '-', lw=2.0)
     return out
 
 
@@ -125,7 +127,7 @@ def panels(arms):
     """Arms split for readability: zero-shot arms | fine-tuned arms, each panel with the base model(s) in black."""
     base = [a['name'] for a in arms if a['kind'] == 'base']
     groups = [(title, base + [a['name'] for a in arms if a['kind'] == kind])
-              for kind, title in (('zero-shot', 'zero-shot: scaling switched on, no training'),
+              for kind, title in (('zero-shot', 'zero-shot: scaling or position map switched on, no training'),
                                   ('fine-tuned', 'fine-tuned at the longer length'))]
     return [g for g in groups if len(g[1]) > len(base)] or [('', base)]
 

@@ -13,6 +13,7 @@ Example d=128, b=1e4, L=4096: pair 0 turns 57.2958 deg/token (~652 turns in L); 
 Run `python rope.py --head_dim 64 --L 256 --factor 4` to see every method side by side.
 """
 import math
+import reprlib
 
 import torch
 
@@ -109,16 +110,41 @@ def llama3_inv_freq(head_dim, base, s, L, low_freq_factor=1.0, high_freq_factor=
     out = torch.where(wavelen > L / low_freq_factor, theta / s, (1 - smooth) * theta / s + smooth * theta)
     return torch.where(wavelen < L / high_freq_factor, theta, out)
 
+def longrope_inv_freq(head_dim, base, short_factor, long_factor, L, seq_len):
+    """LongRoPE (Ding et al. 2024; Phi-3; Hugging Face 'longrope'): one rescale factor per pair, searched rather
+    than drawn by a formula: theta'_i = theta_i / f_i with f = long_factor when the current length l > L, else
+    short_factor (l <= L). The switch moves EVERY pair at once, so it is a dynamic type: keys cached with the
+    short factors are stale once an input grows past L (recompute them, as for dynamic NTK). search_longrope.py
+    finds long_factor for a model of this project."""
+    f = long_factor if seq_len > L else short_factor
+    for name, fs in (('short_factor', short_factor), ('long_factor', long_factor)):
+        if len(fs) != head_dim // 2:
+            raise ValueError(f"rope_scaling['{name}'] has {len(fs)} values but head_dim = {head_dim} has "
+                             f"{head_dim // 2} pairs; give one factor per pair")
+    return plain_inv_freq(head_dim, base) / torch.tensor(f, dtype=torch.float64)
+
+def longrope_attention_factor(s, L):
+    """LongRoPE's temperature: sqrt(1 + ln s / ln L) (1 for s <= 1); sqrt(9/7) = 1.1338934 at s=4, L=128.
+    Like YaRN's mscale it multiplies cos and sin; as in Hugging Face and Phi-3 it depends on s alone, so it
+    applies with the short factors too (l <= L). An explicit attention_factor overrides it."""
+    return 1.0 if s <= 1 else math.sqrt(1 + math.log(s) / math.log(L))
+
 # --------------------------------------------------------------------------- the one table of rope types
 
 def _yarn(d, b, c, s):
     return yarn_inv_freq(d, b, s, c['original_max_position_embeddings'], c['beta_fast'], c['beta_slow'],
                          c['truncate']), yarn_attention_factor(s, c)
 
+def _longrope(d, b, c, l):
+    L = c['original_max_position_embeddings']
+    af = c['attention_factor'] if 'attention_factor' in c else longrope_attention_factor(c['factor'], L)
+    return longrope_inv_freq(d, b, c['short_factor'], c['long_factor'], L, l), af
+
 _YARN_KEYS = {'beta_fast': (float, 32.0), 'beta_slow': (float, 1.0), 'truncate': (bool, True),
               'mscale': (float, None), 'mscale_all_dim': (float, None), 'attention_factor': (float, None)}
 
-# rope_type -> (its own keys: name -> (type, default; None = optional, no default),
+# rope_type -> (its own keys: name -> (type, default; None = optional, no default; a `list` key is a list of
+#               numbers, one per pair, and is required: no default has the right length),
 #               compute(head_dim, base, cfg, seq_len) -> (theta' float64, attention factor),
 #               dynamic: depends on the forward length l).
 # Every type also takes rope_type, factor (s) and original_max_position_embeddings (L). Adding a method is one
@@ -138,6 +164,8 @@ ROPE_SCALING = {
     'llama3': ({'low_freq_factor': (float, 1.0), 'high_freq_factor': (float, 4.0)},
                lambda d, b, c, l: (llama3_inv_freq(d, b, c['factor'], c['original_max_position_embeddings'],
                                                    c['low_freq_factor'], c['high_freq_factor']), 1.0), False),
+    'longrope': ({'short_factor': (list, None), 'long_factor': (list, None), 'attention_factor': (float, None)},
+                 _longrope, True),
 }
 ROPE_TYPES = tuple(ROPE_SCALING)
 DYNAMIC_TYPES = tuple(t for t, (_, _, dyn) in ROPE_SCALING.items() if dyn)
@@ -153,6 +181,17 @@ def type_keys(rope_type):
 def all_type_keys():
     """Every per-type key of any type -> its type (what scripts offer as --flags)."""
     return {k: typ for keys, _, _ in ROPE_SCALING.values() for k, (typ, _) in keys.items()}
+
+
+def _check_factors(v, bad):
+    """A per-pair factor list (longrope's short_factor / long_factor) -> a new list of floats. Hugging Face asks for
+    a list of numbers; each is also finite and > 0 here (theta_i / f_i). Not >= 1: that is the search's bound, not
+    the format's. Its length is checked against head_dim in rope_inv_freq, where head_dim is known."""
+    if not isinstance(v, (list, tuple)) or not v:
+        bad("must be a non-empty list of numbers, one per pair")
+    if any(isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x <= 0 for x in v):
+        bad("every value must be a finite number > 0 (theta'_i = theta_i / f_i)")
+    return [float(x) for x in v]
 
 
 def check_scaling(scaling):
@@ -172,10 +211,10 @@ def check_scaling(scaling):
                              f"accepted keys: rope_type, {', '.join(allowed)}")
     sc = {'rope_type': t, **{k: default for k, (_, default) in allowed.items() if default is not None}}
     sc.update(scaling)
-    if ROPE_SCALING[t][2]:
-        sc.setdefault('factor', 1.0)  # a dynamic type never fine-tuned: s = max(1, l/L)
+    if t in ('dynamic', 'dynamic_yarn'):
+        sc.setdefault('factor', 1.0)  # never fine-tuned: s = max(1, l/L)
     def bad(k, want):
-        raise ValueError(f"rope_scaling['{k}'] = {sc.get(k)!r} for rope_type {t!r}: {want}")
+        raise ValueError(f"rope_scaling['{k}'] = {reprlib.repr(sc.get(k))} for rope_type {t!r}: {want}")
     for k, (typ, _) in allowed.items():
         if k not in sc:
             continue
@@ -186,6 +225,11 @@ def check_scaling(scaling):
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
                 bad(k, "must be a finite number")
             sc[k] = float(v)
+        if typ is list:
+            sc[k] = _check_factors(v, lambda want: bad(k, want))
+    for k, (typ, _) in allowed.items():
+        if typ is list and k not in sc:
+            bad(k, "missing; give a list of numbers, one per pair (head_dim / 2 of them), e.g. from search_longrope.py")
     if t != 'default' and 'factor' not in sc:
         bad('factor', "missing; set the scale s = L'/L (a number >= 1)")
     if sc.get('factor', 1.0) < 1:
@@ -211,7 +255,7 @@ def check_scaling(scaling):
 
 
 def is_dynamic(scaling):
-    """True for the types whose frequencies depend on the forward length (dynamic, dynamic_yarn)."""
+    """True for the types whose frequencies depend on the forward length (dynamic, dynamic_yarn, longrope)."""
     return scaling is not None and scaling.get('rope_type') in DYNAMIC_TYPES
 
 
@@ -245,6 +289,27 @@ def parse_value(key, text, typ):
         raise ValueError(f"{key}={text!r} is not a {typ.__name__}") from None
 
 
+LIST_ARMS = ("a longrope arm comes from a run folder: search one with search_longrope.py, then evaluate it with "
+             "eval.py --ckpt <folder> or fine-tune it with finetune_long.py --init_from=<folder> --rope_type=keep "
+             "(finetune_long.py also takes --short_factor=[...] --long_factor=[...])")
+
+
+def spec_settings(entry, pairs, keys):
+    """['beta_fast=8', ...] of arm spec `entry` -> {key: value} typed by keys ({key: (type, ...)}); one-line errors."""
+    given = {}
+    for pair in pairs:
+        key, _, val = pair.partition('=')
+        if key not in keys or not val:
+            raise ValueError(f"arm {entry!r}: {pair!r} should be key=value with key one of {', '.join(keys)}")
+        if keys[key][0] is list:
+            raise ValueError(f"arm {entry!r}: {key} is a list (one number per pair) and cannot be written in an "
+                             f"arm spec; {LIST_ARMS}")
+        if key in given:
+            raise ValueError(f"arm {entry!r}: {key} is given twice; give it once")
+        given[key] = parse_value(key, val, keys[key][0])
+    return given
+
+
 def parse_arm(entry, factor, L, flags=None):
     """One arm spec -> rope_scaling dict (None for unscaled RoPE).
     'yarn:beta_fast=8:attention_factor=1' with factor and L filling what the spec does not set. flags
@@ -255,14 +320,7 @@ def parse_arm(entry, factor, L, flags=None):
     if rope_type not in ROPE_SCALING:
         raise ValueError(f"arm {entry!r}: rope type {rope_type!r} is unknown; use one of {', '.join(ROPE_TYPES)}")
     keys = {**COMMON_KEYS, **type_keys(rope_type)}
-    given = {}
-    for pair in pairs:
-        key, _, val = pair.partition('=')
-        if key not in keys or not val:
-            raise ValueError(f"arm {entry!r}: {pair!r} should be key=value with key one of {', '.join(keys)}")
-        if key in given:
-            raise ValueError(f"arm {entry!r}: {key} is given twice; give it once")
-        given[key] = parse_value(key, val, keys[key][0])
+    given = spec_settings(entry, pairs, keys)
     for key, val in (flags or {}).items():
         if val is None or key not in keys:
             continue
@@ -273,17 +331,21 @@ def parse_arm(entry, factor, L, flags=None):
         if given:
             raise ValueError(f"arm {entry!r}: unscaled RoPE takes no settings")
         return None
+    missing = [k for k, (typ, _) in keys.items() if typ is list and k not in given]
+    if missing:
+        raise ValueError(f"arm {entry!r} needs {' and '.join(missing)} (one number per pair); {LIST_ARMS}")
     sc = {'rope_type': rope_type, 'factor': float(factor), 'original_max_position_embeddings': int(L)}
     sc.update(given)
     return check_scaling(sc)
 
 
 def scaling_extras(sc):
-    """The settings of a config that differ from its type's defaults (not rope_type, factor or L): {key: value}."""
+    """The scalar settings of a config that differ from its type's defaults (not rope_type, factor or L, nor
+    per-pair lists): {key: value}."""
     if sc is None or sc['rope_type'] == 'default':
         return {}
-    ref = check_scaling({k: sc[k] for k in ('rope_type', 'factor', 'original_max_position_embeddings') if k in sc})
-    return {k: v for k, v in sc.items() if k not in ref or ref[k] != v}
+    keys = type_keys(sc['rope_type'])
+    return {k: v for k, v in sc.items() if k in keys and keys[k][0] is not list and v != keys[k][1]}
 
 
 def scaling_name(sc):
@@ -381,6 +443,8 @@ def main(argv=None):
     cols = []
     try:
         for t in ROPE_TYPES:
+            if any(typ is list for typ, _ in type_keys(t).values()):
+                continue  # longrope: searched factors, no formula to show (search_longrope.py)
             sc = {'rope_type': t, 'factor': 1.0 if t in DYNAMIC_TYPES else s, 'original_max_position_embeddings': L}
             if t in ('ntk_by_parts', 'yarn', 'dynamic_yarn'):
                 sc.update(beta_fast=a.beta_fast, beta_slow=a.beta_slow)

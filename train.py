@@ -18,12 +18,13 @@ import os
 import signal
 import time
 
+import numpy as np
 import torch
 from tqdm import tqdm
 
 from configurator import ConfigError, autocast_context, cli, get_config, pick_device
-from data.common import (atomic_torch_save, atomic_write_text, data_dir_of, doc_windows, fetch_windows, load_meta,
-                         load_split)
+from data.common import (atomic_torch_save, atomic_write_text, data_dir_of, doc_windows, fetch_windows, insert_repeats,
+                         load_meta, load_split, pose_positions, to_device)
 from model import GPT, GPTConfig, load_checkpoint, model_from_checkpoint, model_args
 
 DEFAULTS = dict(
@@ -40,10 +41,15 @@ DEFAULTS = dict(
     batch_size=32,                # sequences per micro-batch per process
     block_size=128,               # training length L
     gradient_accumulation_steps=1,  # micro-batches per optimizer step, summed over all processes
+    pose=False, pose_len=0, pose_chunks=2,  # PoSE: windows of pose_len (0: L), ids skip across block_size in chunks
+    copy_share=0.0,               # synthetic retrieval: share of windows where a random string is written twice
+    copy_span_lo=8, copy_span_hi=32,  # its length range (tokens); the distance is uniform, both copies in the window
+    copy_fixed_iters=0,           # warm-up: the first steps' windows are one random string written twice (offset ~T/2)
     # model
     n_layer=4, n_head=4, n_embd=128, dropout=0.0, bias=False,
-    pos_emb='rope',               # rope | sinusoidal | learned | none
+    pos_emb='rope',               # rope | sinusoidal | learned | alibi | none
     rope_base=10000.0,
+    smear_keys=False,             # each head's key mixes in the previous token's key (learned gate per head)
     # AdamW and the learning-rate schedule (linear warm-up, then cosine decay to min_lr)
     learning_rate=1e-3, max_iters=2000, weight_decay=0.1, beta1=0.9, beta2=0.99, grad_clip=1.0,
     decay_lr=True, warmup_iters=100, lr_decay_iters=2000, min_lr=1e-4,
@@ -91,6 +97,9 @@ def check_settings(cfg, world):
                           f"make it a multiple of {world}")
     if os.path.exists(cfg['out_dir']) and not os.path.isdir(cfg['out_dir']):
         raise ConfigError(f"out_dir={cfg['out_dir']} is a file; pass a folder for the run")
+    if cfg['pose'] and not 1 <= cfg['pose_chunks'] <= (cfg['pose_len'] or cfg['block_size']) <= cfg['block_size']:
+        raise ConfigError(f"pose_len={cfg['pose_len']}, pose_chunks={cfg['pose_chunks']} are out of range; PoSE needs "
+                          f"1 <= pose_chunks <= pose_len <= block_size={cfg['block_size']} (pose_len=0 means L)")
 
 
 def check_vocab(stored, meta, data_dir, source):
@@ -127,16 +136,47 @@ def get_lr(it, cfg):
 # ----------------------------------------------------------------------------- data
 
 class Batches:
-    """Random training windows from one seeded generator. Every process draws the same indices for the whole
-    optimizer step and takes its own micro-batches, so a DDP run sees the data of the single-process run."""
+    """Random training windows (x, y, PoSE ids or None) from one seeded generator; ids when pose=(target len, chunks).
+    Every process draws the whole optimizer step and keeps its own micro-batches: DDP sees the single-process data."""
 
-    def __init__(self, data, T, batch_size, seed, device):
-        self.data, self.T, self.B, self.device = data, T, batch_size, device
+    def __init__(self, data, T, batch_size, seed, device, pose=None, copy=None):
+        self.data, self.T, self.B, self.device, self.pose = data, T, batch_size, device, pose
         self.gen = torch.Generator().manual_seed(seed)
+        self.copy = copy  # insert_repeats' settings (share, span_lo, span_hi, vocab_size, exclude), or None
 
-    def step(self, n_micro, rank=0, world=1):
+    def step(self, n_micro, rank=0, world=1, it=0):
         ix = torch.randint(len(self.data) - self.T - 1, (n_micro, self.B), generator=self.gen)
-        return [fetch_windows(self.data, ix[m].tolist(), self.T, self.device) for m in range(rank, n_micro, world)]
+        pos = None if self.pose is None else \
+            pose_positions(self.gen, (n_micro, self.B), self.T, *self.pose).to(self.device)
+        mix = self.copy and dict(self.copy)
+        if mix and it < mix.pop('fixed_iters'):  # a copy at a fixed offset: learned fast, as a positional copy
+            mix.update(share=1.0, span_lo=(self.T + 1) // 2, span_hi=(self.T + 1) // 2)
+        if not (mix and mix['share'] > 0):
+            xy = [fetch_windows(self.data, ix[m].tolist(), self.T, self.device) for m in range(rank, n_micro, world)]
+        else:
+            w = torch.from_numpy(np.stack([self.data[s:s + self.T + 1] for s in ix.flatten().tolist()]).astype(np.int64))
+            w = insert_repeats(w, self.gen, **mix).view(n_micro, self.B, self.T + 1)
+            xy = [to_device(w[m, :, :-1], w[m, :, 1:], self.device) for m in range(rank, n_micro, world)]
+        return [(x, y, None if pos is None else pos[m]) for m, (x, y) in zip(range(rank, n_micro, world), xy)]
+
+
+def copy_mix(cfg, meta, verbose=False):
+    """insert_repeats' settings (+ fixed_iters) for Batches from cfg, None when there is no mix; printed when verbose."""
+    if not (cfg['copy_share'] > 0 or cfg['copy_fixed_iters'] > 0):
+        return None
+    mix = dict(share=cfg['copy_share'], span_lo=cfg['copy_span_lo'], span_hi=cfg['copy_span_hi'],
+               vocab_size=meta['vocab_size'], exclude=meta['eot_token'], fixed_iters=cfg['copy_fixed_iters'])
+    if mix['fixed_iters'] < 0 or not (mix['share'] <= 1 and 1 <= mix['span_lo'] <= mix['span_hi']
+                                      and 2 * mix['span_hi'] <= cfg['block_size'] + 1):
+        raise ConfigError(f"copy_share={mix['share']} must be in [0, 1], copy_fixed_iters >= 0 and 1 <= copy_span_lo="
+                          f"{mix['span_lo']} <= copy_span_hi={mix['span_hi']} <= (block_size+1)/2 = {(cfg['block_size'] + 1) // 2}")
+    if verbose:
+        half = (cfg['block_size'] + 1) // 2
+        tqdm.write(f"synthetic copies: steps < {mix['fixed_iters']}: every window is a random string of {half} tokens "
+                   f"written twice (fixed offset); then " * (mix['fixed_iters'] > 0) +
+                   f"{100 * mix['share']:g}% of windows carry a random string of {mix['span_lo']}-{mix['span_hi']} "
+                   f"tokens written twice, at a uniform distance inside the window")
+    return mix
 
 
 @torch.no_grad()
@@ -201,7 +241,8 @@ def build_model(cfg, meta, data_dir, model=None, lineage=None, ckpt=None):
     elif model is None:
         model = GPT(GPTConfig(block_size=T, vocab_size=meta['vocab_size'], n_layer=cfg['n_layer'],
                               n_head=cfg['n_head'], n_embd=cfg['n_embd'], dropout=cfg['dropout'],
-                              bias=cfg['bias'], pos_emb=cfg['pos_emb'], rope_base=cfg['rope_base']))
+                              bias=cfg['bias'], pos_emb=cfg['pos_emb'], rope_base=cfg['rope_base'],
+                              smear_keys=cfg['smear_keys']))
     if model.config.vocab_size != meta['vocab_size']:
         raise ConfigError(f"the model has a vocabulary of {model.config.vocab_size} but {data_dir} has "
                           f"{meta['vocab_size']}; use the dataset the model was trained on")
@@ -224,11 +265,11 @@ def wrap_model(model, cfg, device_type):
 
 def train_step(model, optimizer, micro, ctx, grad_clip, ddp):
     """One optimizer step over the micro-batches (gradients synchronised on the last one); returns its loss."""
-    for m, (x, y) in enumerate(micro):
+    for m, (x, y, pos) in enumerate(micro):
         if ddp:
             model.require_backward_grad_sync = m == len(micro) - 1
         with ctx:
-            loss = model(x, y)[1] / len(micro)
+            loss = model(x, y, pos=pos)[1] / len(micro)
         loss.backward()
     if grad_clip > 0:
         torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
@@ -322,10 +363,13 @@ def train(cfg, model=None, lineage=None, ckpt=None):
     model, lineage = build_model(cfg, meta, data_dir, model, lineage, ckpt if resume else None)
     val_starts = doc_windows(meta['docs']['val'], T + 1, cfg['eval_iters'] * B, seed=cfg['seed'])
     L = lineage['train_len']
+    W = (cfg['pose_len'] or L) if cfg['pose'] else T  # the length run; evaluation stays at T with ordinary ids
+    lineage['pose'] = dict(len=W, chunks=cfg['pose_chunks']) if cfg['pose'] else None
     model.to(device)
     optimizer = model.configure_optimizers(cfg['weight_decay'], cfg['learning_rate'],
                                            (cfg['beta1'], cfg['beta2']), device_type)
-    batches = Batches(train_data, T, B, cfg['seed'], device)
+    batches = Batches(train_data, W, B, cfg['seed'], device, (T, cfg['pose_chunks']) if cfg['pose'] else None,
+                      copy_mix(cfg, meta, master))
     state = restore_state(ckpt, optimizer, batches, master, device) if resume else \
         dict(iter_num=0, best_val=float('inf'), rows=[])
     net = wrap_model(model, cfg, device_type)
@@ -361,10 +405,10 @@ def train(cfg, model=None, lineage=None, ckpt=None):
                 lr = get_lr(it, cfg)
                 for group in optimizer.param_groups:
                     group['lr'] = lr
-                loss = train_step(net, optimizer, batches.step(accum, rank, world), ctx, cfg['grad_clip'], world > 1)
+                loss = train_step(net, optimizer, batches.step(accum, rank, world, it), ctx, cfg['grad_clip'], world > 1)
                 state['iter_num'] = it = it + 1
                 if it % cfg['log_interval'] == 0 or it == cfg['max_iters']:
-                    log_step(clock, it, loss, B * T * accum, bar, lr)
+                    log_step(clock, it, loss, B * W * accum, bar, lr)
             if stop_sig and master:
                 save()
                 tqdm.write(f"saved {ckpt_path} at iter {state['iter_num']} (stopped by "
@@ -416,13 +460,13 @@ def bench(cfg, warmup=3):
     model.to(device)
     optimizer = model.configure_optimizers(cfg['weight_decay'], cfg['learning_rate'], (cfg['beta1'], cfg['beta2']),
                                            device_type)
-    net, batches = wrap_model(model, cfg, device_type), Batches(train_data, T, B, cfg['seed'], device)
+    net, batches = wrap_model(model, cfg, device_type), Batches(train_data, T, B, cfg['seed'], device, copy=copy_mix(cfg, meta))
     for i in tqdm(range(cfg['max_iters']), desc='bench', disable=not (rank == 0 and cfg['progress'])):
         if i == warmup:
             if device_type == 'cuda':
                 torch.cuda.synchronize()
             t0 = time.time()
-        train_step(net, optimizer, batches.step(accum, rank, world), ctx, cfg['grad_clip'], world > 1)
+        train_step(net, optimizer, batches.step(accum, rank, world, i), ctx, cfg['grad_clip'], world > 1)
     if device_type == 'cuda':
         torch.cuda.synchronize()
     tok_s = B * T * accum * (cfg['max_iters'] - warmup) / (time.time() - t0)

@@ -18,7 +18,7 @@ def files_of(d):
     return sorted(os.path.join(r, f) for r, _, fs in os.walk(d) for f in fs) if os.path.isdir(d) else []
 
 
-@pytest.mark.parametrize('rope_type', [t for t in ROPE_TYPES if t != 'default'])
+@pytest.mark.parametrize('rope_type', [t for t in ROPE_TYPES if t not in ('default', 'longrope')])  # longrope: below
 def test_each_type_trains_saves_and_reloads(tiny_run, tmp_path, rope_type):
     out = tmp_path / rope_type
     finetune_long.main([f'--init_from={tiny_run}', f'--rope_type={rope_type}', '--factor=4', f'--out_dir={out}', *FT])
@@ -27,7 +27,7 @@ def test_each_type_trains_saves_and_reloads(tiny_run, tmp_path, rope_type):
     assert sc['rope_type'] == rope_type and sc['factor'] == 4.0 and sc['original_max_position_embeddings'] == 32
     assert ck['model_args']['block_size'] == 128 and ck['iter_num'] == 3
     assert ck['lineage'] == dict(train_len=32, seq_len=128, base_checkpoint=tiny_run, rope_type=rope_type,
-                                 factor=4.0, finetune_steps=3)
+                                 factor=4.0, finetune_steps=3, pose=None)
     assert ck['log'][-1]['val_loss_beyond_L'] is not None
     model = model_from_checkpoint(ck).eval()
     assert model.config.rope_scaling == sc
@@ -144,3 +144,25 @@ def test_base_checkpoint_and_data_are_stored_absolute(tiny_run, tmp_path, monkey
     import arms
     found, base, _ = arms.plan_arms(dict(__import__('eval').DEFAULTS, ckpt=str(tmp_path / 'ft'), rope_types='ntk'))
     assert base['checkpoint'] == tiny_run and [a['kind'] for a in found] == ['fine-tuned', 'zero-shot']
+
+
+def test_longrope_arm_from_flags_then_keep(tiny_run, tmp_path):
+    """Per-pair lists come as --short_factor/--long_factor; --rope_type=keep fine-tunes a checkpoint's own scaling
+    at its own factor (here s=2, so 64 tokens, not the default 4 x 32)."""
+    long_ = [1.0] * 4 + [1.25, 1.5, 1.75] + [2.0] * 9  # 16 pairs (head_dim 32), non-decreasing
+    zs, ft = tmp_path / 'zs', tmp_path / 'ft'
+    finetune_long.main([f'--init_from={tiny_run}', '--rope_type=longrope', '--factor=2', f'--short_factor={[1.0] * 16}',
+                        f'--long_factor={long_}', '--max_iters=0', f'--out_dir={zs}', *FT[-3:]])
+    sc = load_checkpoint(str(zs))['model_args']['rope_scaling']
+    assert sc == {'rope_type': 'longrope', 'factor': 2.0, 'original_max_position_embeddings': 32,
+                  'short_factor': [1.0] * 16, 'long_factor': long_}
+    finetune_long.main([f'--init_from={zs}', '--rope_type=keep', f'--out_dir={ft}', *FT])
+    ck = load_checkpoint(str(ft))
+    assert ck['model_args']['rope_scaling'] == sc and ck['model_args']['block_size'] == 64
+    assert ck['lineage'] == dict(train_len=32, seq_len=64, base_checkpoint=os.path.abspath(zs), rope_type='longrope',
+                                 factor=2.0, finetune_steps=3, pose=None)
+    with pytest.raises(ValueError, match='needs short_factor and long_factor'):
+        finetune_long.main([f'--init_from={tiny_run}', '--rope_type=longrope', f'--out_dir={tmp_path / "x"}', *FT])
+    with pytest.raises(ValueError, match='drop --plain'):
+        finetune_long.main([f'--init_from={zs}', '--rope_type=keep', '--plain=True', f'--out_dir={tmp_path / "y"}', *FT])
+    assert files_of(tmp_path / 'x') == files_of(tmp_path / 'y') == []

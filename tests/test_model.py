@@ -95,6 +95,9 @@ def scaling(rope_type, L=16):
     """A valid rope_scaling of each type: static types at s = 4, dynamic ones at factor 1 (plain up to L)."""
     if rope_type == 'default':
         return None
+    if rope_type == 'longrope':  # head_dim 16 (make()): 8 pairs; plain up to L, a PI-like ramp past it
+        return {'rope_type': 'longrope', 'factor': 4.0, 'original_max_position_embeddings': L,
+                'short_factor': [1.0] * 8, 'long_factor': [1.0, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 4.0]}
     return {'rope_type': rope_type, 'factor': 1.0 if rope_type in rope.DYNAMIC_TYPES else 4.0,
             'original_max_position_embeddings': L}
 
@@ -314,8 +317,48 @@ def test_checkpoint_roundtrip(tmp_path):
 
 def test_bad_config():
     with pytest.raises(ValueError, match='pos_emb'):
-        GPTConfig(pos_emb='alibi')
+        GPTConfig(pos_emb='xpos')
     with pytest.raises(ValueError, match='n_head'):
         GPTConfig(n_embd=30, n_head=4)
     with pytest.raises(ValueError, match='factor'):
         GPTConfig(rope_scaling={'rope_type': 'linear', 'factor': 0.5})
+
+
+def test_longrope_model_switches_per_forward_length_and_checks_list_length():
+    """head_dim 16 (8 pairs), L = 16: short factors 1 (plain) up to 16 tokens, long factors 4 (PI's curve) past it."""
+    lr = {'rope_type': 'longrope', 'factor': 4.0, 'original_max_position_embeddings': 16, 'attention_factor': 1.0,
+          'short_factor': [1.0] * 8, 'long_factor': [4.0] * 8}
+    m, plain, pi = make(rope_scaling=lr), make(), make(rope_scaling={'rope_type': 'linear', 'factor': 4.0})
+    with torch.no_grad():  # the same weights in all three (seed 0); sharper attention, so positions show
+        for model in (m, plain, pi):
+            for block in model.transformer.h:
+                block.attn.c_attn.weight.mul_(20)
+    x = torch.randint(0, V, (2, 40))
+    assert torch.allclose(m(x)[0], pi(x)[0], atol=1e-6) and not torch.allclose(m(x)[0], plain(x)[0], atol=1e-3)
+    assert torch.allclose(m(x[:, :16])[0], plain(x[:, :16])[0], atol=1e-6)  # l <= L: the short factors again
+    with pytest.raises(ValueError, match='long_factor.*7 values.*8 pairs'):
+        make(rope_scaling=dict(lr, long_factor=[4.0] * 7))  # checked when the model is built, not mid-run
+    with pytest.raises(ValueError, match='short_factor.*16 values.*8 pairs'):
+        m.set_rope_scaling(dict(lr, short_factor=[1.0] * 16))
+    assert m.config.rope_scaling['short_factor'] == [1.0] * 8  # a refused switch leaves the model as it was
+
+
+def test_smear_keys_option():
+    """Off by default (no new weight, so older checkpoints load unchanged); on, each head's key at t mixes in the
+    key of t-1 with a learned per-head gate, before RoPE, and the model stays causal."""
+    assert not any('smear' in k for k in make().state_dict())
+    m = make(smear_keys=True)
+    assert [tuple(v.shape) for k, v in m.state_dict().items() if 'smear' in k] == [(2, 1, 1)] * 2
+    x = torch.randint(0, V, (2, 16))
+    attn, h = m.transformer.h[0].attn, torch.randn(2, 16, 32)
+    with torch.no_grad():
+        attn.smear.fill_(-30.0)  # gate ~0: plain keys
+        k0 = attn.qkv(h, None)[1]
+        attn.smear.fill_(30.0)   # gate ~1: each key is the previous position's (zero at position 0)
+        k1 = attn.qkv(h, None)[1]
+    assert torch.allclose(k1[:, :, 1:], k0[:, :, :-1], atol=1e-6) and torch.allclose(k1[:, :, 0], torch.zeros(1), atol=1e-6)
+    m = make(smear_keys=True)
+    x2 = x.clone()
+    x2[:, 10] = (x[:, 10] + 1) % V
+    assert torch.equal(m(x)[0][:, :10], m(x2)[0][:, :10]) and not torch.equal(m(x)[0][:, 11], m(x2)[0][:, 11])
+    assert model_from_checkpoint({'model': m.state_dict(), 'model_args': model_args(m)}).config.smear_keys

@@ -15,8 +15,10 @@ D, B, L = 128, 10000.0, 4096
 PLAIN = rope_inv_freq(D, B)[0]
 
 
-def cfg(t, factor=8.0, L=L, **kw):
-    return {'rope_type': t, 'factor': factor, 'original_max_position_embeddings': L, **kw}
+def cfg(t, factor=8.0, L=L, n=D // 2, **kw):
+    """A config of type t; longrope gets n per-pair factors: all 1 for l <= L, all s (PI's curve) past L."""
+    lists = {'short_factor': [1.0] * n, 'long_factor': [factor] * n} if t == 'longrope' else {}
+    return {'rope_type': t, 'factor': factor, 'original_max_position_embeddings': L, **lists, **kw}
 
 
 def close(a, b, tol=1e-6):
@@ -41,7 +43,7 @@ def test_rotation_preserves_norm():
 def test_scores_depend_only_on_relative_position(t):
     torch.manual_seed(1)
     d, T = 32, 40
-    inv, af = rope_inv_freq(d, 10000.0, None if t == 'default' else cfg(t, 4.0, L=16), seq_len=T)
+    inv, af = rope_inv_freq(d, 10000.0, None if t == 'default' else cfg(t, 4.0, L=16, n=d // 2), seq_len=T)
     cos, sin = rope_cos_sin(inv, T, af)
     q, k = torch.randn(d), torch.randn(d)
     qs, ks = apply_rope(q.expand(T, d), cos, sin), apply_rope(k.expand(T, d), cos, sin)
@@ -267,6 +269,19 @@ def test_apply_rope_keeps_dtype_and_broadcasts():
     (cfg('yarn', mscale=0.7), 'mscale_all_dim'),
     (cfg('yarn', truncate='no'), 'truncate'),
     (cfg('yarn', attention_factor=0.0), 'attention_factor'),
+    (cfg('longrope', long_factor=2.0), 'long_factor'),
+    (cfg('longrope', long_factor=[]), 'long_factor'),
+    (cfg('longrope', long_factor=[1.0, float('nan')]), 'long_factor'),
+    (cfg('longrope', short_factor=[1.0, 0.0]), 'short_factor'),
+    (cfg('longrope', short_factor=[1.0, -2.0]), 'short_factor'),
+    (cfg('longrope', short_factor=[True, 1.0]), 'short_factor'),
+    (cfg('longrope', attention_factor=0.0), 'attention_factor'),
+    ({'rope_type': 'longrope', 'factor': 4.0, 'original_max_position_embeddings': 128, 'short_factor': [1.0]},
+     'long_factor'),
+    ({'rope_type': 'longrope', 'original_max_position_embeddings': 128, 'short_factor': [1.0], 'long_factor': [1.0]},
+     'factor'),  # no silent s = 1: the default temperature needs s
+    ({'rope_type': 'longrope', 'factor': 4.0, 'short_factor': [1.0], 'long_factor': [1.0]},
+     'original_max_position_embeddings'),
     ([('rope_type', 'yarn')], 'rope_scaling'),
 ])
 def test_bad_scaling_names_the_field(scaling, field):
@@ -348,14 +363,16 @@ def test_arm_keys_given_twice_are_errors_and_flags_go_where_they_apply():
 def test_one_table_drives_types_and_keys():
     """Every type in the table computes, and its keys (with defaults) are what check_scaling fills in."""
     for t in ROPE_TYPES:
+        lists = {k: [2.0] * 16 for k, (typ, _) in type_keys(t).items() if typ is list}  # longrope's factors
         sc = None if t == 'default' else check_scaling({'rope_type': t, 'factor': 2.0,
-                                                        'original_max_position_embeddings': 64})
+                                                        'original_max_position_embeddings': 64, **lists})
         inv, af = rope_inv_freq(32, 10000.0, sc, 100)
         assert inv.shape == (16,) and inv.dtype == torch.float32 and af >= 1.0
         if sc:
             assert {k for k, (_, d) in type_keys(t).items() if d is not None} <= set(sc)
     assert set(all_type_keys()) == {'beta_fast', 'beta_slow', 'truncate', 'mscale', 'mscale_all_dim',
-                                    'attention_factor', 'low_freq_factor', 'high_freq_factor'}
+                                    'attention_factor', 'low_freq_factor', 'high_freq_factor', 'short_factor',
+                                    'long_factor'}
 
 
 @pytest.mark.parametrize('mscale, mscale_all_dim', [(0.0, 1.0), (1.0, 0.0), (0.0, 0.0)])
@@ -384,3 +401,56 @@ def test_cli_table_prints_the_critical_dimension(capsys):
     rope.main(['--head_dim', '32', '--L', '128', '--factor', '4'])
     out = capsys.readouterr().out
     assert 'd_extra = 12' in out and 'T_extra = 198.7' in out
+
+
+# ---------------------------------------------------------------- LongRoPE (Hugging Face's 'longrope')
+
+def lr_cfg(**kw):
+    """d = 8 (4 pairs), b = 1e4: theta = 1, 0.1, 0.01, 0.001. L = 128, s = 4."""
+    return {'rope_type': 'longrope', 'factor': 4.0, 'original_max_position_embeddings': 128,
+            'short_factor': [1.0, 1.5, 2.0, 2.0], 'long_factor': [1.0, 2.0, 4.0, 8.0], **kw}
+
+
+def test_longrope_switches_from_short_to_long_factors_past_L():
+    """HF: inv_freq = 1 / (ext_factors * base^(2i/d)), ext = long_factor when seq_len > original length."""
+    short, long_ = [1.0, 0.1 / 1.5, 0.01 / 2, 0.001 / 2], [1.0, 0.05, 0.0025, 0.000125]
+    for l, want in ((None, short), (1, short), (128, short), (129, long_), (4 * 128, long_)):
+        inv, af = rope_inv_freq(8, 10000.0, lr_cfg(), l)
+        assert inv.dtype == torch.float32 and close(inv, want, 1e-6), l
+        assert af == pytest.approx(3 / math.sqrt(7), abs=1e-12)  # sqrt(1 + ln 4 / ln 128) = sqrt(1 + 2/7)
+    assert is_dynamic(lr_cfg()) and 'longrope' in rope.DYNAMIC_TYPES
+    # a long input leaves nothing behind: the next short one is short again
+    assert close(rope_inv_freq(8, 10000.0, lr_cfg(), 100)[0], short, 1e-6)
+
+
+def test_longrope_attention_factor():
+    assert rope.longrope_attention_factor(4.0, 128) == pytest.approx(1.1338934, abs=1e-7)
+    assert rope.longrope_attention_factor(8.0, 4096) == pytest.approx(math.sqrt(1 + 3 / 12), abs=1e-12)  # 1.1180
+    assert rope.longrope_attention_factor(1.0, 128) == 1.0
+    assert rope_inv_freq(8, 10000.0, lr_cfg(factor=1.0))[1] == 1.0
+    assert rope_inv_freq(8, 10000.0, lr_cfg(attention_factor=1.25), 1000)[1] == 1.25  # an explicit one wins
+
+
+def test_longrope_lists_are_checked_copied_and_sized():
+    src = lr_cfg(short_factor=(1, 1, 1, 1))
+    sc = check_scaling(src)
+    assert sc['short_factor'] == [1.0, 1.0, 1.0, 1.0] and all(type(x) is float for x in sc['short_factor'])
+    sc['long_factor'][0] = 99.0
+    assert src['long_factor'][0] == 1.0 and check_scaling(sc) == sc  # a copy; idempotent
+    assert 'beta_fast' not in sc and 'attention_factor' not in sc
+    with pytest.raises(ValueError, match=r"long_factor'\] has 3 values but head_dim = 8 has 4 pairs"):
+        rope_inv_freq(8, 10000.0, lr_cfg(long_factor=[1.0, 2.0, 4.0]))
+    with pytest.raises(ValueError, match='short_factor.*head_dim = 16 has 8 pairs'):
+        rope_inv_freq(16, 10000.0, lr_cfg(), 1000)  # both lists are checked, whatever the length
+
+
+def test_longrope_arm_specs_and_names():
+    with pytest.raises(ValueError, match='needs short_factor and long_factor.*search_longrope.py'):
+        parse_arm('longrope', 4, 128)
+    with pytest.raises(ValueError, match='long_factor is a list .* cannot be written in an arm spec'):
+        parse_arm('longrope:long_factor=2', 4, 128)
+    flags = {'short_factor': [1.0] * 4, 'long_factor': [1.0, 2.0, 4.0, 8.0], 'beta_fast': 8.0}
+    arms = parse_arms('longrope,yarn', 4, 128, flags=flags)  # lists come as flags (finetune_long.py --long_factor=[...])
+    assert [n for n, _ in arms] == ['longrope s=4', 'yarn s=4 β_fast=8']
+    assert arms[0][1] == check_scaling(lr_cfg(short_factor=[1.0] * 4))
+    assert rope.scaling_name(lr_cfg(attention_factor=1.0)) == 'longrope s=4 attention_factor=1'

@@ -139,3 +139,60 @@ def test_resume_reads_the_checkpoint_once(char_data, tmp_path, monkeypatch):
     monkeypatch.setattr(train_mod, 'load_checkpoint', lambda *a, **k: calls.append(a) or real(*a, **k))
     train_mod.main([f'--out_dir={tmp_path / "run"}', '--init_from=resume', '--max_iters=6'])
     assert len(calls) == 1 and load_checkpoint(str(tmp_path / 'run'))['iter_num'] == 6
+
+
+def test_insert_repeats_spans_copies_reproducible_and_identity():
+    from data.common import insert_repeats
+    w = torch.randint(0, 5, (200, 41))  # "text" of ids 0..4; the strings draw from 0..67 except eot 3
+    out = insert_repeats(w, torch.Generator().manual_seed(0), 0.5, 4, 9, 68, exclude=3)
+    assert out.shape == w.shape and torch.equal(out, insert_repeats(w, torch.Generator().manual_seed(0), 0.5, 4, 9, 68, 3))
+    assert not torch.equal(out, insert_repeats(w, torch.Generator().manual_seed(1), 0.5, 4, 9, 68, 3))
+    changed = (out != w).any(1)
+    assert 70 < changed.sum() < 130  # about half the windows
+    g = torch.Generator().manual_seed(0)
+    torch.rand(200, generator=g)
+    for i in range(200):  # replay the draws: both copies inside the window, the second equals the first
+        if not changed[i]:
+            continue
+        draw = lambda lo, hi: int(torch.randint(lo, hi + 1, (1,), generator=g))
+        k = draw(4, 9)
+        d = draw(k, 41 - k)
+        s = draw(0, 41 - k - d)
+        key = torch.tensor([t for t in range(68) if t != 3])[torch.randint(67, (k,), generator=g)]
+        assert 4 <= k <= 9 and k <= d and s + d + k <= 41
+        assert torch.equal(out[i, s:s + k], key) and torch.equal(out[i, s + d:s + d + k], key) and not (key == 3).any()
+        rest = torch.ones(41, dtype=torch.bool)
+        rest[s:s + k] = rest[s + d:s + d + k] = False
+        assert torch.equal(out[i, rest], w[i, rest])  # the text around them is untouched
+    g = torch.Generator().manual_seed(0)
+    assert insert_repeats(w, g, 0.0, 4, 9, 68) is w and torch.equal(g.get_state(), torch.Generator().manual_seed(0).get_state())
+    with pytest.raises(DataError, match='fit twice'):
+        insert_repeats(w, g, 0.5, 4, 21, 68)
+
+
+def test_copy_mix_in_batches_share_zero_unchanged(char_data):
+    from train import Batches, copy_mix
+    meta, data = load_meta(char_data), np.arange(5000, dtype=np.uint16) % 60
+    plain = Batches(data, 32, 4, 7, 'cpu').step(2)
+    off = Batches(data, 32, 4, 7, 'cpu', copy=copy_mix(dict(DEFAULTS, block_size=32), meta)).step(2)
+    assert all(torch.equal(a, c) and torch.equal(b, d) for (a, b, _), (c, d, _) in zip(plain, off))
+    mix = copy_mix(dict(DEFAULTS, block_size=32, copy_share=1.0, copy_span_lo=4, copy_span_hi=8), meta)
+    on, again = Batches(data, 32, 4, 7, 'cpu', copy=mix).step(2), Batches(data, 32, 4, 7, 'cpu', copy=mix).step(2)
+    for (x, y, _), (x2, y2, _), (px, _, _) in zip(on, again, plain):
+        assert torch.equal(x, x2) and torch.equal(y, y2) and torch.equal(x[:, 1:], y[:, :-1])
+        assert (x != px).any(1).all()  # every window got its string (share 1), same text windows underneath
+    with pytest.raises(ConfigError, match='copy_span_hi'):
+        copy_mix(dict(DEFAULTS, block_size=32, copy_share=0.5, copy_span_hi=20), meta)
+
+
+def test_copy_fixed_iters_warm_up_then_the_mix(char_data):
+    from train import Batches, copy_mix
+    meta, data = load_meta(char_data), np.arange(5000, dtype=np.uint16) % 60
+    mix = copy_mix(dict(DEFAULTS, block_size=32, copy_fixed_iters=2, copy_span_hi=16), meta)  # warm-up only, then plain text
+    b, plain = Batches(data, 32, 4, 7, 'cpu', copy=mix), Batches(data, 32, 4, 7, 'cpu')
+    x, y, _ = b.step(1, it=1)[0]
+    w = torch.cat([x, y[:, -1:]], 1)  # the 33 tokens: a 16-token string twice at offset 16 or 17
+    assert all(torch.equal(r[:16], r[16:32]) or torch.equal(r[1:17], r[17:33]) or torch.equal(r[:16], r[17:33]) for r in w)
+    plain.step(1)
+    plain.gen.set_state(b.gen.get_state())
+    assert all(torch.equal(p, q) for p, q in zip(b.step(1, it=2)[0][:2], plain.step(1)[0][:2]))  # share 0 after the warm-up

@@ -1,0 +1,289 @@
+"""
+LongRoPE's search (Ding et al. 2024) on a trained model: one rescale factor per RoPE pair for a target scale s,
+found by an evolutionary search that scores each candidate by the loss at s x L (forward passes only, no
+gradient), written as a run that eval.py evaluates and finetune_long.py fine-tunes.
+
+    python search_longrope.py --init_from=out/char-base --factor=8 --out_dir=out/longrope-s8
+    python search_longrope.py --init_from=resume --out_dir=out/longrope-s8 --search_generations=16  # continue/extend
+    python eval.py --ckpt out/char-base out/longrope-s8 --rope_types=yarn:beta_fast=8 --eval_len=1024
+    python finetune_long.py --init_from=out/longrope-s8 --rope_type=keep --out_dir=out/ft-longrope-s8
+
+Candidate: long_factor f (f_i = theta_i / theta'_i), non-decreasing from the fastest pair to the slowest
+(f_i >= f_{i-1}: a slower pair is never squeezed less than a faster one) and inside [1, 1.25 s], the paper's
+search space. short_factor stays all 1, as for a base model used at lengths <= L; every candidate runs with
+LongRoPE's temperature sqrt(1 + ln s / ln L) (rope.longrope_attention_factor).
+Score: mean next-token loss over search_windows fixed windows of s x L tokens, drawn (seeded, each inside one
+document) from the TRAINING split. The held-out documents are never looked at by the search.
+Search (the paper's Algorithm 1): generation 0 is the search_seeds curves (PI, NTK, YaRN written as per-pair
+factors) plus mutants of them, search_population in all. Every later generation keeps the search_parents best
+candidates so far and adds search_population - search_parents children: a share search_crossover by crossover
+(each factor from one of two parents, then a running maximum), the rest by mutation (each factor moves with
+probability search_mutation by exp(search_step x N(0, 1)), pushing its neighbours along). Both keep the curve
+non-decreasing (the paper rejects and redraws instead). The best score cannot get worse from one generation to
+the next. Not searched here: the paper's n-hat (the first tokens left unscaled), which Hugging Face's longrope
+has no key for.
+
+Outputs in out_dir: search.jsonl (one row per generation: best loss, where it came from, cost so far),
+search_state.json (every candidate and its score, rewritten atomically after each generation; --init_from=resume
+continues from it and reaches the same result), then ckpt.pt and log.jsonl as `finetune_long.py --max_iters=0`
+writes them: the base weights with the best rope_scaling, lineage rope_type 'longrope', factor s, finetune_steps 0,
+and train.py's one evaluation row on held-out windows (for eval.py; the search did not use it).
+"""
+
+import json
+import math
+import os
+import time
+
+import numpy as np
+from tqdm import tqdm
+
+from configurator import ConfigError, cli, get_config
+from data.common import atomic_write_text, doc_windows
+from model import load_checkpoint, model_from_checkpoint
+from rope import ROPE_SCALING, parse_arms, plain_inv_freq
+from train import DEFAULTS as TRAIN_DEFAULTS, check_vocab, estimate_loss, load_data, setup_device, train
+
+DEFAULTS = dict(
+    init_from='',             # the base run folder (from train.py), or 'resume' to continue the search in out_dir
+    out_dir='out/longrope',
+    dataset='',               # empty: the base run's dataset
+    factor=8.0,               # the target scale s: candidates are scored at s x L tokens
+    search_population=16,     # candidates per generation (the paper's P)
+    search_parents=4,         # the best candidates kept as parents from one generation to the next (top-k)
+    search_generations=8,     # generations after the initial population
+    search_mutation=0.3,      # probability that a factor moves in a mutation (the paper's p)
+    search_step=0.3,          # size of a move: f_i x exp(search_step x N(0, 1))
+    search_crossover=0.5,     # share of the children made by crossover, the rest by mutation
+    search_windows=8,         # training windows of s x L tokens that score a candidate
+    search_seeds='linear,ntk,yarn,yarn:beta_fast=8',  # generation 0's curves, as arm specs (default s, L)
+    batch_size=8,             # windows per forward
+    eval_iters=8,             # held-out batches of the final checkpoint's one evaluation (train.py's)
+    seed=1337, device='auto', dtype='auto', progress=True,
+    overwrite=False,          # start afresh over an earlier search in out_dir
+)
+RESUMABLE = ('init_from', 'search_generations', 'batch_size', 'eval_iters', 'device', 'progress', 'overwrite')
+UPPER = 1.25                  # factors lie in [1, UPPER x s] (the paper's search space)
+STATE, LOG = 'search_state.json', 'search.jsonl'
+
+# ----------------------------------------------------------------------------- the search's pieces (pure)
+
+
+def seed_curves(specs, s, L, head_dim, base):
+    """Generation 0's curves: each arm spec as per-pair factors f_i = theta_i / theta'_i at length s x L (float64),
+    clipped to [1, UPPER x s]. PI: all s; NTK: s^(2i/(d-2)); YaRN: 1 in the fast band up to s in the slow one."""
+    theta = plain_inv_freq(head_dim, base)
+    out = []
+    for name, sc in parse_arms(specs, s, L):
+        # theta' in float64 from the table's function (rope_inv_freq's float32 could make a flat curve wiggle)
+        scaled = theta if sc is None else ROPE_SCALING[sc['rope_type']][1](head_dim, base, sc, round(s * L))[0]
+        out.append((name, np.clip((theta / scaled).numpy(), 1.0, UPPER * s)))
+    return out
+
+
+def mutate(f, rng, p, step, upper):
+    """Each factor moves with probability p (at least one does): f_i x exp(step x N(0, 1)), clipped to [1, upper].
+    Its neighbours are pushed along (min with it before, max with it after), so a non-decreasing curve stays so."""
+    f = np.array(f, dtype=np.float64)
+    hit = rng.random(len(f)) < p
+    if not hit.any():
+        hit[rng.integers(len(f))] = True
+    for i in np.flatnonzero(hit):
+        v = float(np.clip(f[i] * math.exp(step * rng.standard_normal()), 1.0, upper))
+        f[:i], f[i + 1:], f[i] = np.minimum(f[:i], v), np.maximum(f[i + 1:], v), v
+    return f
+
+
+def crossover(a, b, rng):
+    """Each factor from parent a or parent b (probability 1/2), then a running maximum so the child is
+    non-decreasing; it stays within the parents' range."""
+    return np.maximum.accumulate(np.where(rng.random(len(a)) < 0.5, np.asarray(a), np.asarray(b)))
+
+
+def children(parents, n, rng, cfg, upper):
+    """n new (curve, origin) from the parents: round(search_crossover x n) crossovers of two different parents,
+    the rest mutants of one."""
+    n_cross = round(cfg['search_crossover'] * n)
+    out = []
+    for k in range(n):
+        if k < n_cross:
+            i, j = rng.choice(len(parents), 2, replace=False)
+            out.append((crossover(parents[i], parents[j], rng), 'crossover'))
+        else:
+            f = parents[rng.integers(len(parents))]
+            out.append((mutate(f, rng, cfg['search_mutation'], cfg['search_step'], upper), 'mutation'))
+    return out
+
+
+def longrope_scaling(long_factor, s, L):
+    """The rope_scaling of a candidate: short factors 1 (plain frequencies up to L; the temperature applies at every
+    length, as in Hugging Face), the candidate past L."""
+    return {'rope_type': 'longrope', 'factor': float(s), 'original_max_position_embeddings': int(L),
+            'short_factor': [1.0] * len(long_factor), 'long_factor': [float(x) for x in long_factor]}
+
+# ----------------------------------------------------------------------------- settings, state, scoring
+
+
+def settings(argv):
+    """(settings, the stored search state or None). With --init_from=resume: the stored settings, then argv on top;
+    only the RESUMABLE ones may change (search_generations can grow to extend a finished search)."""
+    cfg = get_config(argv, DEFAULTS)
+    out_dir, path = cfg['out_dir'], os.path.join(cfg['out_dir'], STATE)
+    if cfg['init_from'] != 'resume':
+        if not cfg['init_from']:
+            raise ConfigError("pass --init_from=<run folder of the base model> (or --init_from=resume)")
+        for name in (STATE, 'ckpt.pt'):
+            if os.path.exists(os.path.join(out_dir, name)) and not cfg['overwrite']:
+                raise ConfigError(f"{out_dir} already holds a run ({name}); pass --init_from=resume to continue the "
+                                  f"search, --overwrite=True to replace it, or another --out_dir")
+        return cfg, None
+    try:
+        with open(path, encoding='utf-8') as f:
+            state = json.load(f)
+        stored = state['config']
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ConfigError(f"no search to resume in {out_dir}: {path} is missing or unreadable ({e}); "
+                          f"start one with --init_from=<base run folder>") from None
+    stored = {**DEFAULTS, **stored}
+    cfg = get_config(argv, DEFAULTS, start=stored)
+    changed = [k for k in DEFAULTS if k not in RESUMABLE and cfg[k] != stored[k]]
+    if changed:
+        raise ConfigError(f"the search in {out_dir} was started with "
+                          f"{', '.join(f'{k}={stored[k]!r}' for k in changed)}; a resumed search keeps its settings "
+                          f"except {', '.join(RESUMABLE[1:])} (start a new one in another --out_dir)")
+    return dict(cfg, init_from=stored['init_from']), state
+
+
+def check_settings(cfg, n_seeds):
+    P, k = cfg['search_population'], cfg['search_parents']
+    if not cfg['factor'] > 1:
+        raise ConfigError(f"factor={cfg['factor']} must be > 1: the search scores candidates at factor x L tokens")
+    if not 2 <= k < P:
+        raise ConfigError(f"search_parents={k} must be at least 2 (crossover takes two) and below "
+                          f"search_population={P} (room for children)")
+    if n_seeds > P:
+        raise ConfigError(f"search_seeds has {n_seeds} curves but search_population={P}; list fewer or raise it")
+    for key in ('search_windows', 'batch_size', 'eval_iters'):
+        if cfg[key] < 1:
+            raise ConfigError(f"{key}={cfg[key]} must be a positive integer")
+    if cfg['search_generations'] < 0:
+        raise ConfigError(f"search_generations={cfg['search_generations']} must be >= 0 (0: the initial population only)")
+    if not (0 < cfg['search_mutation'] <= 1 and cfg['search_step'] > 0 and 0 <= cfg['search_crossover'] <= 1):
+        raise ConfigError(f"search_mutation={cfg['search_mutation']} must be in (0, 1], search_step="
+                          f"{cfg['search_step']} > 0 and search_crossover={cfg['search_crossover']} in [0, 1]")
+
+
+def save_state(out_dir, state):
+    """search_state.json and search.jsonl, each rewritten atomically."""
+    atomic_write_text(os.path.join(out_dir, STATE), json.dumps(state) + '\n')
+    atomic_write_text(os.path.join(out_dir, LOG), ''.join(json.dumps(r) + '\n' for r in state['log']))
+
+
+def best_of(cands, k=1):
+    """The k lowest-loss candidates (first found wins a tie)."""
+    return sorted(cands, key=lambda c: c['loss'])[:k]
+
+# ----------------------------------------------------------------------------- the search
+
+
+def generation(g, state, seeds, cfg):
+    """Generation g's new (curve, origin) pairs. 0: the seed curves, then mutants of them in turn up to the
+    population; later: children of the search_parents best candidates so far. Drawn from a generator seeded
+    with (seed, g), so a resumed search draws what an uninterrupted one would."""
+    rng, P, upper = np.random.default_rng([cfg['seed'], g]), cfg['search_population'], UPPER * cfg['factor']
+    if g > 0:
+        parents = [np.array(c['long_factor']) for c in best_of(state['candidates'], cfg['search_parents'])]
+        return children(parents, P - cfg['search_parents'], rng, cfg, upper)
+    mutants = [(mutate(seeds[i % len(seeds)][1], rng, cfg['search_mutation'], cfg['search_step'], upper),
+                f'mutation of {seeds[i % len(seeds)][0]}') for i in range(P - len(seeds))]
+    return [(f, f'seed {name}') for name, f in seeds] + mutants
+
+
+def search(cfg, state, seeds, loss_of):
+    """Run generations state['generation'] + 1 .. search_generations, scoring each new curve with loss_of(curve);
+    state (every candidate, the log, the cost) is saved after each generation. Returns the best candidate."""
+    out_dir, P, k, G = cfg['out_dir'], cfg['search_population'], cfg['search_parents'], cfg['search_generations']
+    seen = {tuple(c['long_factor']) for c in state['candidates']}
+    bar = tqdm(total=P + G * (P - k), initial=P + state['generation'] * (P - k) if state['generation'] >= 0 else 0,
+               unit='cand', disable=not cfg['progress'], dynamic_ncols=True, desc=os.path.basename(out_dir.rstrip('/')))
+    for g in range(state['generation'] + 1, G + 1):
+        t0, c0, losses = time.time(), time.process_time(), []
+        for f, origin in generation(g, state, seeds, cfg):
+            key = tuple(float(x) for x in f)
+            if key not in seen:  # a child equal to a known candidate has its score already
+                seen.add(key)
+                losses.append(loss_of(key))
+                state['candidates'].append(dict(generation=g, origin=origin, loss=losses[-1], long_factor=list(key)))
+            bar.update(1)
+        best = best_of(state['candidates'])[0]
+        state['elapsed_s'] += time.time() - t0
+        state['cpu_s'] += time.process_time() - c0
+        state['log'].append(dict(generation=g, best_loss=best['loss'], best_origin=best['origin'],
+                                 best_generation=best['generation'], new=len(losses),
+                                 mean_new_loss=float(np.mean(losses)) if losses else None,
+                                 elapsed_s=round(state['elapsed_s'], 2), cpu_min=round(state['cpu_s'] / 60, 3),
+                                 **({'references': state['references']} if g == 0 else {})))
+        state['generation'] = g
+        save_state(out_dir, state)
+        bar.set_postfix(best=f"{best['loss']:.4f}")
+        tqdm.write(f"generation {g}: best {best['loss']:.4f} ({best['origin']}, generation {best['generation']}), "
+                   f"{len(losses)} new, {state['cpu_s'] / 60:.2f} CPU min so far")
+    bar.close()
+    return best_of(state['candidates'])[0]
+
+
+def main(argv):
+    cfg, state = settings(argv)
+    base = load_checkpoint(cfg['init_from'])
+    args, s = base['model_args'], cfg['factor']
+    if args['pos_emb'] != 'rope':
+        raise ConfigError(f"{cfg['init_from']} uses pos_emb={args['pos_emb']!r}; the search needs a rope model")
+    L = base.get('lineage', {}).get('train_len', args['block_size'])
+    T, head_dim = round(s * L), args['n_embd'] // args['n_head']
+    seeds = seed_curves(cfg['search_seeds'], s, L, head_dim, args['rope_base'])
+    check_settings(cfg, len(seeds))
+    dataset = cfg['dataset'] or base['dataset']['dataset']
+    device, _, _, ctx = setup_device(cfg)
+    data_dir, meta, train_data, _ = load_data(dict(cfg, dataset=dataset), T)  # its val split is never used here
+    check_vocab(base['dataset'], meta, data_dir, cfg['init_from'])
+    starts = doc_windows(meta['docs']['train'], T + 1, cfg['search_windows'], cfg['seed'])
+    model = model_from_checkpoint(base).to(device)
+
+    def loss_of(scaling):  # mean loss of the base model with this scaling over the fixed training windows
+        model.set_rope_scaling(scaling)
+        loss = estimate_loss(model, train_data, starts, T, L, cfg['batch_size'], device, ctx)[0]
+        return loss if math.isfinite(loss) else math.inf  # ranks last, never best
+    os.makedirs(cfg['out_dir'], exist_ok=True)
+    if state is None and os.path.exists(os.path.join(cfg['out_dir'], STATE)):  # --overwrite=True: a new search
+        os.remove(os.path.join(cfg['out_dir'], STATE))
+    if state is None:  # the seed arms as they ship (each with its own temperature), for comparison
+        t0, c0 = time.time(), time.process_time()
+        refs = {name: loss_of(sc) for name, sc in parse_arms(cfg['search_seeds'], s, L)}
+        state = dict(config=cfg, L=L, T=T, head_dim=head_dim, generation=-1, candidates=[], log=[], references=refs,
+                     elapsed_s=time.time() - t0, cpu_s=time.process_time() - c0)
+    best = search(cfg, state, seeds, lambda f: loss_of(longrope_scaling(f, s, L)))
+    write_run(cfg, base, longrope_scaling(best['long_factor'], s, L), L, T, dataset)
+    print(f"best at s={s:g} (T={T}) on {cfg['search_windows']} training windows: {best['loss']:.4f} "
+          f"({len(state['candidates'])} candidates, {state['cpu_s'] / 60:.2f} CPU min); the seed arms as they ship: "
+          + ', '.join(f"{n} {v:.4f}" for n, v in state['references'].items()))
+    print(f"{'pair':<18}" + ''.join(f"{i:>7d}" for i in range(head_dim // 2)))
+    for name, f in [('searched', best['long_factor'])] + seeds:
+        print(f"{name[:18]:<18}" + ''.join(f"{x:7.3f}" for x in f))
+    return best, state
+
+
+def write_run(cfg, base, scaling, L, T, dataset):
+    """ckpt.pt + log.jsonl through train.py's engine with 0 steps, as finetune_long.py --max_iters=0 writes them."""
+    model = model_from_checkpoint(base)
+    model.set_rope_scaling(scaling)
+    model.config.block_size = T
+    lineage = dict(train_len=L, seq_len=T, base_checkpoint=os.path.abspath(cfg['init_from']), rope_type='longrope',
+                   factor=scaling['factor'], finetune_steps=0)
+    run_cfg = {**TRAIN_DEFAULTS, **{k: v for k, v in base['model_args'].items() if k in TRAIN_DEFAULTS},
+               **{k: cfg[k] for k in ('out_dir', 'batch_size', 'eval_iters', 'seed', 'device', 'dtype', 'progress')},
+               'dataset': dataset, 'block_size': T, 'init_from': 'scratch', 'max_iters': 0, 'overwrite': True}
+    return train(run_cfg, model=model, lineage=lineage)
+
+
+if __name__ == '__main__':
+    cli(main)

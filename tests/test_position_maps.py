@@ -1,0 +1,268 @@
+"""position_maps.py and the attention path it drives in model.py (ReRoPE, Leaky ReRoPE, Self-Extend): the scores
+against q_i·R(pos(i, j))·k_j built explicitly from each method's definition, the reductions to plain RoPE, chunking,
+errors, and the arms eval.py makes of them."""
+import math
+import os
+
+import pytest
+import torch
+
+import eval as ev
+import finetune_long
+from model import GPT, GPTConfig, load_checkpoint, mapped_logits, model_args, model_from_checkpoint
+from position_maps import check_position_map, parse_position_map, position_map_name, position_map_positions
+from rope import rope_inv_freq
+
+V = 50
+REROPE, LEAKY, SELF_EXTEND = ({'method': 'rerope', 'window': 4}, {'method': 'leaky_rerope', 'window': 4, 'k': 2.5},
+                              {'method': 'self_extend', 'window': 4, 'group': 3})
+MAPS = [REROPE, LEAKY, SELF_EXTEND]
+YARN = {'rope_type': 'yarn', 'factor': 4.0, 'original_max_position_embeddings': 8, 'beta_fast': 4.0}
+
+
+def make(**kw):
+    torch.manual_seed(0)
+    return GPT(GPTConfig(block_size=16, vocab_size=V, n_layer=2, n_head=2, n_embd=32, **kw)).eval()
+
+
+def relative(pm, i, j):
+    """The relative position at which query i sees key j, written from each method's definition."""
+    w, d = pm['window'], i - j
+    if d < w:
+        return d
+    if pm['method'] == 'rerope':
+        return min(d, w)
+    if pm['method'] == 'leaky_rerope':
+        return w + (d - w) / pm['k']
+    G = pm['group']
+    return i // G - j // G + (w - w // G)
+
+
+def rotation(a, inv_freq):
+    """The d x d matrix of RoPE at position a (rotate-half layout), built pair by pair: pair p turns the plane of
+    coordinates (p, p + d/2) by the angle a * theta_p."""
+    h = len(inv_freq)
+    R = torch.zeros(2 * h, 2 * h, dtype=torch.float64)
+    for p, theta in enumerate(inv_freq.tolist()):
+        c, s = math.cos(a * theta), math.sin(a * theta)
+        R[p, p], R[p, p + h], R[p + h, p], R[p + h, p + h] = c, -s, s, c
+    return R
+
+
+def direct_logits(pm, q, k, inv_freq, factor):
+    """logit[b, h, i, j] = factor² · (R(relative(i, j)) q_i) · k_j / sqrt(d) for j <= i, -inf above the diagonal.
+    q_i·R(-r)·k_j, i.e. (R(r) q_i)·k_j, is the score of q at position i + r against k at i (the attention factor
+    multiplies cos and sin of both)."""
+    B, H, T, d = q.shape
+    out = torch.full((B, H, T, T), float('-inf'), dtype=torch.float64)
+    for i in range(T):
+        for j in range(i + 1):
+            out[:, :, i, j] = ((q[:, :, i].double() @ rotation(relative(pm, i, j), inv_freq).T)
+                               * k[:, :, j].double()).sum(-1) * factor ** 2 / math.sqrt(d)
+    return out
+
+
+@pytest.mark.parametrize('scaling', [None, YARN], ids=['plain', 'yarn'])
+@pytest.mark.parametrize('pm', MAPS, ids=lambda pm: pm['method'])
+def test_scores_equal_direct_construction(pm, scaling):
+    """Logits, probabilities and outputs of the first layer against the explicit rotation of every (i, j) pair,
+    composed with the model's rope_scaling (YaRN: other frequencies and an attention factor)."""
+    m, T = make(rope_scaling=scaling, position_map=pm), 13
+    x = torch.randint(0, V, (2, T))
+    h, rope = m.transformer.h[0].ln_1(m.transformer.wte(x)), m._embed(x)[1]
+    attn = m.transformer.h[0].attn
+    q, k, v = attn.qkv(h, None)
+    inv_freq, factor = rope_inv_freq(16, 10000.0, scaling, T)
+    if scaling:
+        assert factor > 1.1 and not torch.equal(inv_freq, rope_inv_freq(16)[0])
+    direct = direct_logits(pm, q, k, inv_freq, factor)
+    near, far, _ = attn.mapped_qkv(h, rope)
+    got = mapped_logits(near, far, rope.pos, pm['window'], 0, T) / math.sqrt(16)
+    assert torch.allclose(got.double(), direct, atol=1e-5) and torch.equal(got.isinf(), direct.isinf())
+    assert torch.allclose(mapped_logits(near, far, rope.pos, pm['window'], 5, 9) / math.sqrt(16),
+                          direct[:, :, 5:9, :9].float(), atol=1e-5)  # a chunk: queries 5..8 against keys 0..8
+    probs = direct.softmax(-1)
+    got_probs = torch.cat([p for _, p in attn.attention_probs(h, rope, chunk_size=4)], dim=2)
+    assert torch.allclose(got_probs.double(), probs, atol=1e-6)
+    y = attn.extended_attention(h, rope, chunk_size=4)
+    assert torch.allclose(y.double(), (probs @ v.double()).transpose(1, 2).reshape(2, T, 32), atol=1e-6)
+
+
+def test_far_map_reaches_what_the_docstrings_say():
+    """ReRoPE stops at w; Leaky ReRoPE w=64, k=16 at T=1024 reaches 64 + 959/16 = 123.9375 < L = 128; Self-Extend
+    w=32, G=4 reaches exactly L - 1 = 127 at T = (L - w)·G + w = 416, and 128 one token later."""
+    def reach(pm, T):
+        qp, kp = position_map_positions(check_position_map(pm), torch.arange(T))
+        return (qp[-1] - kp[0]).item()
+    assert reach({'method': 'rerope', 'window': 64}, 1024) == 64
+    assert reach({'method': 'leaky_rerope', 'window': 64, 'k': 16}, 1024) == 123.9375
+    assert reach({'method': 'self_extend', 'window': 32, 'group': 4}, 416) == 127
+    assert reach({'method': 'self_extend', 'window': 32, 'group': 4}, 417) == 128
+
+
+def logits_and_entropy(m, x, chunk=8):
+    return m(x)[0], m.attention_entropy(x, chunk)
+
+
+@pytest.mark.parametrize('pm', [dict(REROPE, window=30), dict(LEAKY, window=30), dict(SELF_EXTEND, window=40),
+                                dict(LEAKY, k=1.0), dict(SELF_EXTEND, group=1)],
+                         ids=['rerope_w=T', 'leaky_w=T', 'self_extend_w>T', 'leaky_k=1', 'self_extend_G=1'])
+def test_reductions_to_plain_rope(pm):
+    """window >= T: every key is near; leaky k = 1 and Self-Extend G = 1: the far map is plain RoPE. All give the
+    ordinary model's logits and attention entropies (its SDPA path)."""
+    m, x = make(), torch.randint(0, V, (2, 30))
+    plain, plain_ent = logits_and_entropy(m, x)
+    m.set_position_map(pm)
+    mapped, ent = logits_and_entropy(m, x)
+    assert torch.allclose(mapped, plain, atol=1e-5) and torch.allclose(ent, plain_ent, atol=1e-5)
+
+
+@pytest.mark.parametrize('pm', MAPS, ids=lambda pm: pm['method'])
+def test_map_leaves_the_window_alone_and_changes_the_rest(pm):
+    """Queries up to w see every key at its true distance (each map gives exactly w at i - j = w): logits as plain
+    RoPE. Every later query does not (an untrained model attends almost uniformly, so the change is small but far
+    above float noise, ~1e-7). A forward of the first n tokens gives the full forward's first n logits (the map
+    depends on i and j only), which eval.py's protocol relies on."""
+    m, x = make(), torch.randint(0, V, (2, 24))
+    plain = m(x)[0]
+    m.set_position_map(pm)
+    mapped = m(x)[0]
+    w = pm['window']
+    assert torch.allclose(mapped[:, :w + 1], plain[:, :w + 1], atol=1e-6)
+    assert ((mapped[:, w + 1:] - plain[:, w + 1:]).abs().amax(dim=(0, 2)) > 2e-5).all()
+    for n in (5, 17):
+        assert torch.allclose(m(x[:, :n])[0], mapped[:, :n], atol=1e-5)
+
+
+def test_gradients_match_the_sdpa_path_when_every_key_is_near():
+    """The map path can train (e.g. fine-tuning with a map): with window >= T its gradients are plain RoPE's."""
+    x, y = torch.randint(0, V, (2, 20)), torch.randint(0, V, (2, 20))
+    grads = []
+    for pm in (None, dict(SELF_EXTEND, window=20)):
+        m = make(position_map=pm).train()
+        m(x, y)[1].backward()
+        grads.append({n: p.grad for n, p in m.named_parameters()})
+    assert all(torch.allclose(grads[1][n], g, atol=1e-6) for n, g in grads[0].items())
+    m = make(position_map=REROPE).train()  # window < T: far keys exist; the in-place merge still differentiates
+    m(x, y)[1].backward()
+    g = m.transformer.h[0].attn.c_attn.weight.grad
+    assert g.isfinite().all() and not torch.allclose(g, grads[0]['transformer.h.0.attn.c_attn.weight'], atol=1e-6)
+
+
+def test_chunks_give_the_one_chunk_result():
+    m, x = make(position_map=SELF_EXTEND), torch.randint(0, V, (2, 23))
+    attn, (h, rope) = m.transformer.h[0].attn, m._embed(x)
+    one = attn.extended_attention(h, rope, chunk_size=64)
+    for chunk in (1, 5, 8):
+        assert torch.allclose(attn.extended_attention(h, rope, chunk_size=chunk), one, atol=1e-6)
+    assert torch.allclose(m.attention_entropy(x, 4), m.attention_entropy(x, 64), atol=1e-6)
+
+
+def test_switching_keeps_weights_and_the_map_travels_in_the_checkpoint(tmp_path):
+    m = make()
+    before = {k: v.clone() for k, v in m.state_dict().items()}
+    m.set_position_map({'method': 'leaky_rerope', 'window': 3, 'k': 4})
+    assert m.config.position_map == {'method': 'leaky_rerope', 'window': 3, 'k': 4.0}
+    assert all(torch.equal(before[k], v) for k, v in m.state_dict().items()) and before.keys() == m.state_dict().keys()
+    torch.save({'model': m.state_dict(), 'model_args': model_args(m)}, tmp_path / 'ckpt.pt')
+    m2 = model_from_checkpoint(load_checkpoint(str(tmp_path))).eval()
+    x = torch.randint(0, V, (1, 20))
+    assert m2.config == m.config and torch.equal(m(x)[0], m2(x)[0])
+    m.set_position_map(None)
+    assert torch.allclose(m(x)[0], make()(x)[0])
+
+
+@pytest.mark.parametrize('pm, match', [
+    ('rerope', "position_map = 'rerope': 'method' is missing or unknown"),
+    ({'window': 8}, "'method' is missing or unknown; give a dict like"),
+    ({'method': 'rerop', 'window': 8}, 'method one of rerope, leaky_rerope, self_extend'),
+    ({'method': 'rerope'}, r"position_map\['window'\] is missing for method 'rerope': set an int >= 1"),
+    ({'method': 'rerope', 'window': 0}, r"position_map\['window'\] = 0 for method 'rerope': set an int >= 1"),
+    ({'method': 'rerope', 'window': 8.5}, r"position_map\['window'\] = 8.5"),
+    ({'method': 'rerope', 'window': True}, r"position_map\['window'\] = True"),
+    ({'method': 'rerope', 'window': 8, 'k': 2}, "key 'k' is not used by method 'rerope'; accepted keys: method, "
+                                                "window"),
+    ({'method': 'leaky_rerope', 'window': 8, 'k': 0.5}, r"\['k'\] = 0.5 .* set a number >= 1 \(the slope divisor"),
+    ({'method': 'leaky_rerope', 'window': 8, 'k': math.inf}, r"\['k'\] = inf"),
+    ({'method': 'self_extend', 'window': 8}, r"\['group'\] is missing for method 'self_extend'"),
+])
+def test_bad_position_map_names_the_field(pm, match):
+    with pytest.raises(ValueError, match=match):
+        check_position_map(pm)
+    with pytest.raises(ValueError, match=match):
+        GPTConfig(position_map=pm)
+
+
+def test_position_map_needs_rope():
+    with pytest.raises(ValueError, match="position_map is set but pos_emb='learned'"):
+        GPTConfig(pos_emb='learned', position_map=REROPE)
+    with pytest.raises(ValueError, match="needs pos_emb='rope'"):
+        make(pos_emb='none').set_position_map(REROPE)
+
+
+def test_arm_specs_and_names():
+    cases = {'rerope:window=64': ({'method': 'rerope', 'window': 64}, 'rerope w=64'),
+             'leaky_rerope:k=16:window=64': ({'method': 'leaky_rerope', 'window': 64, 'k': 16.0},
+                                             'leaky_rerope w=64 k=16'),
+             ' self_extend:window=32:group=4': ({'method': 'self_extend', 'window': 32, 'group': 4},
+                                                'self_extend w=32 G=4')}
+    for spec, (pm, name) in cases.items():
+        assert parse_position_map(spec) == pm and position_map_name(pm) == name
+    for spec, match in (('rerope', r"\['window'\] is missing"), ('rerope:w=64', "'w=64' should be key=value with key "
+                        "one of window"), ('rerope:window=64:window=32', 'window is given twice'),
+                        ('rerope:window=x', "window='x' is not a int"), ('self_extend:window=32:group=0', 'group'),
+                        ('yarn:window=3', "'yarn' is not a position map")):
+        with pytest.raises(ValueError, match=match):
+            parse_position_map(spec)
+
+
+# ----------------------------------------------------------------------------- eval.py arms
+
+L, T = 32, 128
+
+
+@pytest.fixture(scope='module')
+def map_eval(tiny_run, tmp_path_factory):
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    out = str(tmp_path_factory.mktemp('map_eval'))
+    summary = ev.main([f'--ckpt={tiny_run}', '--rope_types=default,rerope:window=128,rerope:window=16,'
+                       'leaky_rerope:window=16:k=4,self_extend:window=8:group=4', f'--eval_len={T}',
+                       '--num_windows=4', '--retrieval_examples=2', '--retrieval_len=8', '--retrieval_pos=2',
+                       '--entropy_windows=2', f'--out_dir={out}', '--device=cpu', '--progress=False'])
+    torch.set_num_threads(threads)
+    return summary
+
+
+def test_eval_map_arms_names_fields_and_colours(map_eval):
+    import plot
+    arms = {a['name']: a for a in map_eval['arms']}
+    assert list(arms) == ['base (L=32)', 'rerope w=128 zero-shot', 'rerope w=16 zero-shot',
+                          'leaky_rerope w=16 k=4 zero-shot', 'self_extend w=8 G=4 zero-shot']
+    se = arms['self_extend w=8 G=4 zero-shot']
+    assert se['position_map'] == {'method': 'self_extend', 'window': 8, 'group': 4} and se['kind'] == 'zero-shot'
+    assert se['rope_type'] == 'default' and se['rope_scaling'] is None and arms['base (L=32)']['position_map'] is None
+    colours = {n: s['color'] for n, s in plot.styles(map_eval['arms']).items()}
+    assert colours['rerope w=128 zero-shot'] == colours['rerope w=16 zero-shot']
+    assert len({colours[n] for n in arms if n != 'rerope w=16 zero-shot'}) == 4
+    # window >= T: the same numbers as the base model
+    base, wide = arms['base (L=32)'], arms['rerope w=128 zero-shot']
+    assert all(abs(base['buckets'][b] - wide['buckets'][b]) < 1e-5 for b in base['buckets'])
+    assert abs(base['buckets']['64-128'] - arms['rerope w=16 zero-shot']['buckets']['64-128']) > 1e-3
+
+
+def test_position_map_on_fine_tuned_arms_and_errors(tiny_run, tmp_path):
+    ft = str(tmp_path / 'ft')
+    finetune_long.main([f'--init_from={tiny_run}', '--rope_type=yarn', '--factor=2', '--max_iters=1', '--eval_iters=1',
+                        '--eval_interval=1', f'--out_dir={ft}', '--progress=False', '--device=cpu', '--batch_size=2'])
+    cfg = dict(ev.DEFAULTS, ckpt=f'{tiny_run},{ft}', position_map='rerope:window=48', eval_len=T)
+    arms = ev.plan_arms(cfg)[0]
+    assert [a['name'] for a in arms] == ['base (L=32)', 'yarn s=2 ft1', 'yarn s=2 ft1 + rerope w=48']
+    assert arms[2]['position_map'] == {'method': 'rerope', 'window': 48} and arms[2]['scaling']['rope_type'] == 'yarn'
+    with pytest.raises(ValueError, match='applies to fine-tuned arms and --ckpt has none'):
+        ev.plan_arms(dict(cfg, ckpt=tiny_run))
+    with pytest.raises(ValueError, match="'rerop' is neither a rope type .* nor a position map"):
+        ev.plan_arms(dict(cfg, ckpt=tiny_run, position_map='', rope_types='rerop:window=8'))
+    with pytest.raises(ValueError, match=r"position_map\['window'\] = 0"):
+        ev.plan_arms(dict(cfg, ckpt=tiny_run, position_map='', rope_types='rerope:window=0'))
+    assert os.path.isdir(ft)
