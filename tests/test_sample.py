@@ -5,7 +5,7 @@ import torch
 import sample
 from conftest import run
 from model import GPT, GPTConfig, KVCache, model_args
-from rope import DYNAMIC_TYPES, ROPE_TYPES
+from rope import ROPE_TYPES
 
 V, L = 40, 8  # a tiny L, so 26 tokens cross L and go past 2L and 3L
 
@@ -15,8 +15,10 @@ def tiny(pos_emb='rope', rope_type='default', factor=None, block_size=L):
     is almost uniform and a wrong position or a stale scale would hardly move the logits."""
     torch.manual_seed(0)
     sc = None if rope_type == 'default' else {
-        'rope_type': rope_type, 'factor': factor or (1.0 if rope_type in DYNAMIC_TYPES else 4.0),
+        'rope_type': rope_type, 'factor': factor or (1.0 if rope_type in ('dynamic', 'dynamic_yarn') else 4.0),
         'original_max_position_embeddings': L}
+    if rope_type == 'longrope':  # per-pair factors (searched, in real use): short ones up to L, long ones past it
+        sc.update(short_factor=[1.0] * 8, long_factor=[1.0 + 3.0 * i / 7 for i in range(8)])
     m = GPT(GPTConfig(block_size=block_size, vocab_size=V, n_layer=2, n_head=2, n_embd=32, pos_emb=pos_emb,
                       rope_scaling=sc)).eval()
     with torch.no_grad():
@@ -62,6 +64,7 @@ def test_generate_gives_the_same_text_with_and_without_the_cache(pos_emb, rope_t
     ('yarn', None, [3] + [1] * 19),                         # static: every token is computed once
     ('dynamic', None, [3] + [1] * 5 + list(range(9, 23))),  # plain up to L = 8, then the scale moves every step
     ('dynamic_yarn', 2.0, [3] + [1] * 13 + list(range(17, 23))),  # holds s = 2 up to 2L = 16
+    ('longrope', None, [3] + [1] * 5 + [9] + [1] * 13),  # short factors up to L, long ones (fixed) past it
 ])
 @torch.no_grad()
 def test_cache_recomputes_the_prefix_only_when_the_scale_moves(rope_type, factor, fed):
