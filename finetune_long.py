@@ -47,7 +47,7 @@ DEFAULTS = dict(
     max_iters=100, learning_rate=3e-4, warmup_iters=20, decay_lr=False, weight_decay=0.0,
     batch_size=8, eval_interval=20, eval_iters=8,
 )
-MODEL_KEYS = ('n_layer', 'n_head', 'n_embd', 'dropout', 'bias', 'pos_emb', 'rope_base')
+MODEL_KEYS = ('n_layer', 'n_head', 'n_embd', 'dropout', 'bias', 'pos_emb', 'rope_base', 'smear_keys')
 
 
 def parse_seeds(cfg):

@@ -22,7 +22,6 @@ tied input/output embeddings. What is particular to this project:
 import math
 import os
 from dataclasses import dataclass, asdict, fields
-from typing import NamedTuple
 
 import torch
 import torch.nn as nn
@@ -30,7 +29,8 @@ from torch.nn import functional as F
 from tqdm import tqdm
 
 from rope import rope_inv_freq, rope_cos_sin, apply_rope, check_scaling, is_dynamic
-from position_maps import check_position_map, position_map_positions
+from position_maps import (ALIBI_CHUNK, MappedRope, alibi_bias, alibi_slopes, check_position_map, mapped_logits,
+                           position_map_positions)
 
 POS_EMBS = ('rope', 'sinusoidal', 'learned', 'alibi', 'none')
 
@@ -88,56 +88,6 @@ def sinusoidal_table(positions, n_embd, device=None):
     pe[..., 0::2] = torch.sin(pos * inv)
     pe[..., 1::2] = torch.cos(pos * inv)
     return pe
-
-
-def alibi_slopes(n_head):
-    """ALiBi's head slopes (Press et al. 2022): m_h = 2^(-8h/H) for h = 1..H when H is a power of two. Otherwise,
-    with P = 2^floor(log2 H): the P slopes of P heads, then every other slope of 2P heads (h = 1, 3, 5, ...: the ones
-    that fall between them) until there are H, in that order, as the paper's code does. H = 6: 1/4, 1/16, 1/64,
-    1/256, then 1/2, 1/8."""
-    geometric = lambda n: [2.0 ** (-8 * h / n) for h in range(1, n + 1)]
-    p = 2 ** int(math.floor(math.log2(n_head)))
-    return torch.tensor(geometric(p) + geometric(2 * p)[0::2][:n_head - p])
-
-
-def alibi_bias(slopes, q_start, q_end, k_len):
-    """The float mask of queries q_start..q_end-1 against keys 0..k_len-1: bias[h, i, j] = -m_h·(i - j) for j <= i,
-    -inf for j > i (causal). Shape (H, q_end - q_start, k_len), float32; it broadcasts over the batch."""
-    i = torch.arange(q_start, q_end, device=slopes.device)[:, None]
-    j = torch.arange(k_len, device=slopes.device)[None, :]
-    return (-slopes.float()[:, None, None] * (i - j)).masked_fill(j > i, float('-inf'))
-
-
-# Query chunk of the ALiBi path: a chunk's mask is H·chunk·T floats (T = 4096, H = 4: 16 MiB in float32), and SDPA's
-# scores, where it materialises them, B·H·chunk·T. One mask for the whole sequence would be H·T² floats (256 MiB) on
-# top of B·H·T² scores. A float mask keeps SDPA off its flash kernel (CPU: the math path; CUDA: memory-efficient);
-# smaller chunks also skip more of the masked keys: on CPU, a forward at T = 1024 took 1.27 s with 256, 2.0 s with 512,
-# 2.8 s unchunked (0.77 s for rope).
-ALIBI_CHUNK = 256
-
-
-class MappedRope(NamedTuple):
-    """RoPE tables under a position map: near = the ordinary (cos, sin); far = (q_cos, q_sin, k_cos, k_sin) at the
-    map's query / key positions; pos = the token positions; window = w (near while pos_i - pos_j < w)."""
-    near: tuple
-    far: tuple
-    pos: torch.Tensor
-    window: int
-
-
-def mapped_logits(near, far, pos, window, s, e):
-    """Attention logits (float32, before the 1/sqrt(hd) scale) of queries s..e-1 against keys 0..e-1 under a position
-    map: q_i.k_j from near = (q, k) rotated at their own positions where pos_i - pos_j < window, else from far = (q, k)
-    rotated at the map's positions; -inf where j > i. The near map is computed only on the keys that can be near
-    (j > s - window, as positions grow by >= 1 per token), so the cost is one far map plus a band."""
-    (q, k), (qf, kf) = near, far
-    lo = max(0, s - window + 1)
-    att = (qf[..., s:e, :] @ kf[..., :e, :].transpose(-2, -1)).float()
-    band = (q[..., s:e, :] @ k[..., lo:e, :].transpose(-2, -1)).float()
-    is_near = pos[s:e, None] - pos[None, lo:e] < window
-    att[..., lo:] = torch.where(is_near, band, att[..., lo:])  # in place: one T-wide copy less per chunk
-    future = torch.arange(e, device=att.device)[None, :] > torch.arange(s, e, device=att.device)[:, None]
-    return att.masked_fill_(future, float('-inf'))
 
 
 class KVCache:

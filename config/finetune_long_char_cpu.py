@@ -1,11 +1,13 @@
-# Extend the CPU base model (L=128) to 512 with every static method plus the plain control, 100 steps each
-# (about a minute per arm on 2 CPU cores). Same seed, data order and steps for every arm.
+# Extend the CPU copying base (L=128, config/train_shakespeare_char_copy_cpu.py) to 512 with the main static methods
+# plus the plain control ('default'), 100 steps each on natural text, three seeds per arm (same seeds, data order and
+# steps for every arm). About a minute per run on 2 idle CPU cores; 15 runs.
 # python finetune_long.py config/finetune_long_char_cpu.py
-init_from = 'out/char-base'
+init_from = 'out/char-base-copy'
 out_dir = 'out/char-ft'
-rope_type = 'linear,ntk,ntk_by_parts,yarn,yarn:beta_fast=8,llama3'
+rope_type = 'linear,ntk,yarn:beta_fast=8,llama3'
 plain = True
 factor = 4.0
+seeds = '1337,1338,1339'
 max_iters = 100
 batch_size = 8
 learning_rate = 3e-4

@@ -7,7 +7,8 @@ import torch
 import torch.nn.functional as F
 
 import model as model_mod
-from model import GPT, GPTConfig, alibi_bias, alibi_slopes
+from model import GPT, GPTConfig
+from position_maps import alibi_bias, alibi_slopes
 
 V = 50
 

@@ -9,7 +9,8 @@ import torch
 
 import eval as ev
 import finetune_long
-from model import GPT, GPTConfig, load_checkpoint, mapped_logits, model_args, model_from_checkpoint
+from model import GPT, GPTConfig, load_checkpoint, model_args, model_from_checkpoint
+from position_maps import mapped_logits
 from position_maps import check_position_map, parse_position_map, position_map_name, position_map_positions
 from rope import rope_inv_freq
 
