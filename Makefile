@@ -1,7 +1,7 @@
 # The CPU pipeline, one visible step per target; `make demo` runs them all (about 45 minutes on 2 idle cores).
 # Every step is a plain command you can copy and change. PY=python3 make demo to pick another interpreter.
 PY ?= python
-ZERO_SHOT = default,linear,ntk,dynamic,ntk_by_parts,yarn,yarn:beta_fast=8,yarn:beta_fast=8:attention_factor=1,dynamic_yarn,llama3,rerope:window=64,leaky_rerope:window=64:k=16,self_extend:window=32:group=4
+ZERO_SHOT = default,linear,ntk,dynamic,ntk_by_parts,yarn,yarn:beta_fast=8,yarn:beta_fast=8:attention_factor=1,dynamic_yarn,llama3,rerope:window=64,leaky_rerope:window=64:k=16,self_extend:window=32:group=12
 
 .PHONY: demo install data train train-copy finetune pose longrope eval ape test
 
@@ -19,7 +19,7 @@ train:                # optional: the pure-text 0.8M-param RoPE GPT at L=128, 15
 train-copy:           # the demo's base: the same GPT, 3000 steps with synthetic copies mixed in, so it retrieves (~20-27 min)
 	$(PY) train.py config/train_shakespeare_char_copy_cpu.py --overwrite=True
 
-finetune:             # 4 methods + the plain control, 128 -> 512, 100 steps on natural text, 3 seeds each (~15 min)
+finetune:             # PI, YaRN + the plain control, 128 -> 512, 100 steps on natural text, 3 seeds each (~6 min)
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --overwrite=True
 
 pose:                 # PoSE at L=128 (plain, YaRN s=4 beta_fast=8), same steps and seeds, ids skipping across 512 (~3 min)

@@ -15,5 +15,5 @@ max_iters = 100
 batch_size = 8
 learning_rate = 3e-4
 warmup_iters = 20
-eval_interval = 10
+eval_interval = 20
 eval_iters = 8
