@@ -53,10 +53,11 @@ def get_config(argv, defaults, start=None):
             if '=' not in arg:
                 raise ConfigError(f"argument {arg} should look like --key=value (e.g. {arg}=True)")
             key, val = arg[2:].split('=', 1)
-            try:
-                val = ast.literal_eval(val)
-            except (ValueError, SyntaxError):
-                pass  # a bare string
+            if not isinstance(defaults.get(key), str):  # a text setting takes the text as typed: --seeds=1337, --start=1984
+                try:
+                    val = ast.literal_eval(val)
+                except (ValueError, SyntaxError):
+                    pass  # a bare string
             setkey(key, val, 'command line')
     return cfg
 

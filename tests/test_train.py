@@ -196,3 +196,10 @@ def test_copy_fixed_iters_warm_up_then_the_mix(char_data):
     plain.step(1)
     plain.gen.set_state(b.gen.get_state())
     assert all(torch.equal(p, q) for p, q in zip(b.step(1, it=2)[0][:2], plain.step(1)[0][:2]))  # share 0 after the warm-up
+
+
+def test_a_text_setting_takes_the_text_as_typed():
+    import finetune_long
+    assert get_config(['--seeds=1337', '--rope_type=yarn'], finetune_long.DEFAULTS)['seeds'] == '1337'
+    assert get_config(['--out_dir=2024'], DEFAULTS)['out_dir'] == '2024'
+    assert get_config(['--max_iters=7'], DEFAULTS)['max_iters'] == 7
