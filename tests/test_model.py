@@ -73,10 +73,18 @@ def test_set_rope_scaling_touches_no_weight_and_changes_outputs():
 
 
 def test_linear_scaling_equals_plain_at_divided_positions():
-    """PI through the model: scaling positions by 1/s is what the model sees. With s = 1 nothing changes."""
+    """PI through the model: with linear s = 4, a token at position 4m is rotated exactly like a token at m in the
+    plain model (theta/4 * 4m = theta * m); with s = 1 nothing changes."""
     m = make()
+    with torch.no_grad():  # sharper attention, so that positions matter in the logits
+        for block in m.transformer.h:
+            block.attn.c_attn.weight.mul_(10)
     x = torch.randint(0, V, (1, 40))
     plain = m(x)[0]
+    m.set_rope_scaling({'rope_type': 'linear', 'factor': 4.0})
+    pi = m(x, pos=4 * torch.arange(40))[0]
+    assert torch.allclose(pi, plain, atol=1e-5)
+    assert not torch.allclose(m(x)[0], plain, atol=1e-3)  # at the ordinary positions PI does change the logits
     m.set_rope_scaling({'rope_type': 'linear', 'factor': 1.0})
     assert torch.allclose(m(x)[0], plain, atol=1e-6)
 
