@@ -5,7 +5,7 @@ gradient), written as a run that eval.py evaluates and finetune_long.py fine-tun
 
     python search_longrope.py --init_from=out/char-base --factor=8 --out_dir=out/longrope-s8
     python search_longrope.py --init_from=resume --out_dir=out/longrope-s8 --search_generations=16  # continue/extend
-    python eval.py --ckpt out/char-base out/longrope-s8 --rope_types=yarn:beta_fast=8 --eval_len=1024
+    python eval.py --ckpt=out/char-base,out/longrope-s8 --rope_types=yarn:beta_fast=8 --eval_len=1024
     python finetune_long.py --init_from=out/longrope-s8 --rope_type=keep --out_dir=out/ft-longrope-s8
 
 Candidate: long_factor f (f_i = theta_i / theta'_i), non-decreasing from the fastest pair to the slowest
