@@ -3,7 +3,7 @@
 PY ?= python
 ZERO_SHOT = default,linear,ntk,dynamic,ntk_by_parts,yarn,yarn:beta_fast=8,yarn:beta_fast=8:attention_factor=1,dynamic_yarn,llama3,rerope:window=64,leaky_rerope:window=64:k=16,self_extend:window=32:group=12
 
-.PHONY: demo install data train train-copy finetune pose longrope eval ape test
+.PHONY: demo install data train train-copy finetune pose longrope longrope4 eval ape test
 
 demo: install data train-copy finetune pose longrope eval
 
@@ -19,8 +19,9 @@ train:                # optional: the pure-text 0.8M-param RoPE GPT at L=128, 15
 train-copy:           # the demo's base: the same GPT, 3000 steps with synthetic copies mixed in, so it retrieves (~20-27 min)
 	$(PY) train.py config/train_shakespeare_char_copy_cpu.py --overwrite=True
 
-finetune:             # PI, YaRN + the plain control, 128 -> 512, 100 steps on natural text, 3 seeds each (~6 min)
+finetune:             # PI, YaRN + the plain control, 128 -> 512, 100 steps on natural text, 3 seeds each; and 20 steps, 1 seed (~7 min)
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --overwrite=True
+	$(PY) finetune_long.py config/finetune_long_char_cpu.py --seeds=1337 --max_iters=20 --out_dir=out/char-ft20 --overwrite=True
 
 pose:                 # PoSE at L=128 (plain, YaRN s=4 beta_fast=8), same steps and seeds, ids skipping across 512 (~3 min)
 	$(PY) finetune_long.py config/finetune_pose_char_cpu.py --overwrite=True
@@ -28,8 +29,13 @@ pose:                 # PoSE at L=128 (plain, YaRN s=4 beta_fast=8), same steps 
 longrope:             # LongRoPE's evolutionary search of per-pair factors at s=8 on training windows (~2 min)
 	$(PY) search_longrope.py --init_from=out/char-base-copy --factor=8 --out_dir=out/char-longrope-s8 --overwrite=True
 
+longrope4:            # optional: search at s=4, fine-tune the searched arm like the others (3 seeds), evaluate beside them (~5 min)
+	$(PY) search_longrope.py --init_from=out/char-base-copy --factor=4 --out_dir=out/char-longrope-s4 --overwrite=True
+	$(PY) finetune_long.py config/finetune_long_char_cpu.py --init_from=out/char-longrope-s4 --rope_type=keep --plain=False --out_dir=out/char-ft-longrope --overwrite=True
+	$(PY) eval.py --ckpt=out/char-base-copy,out/char-ft,out/char-ft-longrope --eval_len=1024 --num_windows=32 --out_dir=out/char-eval-longrope
+
 eval:                 # every arm under one protocol to 1024 = 8 x L: loss, ppl, passkey, entropy, plots (~10 min)
-	$(PY) eval.py --ckpt=out/char-base-copy,out/char-ft,out/char-pose,out/char-longrope-s8 --rope_types=$(ZERO_SHOT) --eval_len=1024 --num_windows=32 --out_dir=out/char-eval
+	$(PY) eval.py --ckpt=out/char-base-copy,out/char-ft,out/char-ft20,out/char-pose,out/char-longrope-s8 --rope_types=$(ZERO_SHOT) --eval_len=1024 --num_windows=32 --out_dir=out/char-eval
 
 ape:                  # optional: the same model with sinusoidal absolute positions and with ALiBi, evaluated past L (~22 min)
 	$(PY) train.py config/train_shakespeare_char_cpu.py --pos_emb=sinusoidal --out_dir=out/char-sinusoidal --overwrite=True
