@@ -41,10 +41,12 @@ def expand_ckpts(paths):
 
 def ckpt_arm(path, ckpt):
     lin, args = lineage_of(ckpt), ckpt['model_args']
-    sc, tuned = args.get('rope_scaling'), bool(lin['base_checkpoint'])
+    sc, derived = args.get('rope_scaling'), bool(lin['base_checkpoint'])
+    tuned = derived and lin['finetune_steps'] > 0  # a 0-step run (--max_iters=0, a LongRoPE search) is zero-shot
     name = (f"{scaling_name(sc)}{' pose' if lin['pose'] else ''} ft{lin['finetune_steps']}" if tuned else
+            f"{scaling_name(sc)} zero-shot" if derived else
             f"base (L={lin['train_len']})" if args['pos_emb'] == 'rope' else f"{args['pos_emb']} (L={lin['train_len']})")
-    return dict(name=name, checkpoint=path, kind='fine-tuned' if tuned else 'base', ckpt=ckpt, scaling=sc,
+    return dict(name=name, checkpoint=path, kind='fine-tuned' if tuned else 'zero-shot' if derived else 'base', ckpt=ckpt, scaling=sc,
                 L=lin['train_len'], seq_len=lin['seq_len'], steps=lin['finetune_steps'] if tuned else 0,
                 pose=lin['pose'], seed=(ckpt.get('config') or {}).get('seed'))
 

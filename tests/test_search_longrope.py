@@ -120,7 +120,7 @@ def test_the_run_loads_runs_at_sL_and_is_an_eval_arm(searched):
     x = torch.randint(0, 68, (1, T))
     assert torch.equal(model(x)[0], base(x)[0]) and torch.isfinite(model(x)[0]).all()
     arms, _, _ = ev.plan_arms(dict(ev.DEFAULTS, ckpt=f"{searched['base']},{searched['out']}", eval_len=T))
-    assert [(a['name'], a['dynamic']) for a in arms] == [('base (L=32)', False), ('longrope s=4 ft0', True)]
+    assert [(a['name'], a['dynamic']) for a in arms] == [('base (L=32)', False), ('longrope s=4 zero-shot', True)]
 
 
 @pytest.mark.parametrize('args, msg', [
