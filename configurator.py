@@ -51,7 +51,8 @@ def get_config(argv, defaults, start=None):
                     setkey(k, v, arg)
         else:
             if '=' not in arg:
-                raise ConfigError(f"argument {arg} should look like --key=value (e.g. {arg}=True)")
+                example = 'True' if isinstance(defaults.get(arg[2:]), bool) else '<value> (several values: a,b,c)'
+                raise ConfigError(f"argument {arg} should look like --key=value, e.g. {arg}={example}")
             key, val = arg[2:].split('=', 1)
             if not isinstance(defaults.get(key), str):  # a text setting takes the text as typed: --seeds=1337, --start=1984
                 try:

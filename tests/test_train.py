@@ -203,3 +203,10 @@ def test_a_text_setting_takes_the_text_as_typed():
     assert get_config(['--seeds=1337', '--rope_type=yarn'], finetune_long.DEFAULTS)['seeds'] == '1337'
     assert get_config(['--out_dir=2024'], DEFAULTS)['out_dir'] == '2024'
     assert get_config(['--max_iters=7'], DEFAULTS)['max_iters'] == 7
+
+
+def test_a_bare_flag_says_how_to_write_it():
+    with pytest.raises(ConfigError, match=r'--out_dir should look like --key=value, e\.g\. --out_dir=<value>'):
+        get_config(['--out_dir'], DEFAULTS)
+    with pytest.raises(ConfigError, match=r'--compile=True'):
+        get_config(['--compile'], DEFAULTS)
