@@ -12,6 +12,7 @@ Settings: the defaults below, then config files (python files that assign some o
 then --key=value overrides, in the order given.
 """
 
+import gc
 import json
 import math
 import os
@@ -418,8 +419,10 @@ def train(cfg, model=None, lineage=None, ckpt=None):
         raise ConfigError(f"{e}; training stopped ({kept}); lower learning_rate or check the data") from None
     finally:
         bar.close()
-        if world > 1:
+        if world > 1:  # drop the DDP wrapper (its reducer talks to the group) before the group goes
             import torch.distributed as dist
+            net = None  # noqa: F841
+            gc.collect()  # DDP holds reference cycles: free its reducer now, not after the group is gone
             dist.destroy_process_group()
     if stop_sig:
         raise KeyboardInterrupt
