@@ -1,4 +1,4 @@
-# The CPU pipeline, one visible step per target; `make demo` runs them all (about 45 minutes on 2 idle cores).
+# The CPU pipeline, one visible step per target; `make demo` runs them all (about 30-45 minutes on 2 idle cores, estimated from its steps).
 # Every step is a plain command you can copy and change. PY=python3 make demo to pick another interpreter.
 PY ?= python
 ZERO_SHOT = default,linear,ntk,dynamic,ntk_by_parts,yarn,yarn:beta_fast=8,yarn:beta_fast=8:attention_factor=1,dynamic_yarn,llama3,rerope:window=64,leaky_rerope:window=64:k=16,self_extend:window=32:group=12
