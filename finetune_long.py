@@ -26,9 +26,9 @@ import os
 
 from configurator import ConfigError, cli, get_config
 from data.common import atomic_write_text, data_dir_of, load_meta
-from model import load_checkpoint, model_from_checkpoint
+from model import load_checkpoint
 from rope import all_type_keys, parse_arms, scaling_name, slug
-from train import DEFAULTS as TRAIN_DEFAULTS, check_settings, check_vocab, ddp_ranks, run_config, train
+from train import DEFAULTS as TRAIN_DEFAULTS, check_settings, check_vocab, ddp_ranks, extended_model, run_config, train
 
 DEFAULTS = dict(
     TRAIN_DEFAULTS,
@@ -133,12 +133,7 @@ def main(argv):
         if resuming and os.path.isfile(os.path.join(run_dir, 'ckpt.pt')):
             row = train(dict(run_cfg, init_from='resume'))
         else:
-            model = model_from_checkpoint(base)
-            model.set_rope_scaling(scaling)
-            model.config.block_size = T
-            lineage = dict(train_len=L, seq_len=T, base_checkpoint=os.path.abspath(cfg['init_from']),
-                           rope_type=scaling['rope_type'] if scaling else 'default',
-                           factor=scaling['factor'] if scaling else None, finetune_steps=0)
+            model, lineage = extended_model(base, cfg['init_from'], scaling, L, T)
             row = train(run_cfg, model=model, lineage=lineage)
         arm.update(val_loss=row['val_loss'], val_loss_beyond_L=row['val_loss_beyond_L'])
         if len(plan) > 1:

@@ -42,7 +42,7 @@ from configurator import ConfigError, cli, get_config
 from data.common import atomic_write_text, doc_windows
 from model import load_checkpoint, model_from_checkpoint
 from rope import ROPE_SCALING, parse_arms, plain_inv_freq
-from train import DEFAULTS as TRAIN_DEFAULTS, check_vocab, estimate_loss, load_data, setup_device, train
+from train import DEFAULTS as TRAIN_DEFAULTS, check_vocab, estimate_loss, extended_model, load_data, setup_device, train
 
 DEFAULTS = dict(
     init_from='',             # the base run folder (from train.py), or 'resume' to continue the search in out_dir
@@ -274,11 +274,7 @@ def main(argv):
 
 def write_run(cfg, base, scaling, L, T, dataset):
     """ckpt.pt + log.jsonl through train.py's engine with 0 steps, as finetune_long.py --max_iters=0 writes them."""
-    model = model_from_checkpoint(base)
-    model.set_rope_scaling(scaling)
-    model.config.block_size = T
-    lineage = dict(train_len=L, seq_len=T, base_checkpoint=os.path.abspath(cfg['init_from']), rope_type='longrope',
-                   factor=scaling['factor'], finetune_steps=0)
+    model, lineage = extended_model(base, cfg['init_from'], scaling, L, T)
     run_cfg = {**TRAIN_DEFAULTS, **{k: v for k, v in base['model_args'].items() if k in TRAIN_DEFAULTS},
                **{k: cfg[k] for k in ('out_dir', 'batch_size', 'eval_iters', 'seed', 'device', 'dtype', 'progress')},
                'dataset': dataset, 'block_size': T, 'init_from': 'scratch', 'max_iters': 0, 'overwrite': True}

@@ -233,6 +233,17 @@ def new_lineage(T):
     return dict(train_len=T, seq_len=T, base_checkpoint=None, rope_type=None, factor=None, finetune_steps=0)
 
 
+def extended_model(base, base_path, scaling, L, T):
+    """(model, lineage) of a base checkpoint switched to `scaling` (None: unscaled) for training or scoring at T:
+    what finetune_long.py fine-tunes and search_longrope.py writes. The base path is stored absolute."""
+    model = model_from_checkpoint(base)
+    model.set_rope_scaling(scaling)
+    model.config.block_size = T
+    return model, dict(train_len=L, seq_len=T, base_checkpoint=os.path.abspath(base_path),
+                       rope_type=scaling['rope_type'] if scaling else 'default',
+                       factor=scaling['factor'] if scaling else None, finetune_steps=0)
+
+
 def build_model(cfg, meta, data_dir, model=None, lineage=None, ckpt=None):
     """The model to train and its lineage: the resumed run's, the one handed in, or a new GPT from cfg."""
     T = cfg['block_size']
