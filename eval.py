@@ -37,10 +37,10 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from configurator import ConfigError, autocast_context, cli, get_config, pick_device
-from data.common import atomic_write_text, data_dir_of, doc_windows, fetch_windows, load_meta, load_split
-from model import load_checkpoint, model_from_checkpoint
 from arms import finetune_log, plan_arms
+from configurator import ConfigError, autocast_context, cli, get_config, pick_device
+from data.common import atomic_write_text, data_dir_of, doc_windows, load_meta, load_split
+from model import model_from_checkpoint
 from rope import is_dynamic, rope_inv_freq, scaling_extras
 
 DEFAULTS = dict(
