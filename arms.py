@@ -13,8 +13,8 @@ import os
 from configurator import ConfigError
 from data.common import data_dir_of
 from model import load_checkpoint
-from position_maps import POSITION_MAPS, is_position_map_spec, parse_position_map, position_map_name
-from rope import ALIASES, ROPE_TYPES, is_dynamic, parse_arm, scaling_name
+from lab.position_maps import POSITION_MAPS, is_position_map_spec, parse_position_map, position_map_name
+from rope_config import ALIASES, ROPE_TYPES, is_dynamic, parse_arm, scaling_name
 
 
 def lineage_of(ckpt):
@@ -145,8 +145,9 @@ def plan_arms(cfg):
     if dup:
         raise ConfigError(f"checkpoint {dup} is given twice; list each run folder once")
     arms = group_seeds([ckpt_arm(p, load_checkpoint(p)) for p in paths])
-    for a in arms:  # two different runs with the same readable name: add the folder name
-        if sum(b['name'] == a['name'] for b in arms) > 1:
+    names = [a['name'] for a in arms]
+    for a, name in zip(arms, names):  # two different runs with the same readable name: each gets its folder's name
+        if names.count(name) > 1:
             a['name'] += f" [{os.path.basename(os.path.normpath(a['checkpoint']))}]"
     base = find_base(cfg, arms, real)
     check_same_data(arms + ([base] if base else []))

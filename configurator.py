@@ -10,6 +10,7 @@ Also here: which device and which number format to run in.
 """
 import ast
 import os
+import signal
 import sys
 from contextlib import nullcontext
 
@@ -41,13 +42,13 @@ def get_config(argv, defaults, start=None):
                 raise ConfigError(f"config file {arg} does not exist; see config/ for the shipped ones "
                                   f"(settings are given as --key=value)")
             scope = {}
-            try:
+            try:  # one namespace, as a module runs: a comprehension in the file sees the file's own names
                 with open(arg) as f:
-                    exec(f.read(), {}, scope)
+                    exec(f.read(), scope)
             except Exception as e:  # a typo in the file: say which file and what, not a traceback
                 raise ConfigError(f"config file {arg} does not run ({type(e).__name__}: {e}); fix it") from None
             for k, v in scope.items():
-                if not k.startswith('_'):
+                if not k.startswith('_') and not callable(v) and not isinstance(v, type(os)):
                     setkey(k, v, arg)
         else:
             if '=' not in arg:
@@ -110,3 +111,56 @@ def autocast_context(device_type, dtype, training=False):
     if dtype == 'float32':
         return dtype, nullcontext()
     return dtype, torch.autocast(device_type=device_type, dtype=getattr(torch, dtype))
+
+
+def ddp_ranks():
+    """(rank, world_size, local_rank) from torchrun's environment; (0, 1, 0) for a plain `python` run."""
+    if 'RANK' not in os.environ:
+        return 0, 1, 0
+    return int(os.environ['RANK']), int(os.environ['WORLD_SIZE']), int(os.environ['LOCAL_RANK'])
+
+
+def setup_device(cfg, training=True):
+    """(device, device_type, dtype actually run, autocast context); joins torchrun's process group if any."""
+    rank, world, local_rank = ddp_ranks()
+    device = pick_device(cfg['device'])
+    if world > 1:
+        from torch.distributed import init_process_group, is_initialized
+        if not is_initialized():
+            init_process_group(backend='nccl' if device.startswith('cuda') else 'gloo')
+        if device.startswith('cuda'):
+            device = f'cuda:{local_rank}'
+            torch.cuda.set_device(local_rank)
+    device_type = device.split(':')[0]
+    return (device, device_type) + autocast_context(device_type, cfg['dtype'], training=training)
+
+
+class StopOnSignal:
+    """Ctrl-C (SIGINT) and SIGTERM set a flag instead of killing the run: the loop finishes its step, saves once
+    and stops. Under torchrun every rank catches them, and the ranks agree (an all-reduce of the flags every
+    `every` steps), so all stop after the same step even when only one of them got the signal."""
+
+    def __init__(self, world, device, every):
+        self.sig, self.world, self.device, self.every = 0, world, device, every
+
+    def __enter__(self):
+        self.old = {s: signal.signal(s, self.catch) for s in (signal.SIGINT, signal.SIGTERM)}
+        return self
+
+    def catch(self, signum, frame):
+        self.sig = signum
+
+    def __exit__(self, *exc):
+        for s, h in self.old.items():
+            signal.signal(s, h)
+
+    def agreed(self, iter_num):
+        """The signal to stop on (0: go on), the same on every rank."""
+        if self.world == 1:
+            return self.sig
+        if iter_num % self.every:
+            return 0
+        import torch.distributed as dist
+        flag = torch.tensor([self.sig], device=self.device)
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        return int(flag.item())

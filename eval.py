@@ -10,7 +10,7 @@ finetune_long.py run) stands for all of its arms, and the seeds of one arm (--se
 Every --rope_types entry is a zero-shot arm: that RoPE scaling switched on in the base model (--base, else the
 first --ckpt that is not a fine-tune, else the base a fine-tune names), with s = T/L unless the entry sets a
 factor (yarn:factor=8:beta_fast=8; dynamic types default to factor 1). 'default' is the base model as trained.
-An entry can also be a position map on the base's RoPE (position_maps.py): rerope:window=64,
+An entry can also be a position map on the base's RoPE (lab/position_maps.py): rerope:window=64,
 leaky_rerope:window=64:k=16, self_extend:window=32:group=4; --position_map=<such a spec> adds every fine-tuned arm
 once more with that map ('yarn s=4 ft100 + rerope w=256').
 
@@ -39,9 +39,13 @@ from tqdm import tqdm
 
 from arms import finetune_log, plan_arms
 from configurator import ConfigError, autocast_context, cli, get_config, pick_device
-from data.common import atomic_write_text, data_dir_of, doc_windows, load_meta, load_split
+from data.common import atomic_write_text, check_vocab, data_dir_of, doc_windows, load_meta, load_split
+from lab.diagnostics import entropy_at
+from lab.position_maps import mapped_attention, mapped_logits
+from lab.retrieval import average_retrieval, passkey_examples, retrieval_scores
+from lab.stats import mean_ci, paired_vs_best
 from model import model_from_checkpoint
-from rope import is_dynamic, rope_inv_freq, scaling_extras
+from rope_config import is_dynamic, rope_inv_freq, scaling_extras
 
 DEFAULTS = dict(
     ckpt='',                # run folders, comma-separated
@@ -78,36 +82,6 @@ PROTOCOL = ("Every arm is scored as it generates: position p by a forward over p
 # ----------------------------------------------------------------------------- statistics
 
 
-T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
-
-
-def t975(df):
-    """The 97.5% quantile of Student's t with df degrees of freedom: the usual table up to 30, then the
-    Cornish-Fisher expansion around the normal quantile (within 0.01% there)."""
-    if df <= len(T975):
-        return T975[df - 1]
-    z = 1.959964
-    return z + (z ** 3 + z) / (4 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df ** 2) + \
-        (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / (384 * df ** 3)
-
-
-def mean_ci(x):
-    """Mean and 95% t-interval of a 1-D sample (a zero-width interval for a single value)."""
-    x = np.asarray(x, dtype=np.float64)
-    m = float(x.mean())
-    h = 0.0 if len(x) < 2 else t975(len(x) - 1) * float(x.std(ddof=1)) / math.sqrt(len(x))
-    return m, [m - h, m + h]
-
-
-def wilson(k, n):
-    """95% Wilson score interval of a proportion k/n."""
-    if n == 0:
-        return [0.0, 1.0]
-    z, p = 1.959964, k / n
-    c, h = (p + z * z / (2 * n)) / (1 + z * z / n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return [max(0.0, c - h), min(1.0, c + h)]
-
 # ----------------------------------------------------------------------------- measuring
 
 
@@ -136,7 +110,7 @@ def constant_len(model, T):
 
 
 @torch.no_grad()
-def nll(model, seq, positions, n0, ctx, hits=False):
+def nll(model, seq, positions, n0, ctx, hits=False, attend=None):
     """NLL of seq[:, p + 1] given seq[:, :p + 1] for each p in positions (B, len) on the CPU, each scored as the
     model generates: positions below n0 (and every position of a static arm) from one forward; any other p by a
     forward of exactly p + 1 tokens. With hits=True also whether the argmax is the target."""
@@ -147,7 +121,7 @@ def nll(model, seq, positions, n0, ctx, hits=False):
         [(p + 1, [j]) for j, p in enumerate(positions) if p >= n0]
     for n, cols in groups:
         with ctx:
-            logits, l = model(seq[:, :n], seq[:, 1:n + 1], reduction='none')
+            logits, l = model(seq[:, :n], seq[:, 1:n + 1], reduction='none', attend=attend)
         idx = torch.tensor([positions[j] for j in cols], device=seq.device)
         loss[:, cols] = l[:, idx].float().cpu()
         if hits:
@@ -169,75 +143,6 @@ def scored_positions(L, T, n0, grid):
     return out
 
 
-def passkey_examples(val, starts, T, L, K, pos, vocab_size, eot, seed):
-    """The passkey test: in each window a random string of K tokens (never eot) at pos, then the same string again at
-    pos + d; and a control with the string only at pos + d (no earlier copy), so that the gain isolates retrieval.
-    Distance buckets [K, L), [L, 2L), ...: in [K, L) both copies and the scored tokens lie inside the first L tokens.
-    Returns buckets [(label, lo, hi)] and examples [dict(bucket, distance, first, repeat, key, seq, control)]."""
-    rng = np.random.default_rng(seed)
-    tokens = np.array([t for t in range(vocab_size) if t != eot])
-    buckets, examples, lo = [], [], 0
-    for hi in bucket_ends(L, T):
-        a, b = max(lo, K), min(hi, T - pos - K + 1, L - pos - K + 1 if lo == 0 else T)
-        if a < b:
-            for s in starts:
-                d, key = int(rng.integers(a, b)), rng.choice(tokens, K)
-                control = np.array(val[s:s + T + 1], dtype=np.int64)
-                control[pos + d:pos + d + K] = key
-                seq = control.copy()
-                seq[pos:pos + K] = key
-                examples.append(dict(bucket=len(buckets), distance=d, first=pos, repeat=pos + d, key=key, seq=seq,
-                                     control=control))
-            buckets.append((f"{a}-{b - 1}" if lo == 0 else f"{lo}-{hi}", a, b))
-        lo = hi
-    return buckets, examples
-
-
-@torch.no_grad()
-def retrieval_scores(model, buckets, examples, K, cue, n0, ctx, device, batch_size):
-    """Per distance bucket: exact match (greedy reproduces every token after the cue, given the true prefix) with its
-    Wilson interval, the repeat loss, the control loss (same string, same place, no earlier copy) and the gain
-    control - repeat with its t-interval over examples. Examples that end below n0 share forwards; past it (a dynamic
-    arm) each example gets one forward ending at its last scored token, i.e. the scale it has when emitting it."""
-    out = []
-    for b, (label, lo, hi) in enumerate(buckets):
-        group = [e for e in examples if e['bucket'] == b]
-        near = [e for e in group if e['repeat'] + K - 1 <= n0]
-        chunks = [near[i:i + batch_size] for i in range(0, len(near), batch_size)] + \
-            [[e] for e in group if e['repeat'] + K - 1 > n0]
-        rep, ctl, exact = [], [], []
-        for chunk in chunks:
-            n = max(e['repeat'] + K - 1 for e in chunk)  # token k of the repeat is the target at repeat + k - 1
-            seq = torch.from_numpy(np.stack([e['seq'][:n + 1] for e in chunk] + [e['control'][:n + 1] for e in chunk]))
-            seq = seq.to(device)
-            with ctx:
-                logits, loss = model(seq[:, :-1], seq[:, 1:], reduction='none')
-            for j, e in enumerate(chunk):
-                r = slice(e['repeat'] + cue - 1, e['repeat'] + K - 1)
-                rep.append(loss[j, r].float().mean().item())
-                ctl.append(loss[j + len(chunk), r].float().mean().item())
-                exact.append(bool((logits[j, r].argmax(-1) == seq[j, r.start + 1:r.stop + 1]).all()))
-        gain, gain_ci = mean_ci(np.array(ctl) - np.array(rep))
-        out.append(dict(bucket=label, distance_lo=lo, distance_hi=hi - 1, n=len(rep), exact_match=float(np.mean(exact)),
-                        exact_match_ci=wilson(sum(exact), len(exact)), repeat_loss=float(np.mean(rep)),
-                        control_loss=float(np.mean(ctl)), gain=gain, gain_ci=gain_ci))
-    return out
-
-
-@torch.no_grad()
-def entropy_at(model, x, positions, n0, chunk, ctx):
-    """Mean attention entropy (over layers, heads, windows) per query position, each query scored like nll()."""
-    out = np.full(x.size(1), np.nan)
-    near = [p for p in positions if p < n0]
-    with ctx:
-        if near:
-            ent = model.attention_entropy(x[:, :max(near) + 1], chunk).float().mean(dim=(0, 1, 2)).cpu()
-            out[near] = ent[near].numpy()
-        for p in (p for p in positions if p >= n0):
-            out[p] = model.attention_entropy(x[:, :p + 1], chunk)[..., p].float().mean().item()
-    return out
-
-
 def measure_arm(arm, run, cfg, device, ctx):
     """Everything measured for one arm (each of its seeds' runs): per-position losses, buckets with intervals,
     ppl_at (Table 1 form), retrieval, entropy. Returns (result dict, per-window loss array [N, T])."""
@@ -247,25 +152,25 @@ def measure_arm(arm, run, cfg, device, ctx):
         model = model_from_checkpoint(r['ckpt'])
         if arm['kind'] == 'zero-shot':
             model.set_rope_scaling(arm['scaling'])
-        if arm.get('position_map'):
-            model.set_position_map(arm['position_map'])
+        pm = arm.get('position_map')
+        attend = mapped_attention(model, pm) if pm else None
         model.to(device).eval()
         n0 = constant_len(model, T)
         where = scored_positions(L, T, n0, cfg['grid'])
         loss = np.full((len(run['starts']), T), np.nan)
         for i in range(0, len(run['starts']), B):
             seq = run['seqs'][i:i + B].to(device)
-            loss[i:i + B, where] = nll(model, seq, where, n0, ctx)[0].numpy()
+            loss[i:i + B, where] = nll(model, seq, where, n0, ctx, attend=attend)[0].numpy()
         ppl = {}
         for c in bucket_ends(L, T):
             cut = loss[:, :c] if n0 >= T else np.concatenate(
-                [nll(model, run['seqs'][i:i + B].to(device), range(c), c, ctx)[0].numpy()
+                [nll(model, run['seqs'][i:i + B].to(device), range(c), c, ctx, attend=attend)[0].numpy()
                  for i in range(0, len(run['starts']), B)])
             ppl[str(c)] = math.exp(float(np.mean(cut)))
         ent = entropy_at(model, run['seqs'][:cfg['entropy_windows'], :T].to(device), where, n0,
-                         cfg['entropy_chunk'], ctx)
+                         cfg['entropy_chunk'], ctx, mapped_logits(model, pm) if pm else None)
         ret = retrieval_scores(model, run['buckets'], run['examples'], cfg['retrieval_len'], cfg['retrieval_cue'],
-                               n0, ctx, device, B) if run['examples'] else []
+                               n0, ctx, device, B, attend) if run['examples'] else []
         per_run.append(dict(loss=loss, ppl=ppl, ent=ent, ret=ret, model=model))
     loss = np.mean([p['loss'] for p in per_run], axis=0)
     scored = np.isfinite(loss).all(axis=0)  # the positions this arm was scored at (all windows alike)
@@ -290,7 +195,7 @@ def summarize_arm(arm, per_run, L, T):
                seq_len=arm['seq_len'], finetune_steps=arm['steps'], pose=arm['pose'], rope_scaling=sc,
                rope_type=(sc or {}).get('rope_type', 'default') if model.config.pos_emb == 'rope' else None,
                factor=(sc or {}).get('factor'), settings=scaling_extras(sc), pos_emb=model.config.pos_emb,
-               position_map=model.config.position_map,
+               position_map=arm.get('position_map'),
                head_dim=model.head_dim, rope_base=model.config.rope_base, dynamic=arm['dynamic'],
                buckets=buckets, buckets_ci=cis,
                ppl_at={c: float(np.mean([p['ppl'][c] for p in per_run])) for c in per_run[0]['ppl']},
@@ -305,34 +210,6 @@ def summarize_arm(arm, per_run, L, T):
     out['_per_window'] = per_window
     return out
 
-
-def average_retrieval(rets):
-    """Retrieval entries of several seeds of one arm: means, with the sd across seeds of exact match and gain."""
-    out = []
-    for rows in zip(*rets):
-        r = dict(rows[0])
-        for k in ('exact_match', 'repeat_loss', 'control_loss', 'gain'):
-            r[k] = float(np.mean([x[k] for x in rows]))
-        r['exact_match_seed_sd'] = float(np.std([x['exact_match'] for x in rows], ddof=1))
-        r['gain_seed_sd'] = float(np.std([x['gain'] for x in rows], ddof=1))
-        n = sum(x['n'] for x in rows)
-        r['n'], r['exact_match_ci'] = n, wilson(round(r['exact_match'] * n), n)
-        out.append(r)
-    return out
-
-
-def paired_vs_best(results):
-    """Per bucket: the arm with the lowest mean loss, and every arm's paired difference to it (same windows) with
-    its 95% interval; an interval that contains 0 is a tie."""
-    out = {}
-    for label in results[0]['buckets']:
-        best = min(results, key=lambda a: a['buckets'][label])
-        rows = {}
-        for a in results:
-            d, ci = mean_ci(a['_per_window'][label] - best['_per_window'][label])
-            rows[a['name']] = dict(diff=d, ci=ci, tie=bool(ci[0] <= 0 <= ci[1]))
-        out[label] = dict(best=best['name'], arms=rows)
-    return out
 
 # ----------------------------------------------------------------------------- writing
 
@@ -364,7 +241,7 @@ def write_outputs(cfg, run, results, pos_cols, ent_cols, timing, t0):
              factor=cfg['factor'] or None, finetune_lengths=sorted({a['seq_len'] for a in arms if a['kind'] == 'fine-tuned'}),
              device=run['device'], dtype=run['dtype'], batch_size=cfg['batch_size'], torch=torch.__version__,
              protocol=PROTOCOL, grid=cfg['grid'], vs_best=paired_vs_best(results),
-             training_mix={a['name']: {k: v for k, v in (a['ckpt'].get('config') or {}).items() if k.startswith('mix_')}
+             training_mix={a['name']: {k: v for k, v in (a['ckpt'].get('config') or {}).items() if k.startswith('copy_')}
                            for a in arms},
              entropy=dict(windows=cfg['entropy_windows'], chunk=cfg['entropy_chunk']),
              retrieval=dict(examples=cfg['retrieval_examples'], len=cfg['retrieval_len'], cue=cfg['retrieval_cue'],
@@ -426,6 +303,10 @@ def validate(cfg):
     if meta['vocab_size'] != vocab:
         raise ConfigError(f"{data_dir} has a vocabulary of {meta['vocab_size']} but the models have {vocab}; "
                           f"evaluate on the dataset they were trained on")
+    check_vocab(first['ckpt'].get('dataset') or {}, meta, data_dir, first['checkpoint'])  # the mapping, not only its size
+    if cfg['smooth'] > T:
+        raise ConfigError(f"smooth={cfg['smooth']} is wider than the {T} positions evaluated; pass --smooth <= {T} "
+                          f"(0: T/32)")
     docs, val = meta['docs']['val'], load_split(data_dir, 'val', meta)
     room = sum((end - start) // (T + 1) for _, start, end in docs)
     if cfg['num_windows'] > room:
@@ -439,7 +320,8 @@ def validate(cfg):
                           f"2 x retrieval_len = {pos + 2 * K} must fit in L={L}; change them or set retrieval_examples=0")
     starts = doc_windows(docs, T + 1, cfg['num_windows'], cfg['seed'])
     ret_starts = doc_windows(docs, T + 1, R, cfg['seed'] + 1) if R else []
-    buckets, examples = passkey_examples(val, ret_starts, T, L, K, pos, vocab, meta['eot_token'], cfg['seed'])
+    buckets, examples = passkey_examples(val, ret_starts, bucket_ends(L, T), T, L, K, pos, vocab, meta['eot_token'],
+                                         cfg['seed'])
     device = pick_device(cfg['device'])
     dtype, _ = autocast_context(device.split(':')[0], cfg['dtype'])
     seqs = torch.from_numpy(np.stack([np.asarray(val[s:s + T + 1], dtype=np.int64) for s in starts]))

@@ -24,11 +24,12 @@ full new length with ordinary positions. Arms are named '<method> pose' ('yarn s
 import json
 import os
 
-from configurator import ConfigError, cli, get_config
-from data.common import atomic_write_text, data_dir_of, load_meta
-from model import load_checkpoint
-from rope import all_type_keys, parse_arms, scaling_name, slug
-from train import DEFAULTS as TRAIN_DEFAULTS, check_settings, check_vocab, ddp_ranks, extended_model, run_config, train
+from configurator import ConfigError, cli, ddp_ranks, get_config
+from data.common import atomic_write_text, check_vocab, data_dir_of, load_meta
+from lab import copy_mix
+from model import checkpoint_args, load_checkpoint
+from rope_config import all_type_keys, parse_arms, scaling_name, slug
+from train import DEFAULTS as TRAIN_DEFAULTS, check_settings, extended_model, run_config, train
 
 DEFAULTS = dict(
     TRAIN_DEFAULTS,
@@ -47,7 +48,7 @@ DEFAULTS = dict(
     max_iters=100, learning_rate=3e-4, warmup_iters=20, decay_lr=False, weight_decay=0.0,
     batch_size=8, eval_interval=20, eval_iters=8,
 )
-MODEL_KEYS = ('n_layer', 'n_head', 'n_embd', 'dropout', 'bias', 'pos_emb', 'rope_base', 'smear_keys')
+MODEL_KEYS = ('n_layer', 'n_head', 'n_embd', 'dropout', 'bias', 'pos_emb', 'rope_base', 'attention')
 
 
 def parse_seeds(cfg):
@@ -64,7 +65,7 @@ def parse_seeds(cfg):
 def plan_arms(cfg, base, resuming=False):
     """Validate everything and return [(name, folder, seed, rope_scaling, run_cfg), ...] before any training;
     folder is relative to out_dir ('' for a single arm with a single seed)."""
-    args = base['model_args']
+    args = checkpoint_args(base)
     if args['pos_emb'] != 'rope':
         raise ConfigError(f"{cfg['init_from']} uses pos_emb={args['pos_emb']!r}; context extension needs a rope model")
     L = base.get('lineage', {}).get('train_len', args['block_size'])
@@ -88,7 +89,9 @@ def plan_arms(cfg, base, resuming=False):
                    pose_len=(cfg['pose_len'] or L) if cfg['pose'] else 0, **{k: args[k] for k in MODEL_KEYS})
     check_settings(run_cfg, ddp_ranks()[1])
     data_dir = data_dir_of(run_cfg['dataset'])
-    check_vocab(base['dataset'], load_meta(data_dir), data_dir, cfg['init_from'])
+    meta = load_meta(data_dir)
+    check_vocab(base['dataset'], meta, data_dir, cfg['init_from'])
+    copy_mix.settings(run_cfg, meta, run_cfg['pose_len'] or T)  # the copy spans must fit the window trained
     seeds = parse_seeds(cfg)
     folder = lambda name, seed: '/'.join(p for p in (slug(name) if len(arms) > 1 else '', f'seed{seed}' if len(seeds) > 1 else '') if p)
     plan = [(name, folder(name, seed), seed, scaling,

@@ -24,7 +24,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from data.common import atomic_write  # noqa: E402
-from rope import bands, critical_dimension, freq_ratio, rope_inv_freq, scaling_name  # noqa: E402
+from rope_config import bands, critical_dimension, freq_ratio, rope_inv_freq, scaling_name  # noqa: E402
 
 RC = {'font.size': 13, 'axes.titlesize': 15, 'axes.labelsize': 14, 'legend.fontsize': 11, 'xtick.labelsize': 12,
       'ytick.labelsize': 12, 'axes.spines.top': False, 'axes.spines.right': False, 'figure.dpi': 110}

@@ -1,27 +1,61 @@
 """
-RoPE and the ways to stretch it past the training length L, as small pure functions.
+RoPE and the ways to stretch it past the training length L, as small pure functions, in the order of the story:
+the rotation, then plain RoPE -> PI -> NTK-aware -> Dynamic NTK -> NTK-by-parts -> YaRN (+ its temperature) ->
+Dynamic YaRN -> Llama 3.1 -> LongRoPE, then the one table that names them.
 
-Notation: head dim d (even), pair i = 0 .. d/2-1, base b, training length L, scale s = L'/L >= 1,
-current sequence length l. Plain RoPE turns pair i by m*theta_i at position m, theta_i = b^(-2i/d).
-Wavelength lambda_i = 2*pi/theta_i; rotations within L: r_i = L/lambda_i. The pairs fall in three bands:
+Notation: head dim d (even), pair i = 0 .. d/2-1, base b, training length L, scale s = L'/L >= 1, current length l.
+Plain RoPE turns pair i by m*theta_i at position m, theta_i = b^(-2i/d). Wavelength lambda_i = 2*pi/theta_i;
+rotations within L: r_i = L/lambda_i. The pairs fall in three bands:
   high   r_i > beta_fast (32): many full turns inside L; every angle was seen, extrapolating is safe.
   middle in between.
   low    r_i < beta_slow (1): not even one turn inside L; angles past L were never seen -> squeeze.
 Example d=128, b=1e4, L=4096: pair 0 turns 57.2958 deg/token (~652 turns in L); the last pair turns
-0.0066164 deg/token (27.10 deg in all of L); pairs 0..45 complete a turn (boundary d*ln(L/2pi)/(2 ln b)
-= 45.03). Each method below returns theta'_i (float64); rope_inv_freq dispatches and returns float32.
-Run `python rope.py --head_dim 64 --L 256 --factor 4` to see every method side by side.
+0.0066164 deg/token (27.10 deg in all of L); pairs 0..45 complete a turn (boundary d*ln(L/2pi)/(2 ln b) = 45.03).
+Each method returns theta'_i in float64. rope_config.py (beside this file) validates a config, dispatches through
+ROPE_SCALING (rope_inv_freq), parses arm specs and prints every method side by side: python rope_config.py.
 """
 import math
-import reprlib
 
 import torch
+
+# --------------------------------------------------------------------------- the rotation
+
+def rope_cos_sin(inv_freq, positions, attention_factor=1.0, dtype=None):
+    """cos, sin tables [..., T, head_dim] in rotate-half layout (cat(freqs, freqs)), each multiplied by
+    attention_factor. positions: a tensor of positions (ints or floats; may have batch dims) or an int T for
+    0..T-1. Built in float32 with autocast off (in bf16, positions 256 and 257 are the same number), then cast
+    to dtype if given. Build them for the length actually run; nothing here assumes a maximum."""
+    device = inv_freq.device
+    if isinstance(positions, int):
+        positions = torch.arange(positions, device=device)
+    with torch.autocast(device_type=device.type, enabled=False):
+        freqs = positions.to(device=device, dtype=torch.float32)[..., None] * inv_freq.to(torch.float32)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        cos, sin = emb.cos() * attention_factor, emb.sin() * attention_factor
+    return (cos, sin) if dtype is None else (cos.to(dtype), sin.to(dtype))
+
+def apply_rope(x, cos, sin):
+    """Rotate x [..., T, head_dim] (rotate-half: pair i is (x[i], x[i + d/2]), as in HF Llama and litgpt):
+    out = x*cos + cat(-x2, x1)*sin. The interleaved (complex) layout, pairs (x[2i], x[2i+1]), is the same
+    function after permuting each head's q/k rows to cat(w[0::2], w[1::2]). Returns x's dtype."""
+    if x.shape[-1] != cos.shape[-1]:
+        raise ValueError(f"apply_rope: x has head_dim {x.shape[-1]} but cos/sin have {cos.shape[-1]}")
+    x1, x2 = x.chunk(2, dim=-1)
+    return (x * cos + torch.cat((-x2, x1), dim=-1) * sin).to(x.dtype)
 
 # --------------------------------------------------------------------------- the methods, in story order
 
 def plain_inv_freq(head_dim, base):
     """Plain RoPE: theta_i = b^(-2i/d). Pair 0 is the fastest (1 rad/token), the last the slowest."""
     return base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
+
+def wavelengths(head_dim, base):
+    """lambda_i = 2*pi / theta_i: tokens per full turn of pair i."""
+    return 2 * math.pi / plain_inv_freq(head_dim, base)
+
+def rotations_within(head_dim, base, L):
+    """r_i = L / lambda_i: full turns pair i makes within L tokens."""
+    return L / wavelengths(head_dim, base)
 
 def linear_inv_freq(head_dim, base, s):
     """PI (linear): theta'_i = theta_i / s, i.e. position m becomes m/s. Squeezes EVERY band: the low band
@@ -114,8 +148,7 @@ def longrope_inv_freq(head_dim, base, short_factor, long_factor, L, seq_len):
     """LongRoPE (Ding et al. 2024; Phi-3; Hugging Face 'longrope'): one rescale factor per pair, searched rather
     than drawn by a formula: theta'_i = theta_i / f_i with f = long_factor when the current length l > L, else
     short_factor (l <= L). The switch moves EVERY pair at once, so it is a dynamic type: keys cached with the
-    short factors are stale once an input grows past L (recompute them, as for dynamic NTK). search_longrope.py
-    finds long_factor for a model of this project."""
+    short factors are stale once an input grows past L. search_longrope.py finds long_factor for a model."""
     f = long_factor if seq_len > L else short_factor
     for name, fs in (('short_factor', short_factor), ('long_factor', long_factor)):
         if len(fs) != head_dim // 2:
@@ -148,7 +181,7 @@ _YARN_KEYS = {'beta_fast': (float, 32.0), 'beta_slow': (float, 1.0), 'truncate':
 #               compute(head_dim, base, cfg, seq_len) -> (theta' float64, attention factor),
 #               dynamic: depends on the forward length l).
 # Every type also takes rope_type, factor (s) and original_max_position_embeddings (L). Adding a method is one
-# function above plus one line here; scripts derive their per-type flags and the arm-spec parser from this table.
+# function above plus one line here; rope_config.py validates configs and parses arm specs from this table.
 ROPE_SCALING = {
     'default': ({}, lambda d, b, c, l: (plain_inv_freq(d, b), 1.0), False),
     'linear': ({}, lambda d, b, c, l: (linear_inv_freq(d, b, c['factor']), 1.0), False),
@@ -167,304 +200,3 @@ ROPE_SCALING = {
     'longrope': ({'short_factor': (list, None), 'long_factor': (list, None), 'attention_factor': (float, None)},
                  _longrope, True),
 }
-ROPE_TYPES = tuple(ROPE_SCALING)
-DYNAMIC_TYPES = tuple(t for t, (_, _, dyn) in ROPE_SCALING.items() if dyn)
-COMMON_KEYS = {'factor': (float, None), 'original_max_position_embeddings': (int, None)}
-ALIASES = {'plain': 'default'}  # an accepted second name for unscaled RoPE in arm specs
-
-
-def type_keys(rope_type):
-    """The keys a type accepts besides rope_type, factor and original_max_position_embeddings: {name: (type, default)}."""
-    return dict(ROPE_SCALING[rope_type][0]) if rope_type in ROPE_SCALING else {}
-
-
-def all_type_keys():
-    """Every per-type key of any type -> its type (what scripts offer as --flags)."""
-    return {k: typ for keys, _, _ in ROPE_SCALING.values() for k, (typ, _) in keys.items()}
-
-
-def _check_factors(v, bad):
-    """A per-pair factor list (longrope's short_factor / long_factor) -> a new list of floats. Hugging Face asks for
-    a list of numbers; each is also finite and > 0 here (theta_i / f_i). Not >= 1: that is the search's bound, not
-    the format's. Its length is checked against head_dim in rope_inv_freq, where head_dim is known."""
-    if not isinstance(v, (list, tuple)) or not v:
-        bad("must be a non-empty list of numbers, one per pair")
-    if any(isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x <= 0 for x in v):
-        bad("every value must be a finite number > 0 (theta'_i = theta_i / f_i)")
-    return [float(x) for x in v]
-
-
-def check_scaling(scaling):
-    """Validate a rope_scaling dict (Hugging Face key names); return a normalized copy with defaults filled
-    in, or None for plain RoPE. Raises ValueError naming the bad field and what it accepts."""
-    if scaling is None:
-        return None
-    if not isinstance(scaling, dict):
-        raise ValueError(f"rope_scaling must be a dict or None, got {type(scaling).__name__}")
-    t = scaling.get('rope_type')
-    if t not in ROPE_SCALING:
-        raise ValueError(f"rope_scaling['rope_type'] = {t!r} is missing or unknown; use one of {', '.join(ROPE_TYPES)}")
-    allowed = {**COMMON_KEYS, **type_keys(t)}
-    for k in scaling:
-        if k != 'rope_type' and k not in allowed:
-            raise ValueError(f"rope_scaling key {k!r} is not used by rope_type {t!r}; "
-                             f"accepted keys: rope_type, {', '.join(allowed)}")
-    sc = {'rope_type': t, **{k: default for k, (_, default) in allowed.items() if default is not None}}
-    sc.update(scaling)
-    if t in ('dynamic', 'dynamic_yarn'):
-        sc.setdefault('factor', 1.0)  # never fine-tuned: s = max(1, l/L)
-    def bad(k, want):
-        raise ValueError(f"rope_scaling['{k}'] = {reprlib.repr(sc.get(k))} for rope_type {t!r}: {want}")
-    for k, (typ, _) in allowed.items():
-        if k not in sc:
-            continue
-        v = sc[k]
-        if typ is bool and not isinstance(v, bool):
-            bad(k, "must be True or False")
-        if typ is float:
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                bad(k, "must be a finite number")
-            sc[k] = float(v)
-        if typ is list:
-            sc[k] = _check_factors(v, lambda want: bad(k, want))
-    for k, (typ, _) in allowed.items():
-        if typ is list and k not in sc:
-            bad(k, "missing; give a list of numbers, one per pair (head_dim / 2 of them), e.g. from search_longrope.py")
-    if t != 'default' and 'factor' not in sc:
-        bad('factor', "missing; set the scale s = L'/L (a number >= 1)")
-    if sc.get('factor', 1.0) < 1:
-        bad('factor', "must be >= 1 (s = L'/L; 1 means plain RoPE)")
-    L = sc.get('original_max_position_embeddings')
-    if L is None and t not in ('default', 'linear', 'ntk'):
-        bad('original_max_position_embeddings', "missing; set it to the training length L")
-    if L is not None and (isinstance(L, bool) or not isinstance(L, int) or L < 1):
-        bad('original_max_position_embeddings', "must be a positive int (the training length L)")
-    for k in ('beta_slow', 'attention_factor', 'low_freq_factor'):
-        if k in sc and sc[k] <= 0:
-            bad(k, "must be > 0")
-    for k in ('mscale', 'mscale_all_dim'):
-        if k in sc and sc[k] < 0:
-            bad(k, "must be >= 0 (0 means: use the plain YaRN temperature, as Hugging Face does)")
-    if sc.get('beta_fast', 1) <= sc.get('beta_slow', 0):
-        bad('beta_fast', f"must be > beta_slow = {sc['beta_slow']} (rotations in L: fast band edge above slow)")
-    if sc.get('low_freq_factor', 0) >= sc.get('high_freq_factor', 1):
-        bad('low_freq_factor', f"must be < high_freq_factor = {sc['high_freq_factor']}")
-    if ('mscale' in sc) != ('mscale_all_dim' in sc):
-        bad('mscale_all_dim' if 'mscale' in sc else 'mscale', "mscale and mscale_all_dim must be given together")
-    return sc
-
-
-def is_dynamic(scaling):
-    """True for the types whose frequencies depend on the forward length (dynamic, dynamic_yarn, longrope)."""
-    return scaling is not None and scaling.get('rope_type') in DYNAMIC_TYPES
-
-
-def rope_inv_freq(head_dim, base=10000.0, scaling=None, seq_len=None):
-    """theta'_i for a config -> (inv_freq float32 [head_dim//2], attention_factor float).
-    seq_len is the current length l, used by the dynamic types (None means l = L). Pure: nothing is cached,
-    so a short input after a long one gets exactly the short input's frequencies."""
-    if isinstance(head_dim, bool) or not isinstance(head_dim, int) or head_dim <= 0 or head_dim % 2:
-        raise ValueError(f"head_dim = {head_dim!r}: must be a positive even int (n_embd / n_head)")
-    if isinstance(base, bool) or not isinstance(base, (int, float)) or not base > 1 or not math.isfinite(base):
-        raise ValueError(f"base = {base!r}: must be a finite number > 1 (rope_base; 10000 is usual)")
-    if seq_len is not None and seq_len < 0:
-        raise ValueError(f"seq_len = {seq_len!r}: must be >= 0 (the current sequence length)")
-    sc = check_scaling(scaling) or {'rope_type': 'default'}
-    t = sc['rope_type']
-    if t in ('ntk', 'dynamic') and head_dim < 4:
-        raise ValueError(f"head_dim = {head_dim}: rope_type {t!r} needs head_dim >= 4 (b' uses d/(d-2))")
-    l = sc.get('original_max_position_embeddings') if seq_len is None else seq_len
-    inv, af = ROPE_SCALING[t][1](head_dim, base, sc, l)
-    return inv.to(torch.float32), float(af)
-
-# --------------------------------------------------------------------------- arm specs and names
-
-def parse_value(key, text, typ):
-    """'8' -> 8.0 for a float key, 'false' -> False for a bool key; ValueError naming the key otherwise."""
-    try:
-        if typ is bool:
-            return {'true': True, 'false': False}[text.lower()]
-        return typ(text)
-    except (KeyError, ValueError):
-        raise ValueError(f"{key}={text!r} is not a {typ.__name__}") from None
-
-
-LIST_ARMS = ("a longrope arm comes from a run folder: search one with search_longrope.py, then evaluate it with "
-             "eval.py --ckpt <folder> or fine-tune it with finetune_long.py --init_from=<folder> --rope_type=keep "
-             "(finetune_long.py also takes --short_factor=[...] --long_factor=[...])")
-
-
-def spec_settings(entry, pairs, keys):
-    """['beta_fast=8', ...] of arm spec `entry` -> {key: value} typed by keys ({key: (type, ...)}); one-line errors."""
-    given = {}
-    for pair in pairs:
-        key, _, val = pair.partition('=')
-        if key not in keys or not val:
-            raise ValueError(f"arm {entry!r}: {pair!r} should be key=value with key one of {', '.join(keys)}")
-        if keys[key][0] is list:
-            raise ValueError(f"arm {entry!r}: {key} is a list (one number per pair) and cannot be written in an "
-                             f"arm spec; {LIST_ARMS}")
-        if key in given:
-            raise ValueError(f"arm {entry!r}: {key} is given twice; give it once")
-        given[key] = parse_value(key, val, keys[key][0])
-    return given
-
-
-def parse_arm(entry, factor, L, flags=None):
-    """One arm spec -> rope_scaling dict (None for unscaled RoPE).
-    'yarn:beta_fast=8:attention_factor=1' with factor and L filling what the spec does not set. flags
-    ({key: value}, e.g. a script's --beta_fast=8) go to the types that accept them. A key given twice (twice in
-    the spec, or in the spec and as a flag) is an error. 'default' is unscaled RoPE ('plain' is an alias)."""
-    rope_type, *pairs = entry.strip().split(':')
-    rope_type = ALIASES.get(rope_type, rope_type)
-    if rope_type not in ROPE_SCALING:
-        raise ValueError(f"arm {entry!r}: rope type {rope_type!r} is unknown; use one of {', '.join(ROPE_TYPES)}")
-    keys = {**COMMON_KEYS, **type_keys(rope_type)}
-    given = spec_settings(entry, pairs, keys)
-    for key, val in (flags or {}).items():
-        if val is None or key not in keys:
-            continue
-        if key in given:
-            raise ValueError(f"arm {entry!r} sets {key} and --{key}={val} sets it too; give it in one place")
-        given[key] = val
-    if rope_type == 'default':
-        if given:
-            raise ValueError(f"arm {entry!r}: unscaled RoPE takes no settings")
-        return None
-    missing = [k for k, (typ, _) in keys.items() if typ is list and k not in given]
-    if missing:
-        raise ValueError(f"arm {entry!r} needs {' and '.join(missing)} (one number per pair); {LIST_ARMS}")
-    sc = {'rope_type': rope_type, 'factor': float(factor), 'original_max_position_embeddings': int(L)}
-    sc.update(given)
-    return check_scaling(sc)
-
-
-def scaling_extras(sc):
-    """The scalar settings of a config that differ from its type's defaults (not rope_type, factor or L, nor
-    per-pair lists): {key: value}."""
-    if sc is None or sc['rope_type'] == 'default':
-        return {}
-    keys = type_keys(sc['rope_type'])
-    return {k: v for k, v in sc.items() if k in keys and keys[k][0] is not list and v != keys[k][1]}
-
-
-def scaling_name(sc):
-    """'yarn s=4 β_fast=8': the type, the scale, and the settings that differ from the table's defaults."""
-    if sc is None or sc['rope_type'] == 'default':
-        return 'default'
-    greek = {'beta_fast': 'β_fast', 'beta_slow': 'β_slow'}
-    extras = ''.join(f" {greek.get(k, k)}={v}" if isinstance(v, bool) else f" {greek.get(k, k)}={v:g}"
-                     for k, v in scaling_extras(sc).items())
-    f = sc.get('factor', 1.0)
-    return sc['rope_type'] + ('' if is_dynamic(sc) and f == 1 else f" s={f:g}") + extras
-
-
-def parse_arms(spec, factor, L, flags=None):
-    """'default,linear,yarn:beta_fast=8' -> [(readable name, rope_scaling or None), ...], names unique."""
-    arms = [parse_arm(e, factor, L, flags) for e in spec.split(',') if e.strip()]
-    if not arms:
-        raise ValueError(f"no arm in {spec!r}; list rope types like linear,ntk,yarn")
-    names = [scaling_name(sc) for sc in arms]
-    dup = next((n for n in names if names.count(n) > 1), None)
-    if dup:
-        raise ValueError(f"arm {dup!r} is given twice; give each arm different settings")
-    return list(zip(names, arms))
-
-
-def slug(name):
-    """A folder name for an arm name: 'yarn s=4 β_fast=8' -> 'yarn_s4_beta_fast8'."""
-    return ''.join(c if c.isalnum() or c in '._-' else '_' for c in name.replace('β', 'beta').replace('=', '')).strip('_')
-
-# --------------------------------------------------------------------------- tables and rotation
-
-def rope_cos_sin(inv_freq, positions, attention_factor=1.0, dtype=None):
-    """cos, sin tables [..., T, head_dim] in rotate-half layout (cat(freqs, freqs)), each multiplied by
-    attention_factor. positions: a tensor of positions (ints or floats; may have batch dims) or an int T for
-    0..T-1. Built in float32 with autocast off (in bf16, positions 256 and 257 are the same number), then cast
-    to dtype if given. Build them for the length actually run; nothing here assumes a maximum."""
-    device = inv_freq.device
-    if isinstance(positions, int):
-        positions = torch.arange(positions, device=device)
-    with torch.autocast(device_type=device.type, enabled=False):
-        freqs = positions.to(device=device, dtype=torch.float32)[..., None] * inv_freq.to(torch.float32)
-        emb = torch.cat((freqs, freqs), dim=-1)
-        cos, sin = emb.cos() * attention_factor, emb.sin() * attention_factor
-    return (cos, sin) if dtype is None else (cos.to(dtype), sin.to(dtype))
-
-def apply_rope(x, cos, sin):
-    """Rotate x [..., T, head_dim] (rotate-half: pair i is (x[i], x[i + d/2]), as in HF Llama and litgpt):
-    out = x*cos + cat(-x2, x1)*sin. The interleaved (complex) layout, pairs (x[2i], x[2i+1]), is the same
-    function after permuting each head's q/k rows to cat(w[0::2], w[1::2]). Returns x's dtype."""
-    if x.shape[-1] != cos.shape[-1]:
-        raise ValueError(f"apply_rope: x has head_dim {x.shape[-1]} but cos/sin have {cos.shape[-1]}")
-    x1, x2 = x.chunk(2, dim=-1)
-    return (x * cos + torch.cat((-x2, x1), dim=-1) * sin).to(x.dtype)
-
-# --------------------------------------------------------------------------- helpers for readers and plots
-
-def wavelengths(head_dim, base):
-    """lambda_i = 2*pi / theta_i: tokens per full turn of pair i."""
-    return 2 * math.pi / plain_inv_freq(head_dim, base)
-
-def rotations_within(head_dim, base, L):
-    """r_i = L / lambda_i: full turns pair i makes within L tokens."""
-    return L / wavelengths(head_dim, base)
-
-def freq_ratio(head_dim, base, scaling, seq_len=None):
-    """theta'_i / theta_i per pair for any config (1 = untouched, 1/s = PI)."""
-    return rope_inv_freq(head_dim, base, scaling, seq_len)[0] / rope_inv_freq(head_dim, base)[0]
-
-def bands(head_dim, base, L, beta_fast=32.0, beta_slow=1.0):
-    """'high' (r_i > beta_fast), 'low' (r_i < beta_slow) or 'middle', per pair."""
-    return ['high' if r > beta_fast else 'low' if r < beta_slow else 'middle'
-            for r in rotations_within(head_dim, base, L).tolist()]
-
-def critical_dimension(head_dim, base, L):
-    """Where plain RoPE breaks (Liu et al. 2023): pairs that turn at least once within L have seen every angle; the
-    dimensions that have are d_extra = 2*ceil((d/2) * log_b(L / 2pi)), and extrapolation is bounded near
-    T_extra = 2pi * b^(d_extra / d), the wavelength of the first pair that never completed a turn.
-    Returns (d_extra, T_extra); d = 32, b = 1e4, L = 128 gives (12, 198.7)."""
-    d_extra = 2 * math.ceil(head_dim / 2 * math.log(L / (2 * math.pi)) / math.log(base))
-    return d_extra, 2 * math.pi * base ** (d_extra / head_dim)
-
-def main(argv=None):
-    import argparse
-    p = argparse.ArgumentParser(description="Per pair: wavelength, turns within L, band, theta'/theta per type.")
-    p.add_argument('--head_dim', type=int, default=64)
-    p.add_argument('--L', type=int, default=256, help='training length')
-    p.add_argument('--factor', type=float, default=4.0, help="scale s = L'/L")
-    p.add_argument('--base', type=float, default=10000.0)
-    p.add_argument('--beta_fast', type=float, default=32.0)
-    p.add_argument('--beta_slow', type=float, default=1.0)
-    p.add_argument('--seq_len', type=int, default=None, help='length l for the dynamic types (default s*L)')
-    a = p.parse_args(argv)
-    d, b, L, s = a.head_dim, a.base, a.L, a.factor
-    l = a.seq_len if a.seq_len is not None else round(s * L)
-    cols = []
-    try:
-        for t in ROPE_TYPES:
-            if any(typ is list for typ, _ in type_keys(t).values()):
-                continue  # longrope: searched factors, no formula to show (search_longrope.py)
-            sc = {'rope_type': t, 'factor': 1.0 if t in DYNAMIC_TYPES else s, 'original_max_position_embeddings': L}
-            if t in ('ntk_by_parts', 'yarn', 'dynamic_yarn'):
-                sc.update(beta_fast=a.beta_fast, beta_slow=a.beta_slow)
-            sc = None if t == 'default' else sc
-            inv, af = rope_inv_freq(d, b, sc, l)
-            cols.append((t, (inv / rope_inv_freq(d, b)[0]).tolist(), af))
-        band = bands(d, b, L, a.beta_fast, a.beta_slow)
-    except ValueError as e:
-        raise SystemExit(f"error: {e}")
-    lam, rot = wavelengths(d, b).tolist(), rotations_within(d, b, L).tolist()
-    print(f"head_dim={d} base={b:g} L={L} s={s:g}; dynamic types at l={l} with factor 1; "
-          f"bands: high r>{a.beta_fast:g}, low r<{a.beta_slow:g}; theta'/theta (1 = kept, {1 / s:.3f} = PI)")
-    short = {'ntk_by_parts': 'by_parts', 'dynamic_yarn': 'dyn_yarn'}
-    print(f"{'pair':>4} {'wavelen':>9} {'turns/L':>8} {'band':<6}" + ''.join(f"{short.get(t, t):>9}" for t, *_ in cols))
-    for i in range(d // 2):
-        print(f"{i:>4} {lam[i]:>9.1f} {rot[i]:>8.2f} {band[i]:<6}" + ''.join(f"{r[i]:>9.3f}" for _, r, _ in cols))
-    print(f"{'attention factor (x cos, sin)':<30}" + ''.join(f"{af:>9.3f}" for _, _, af in cols))
-    d_extra, t_extra = critical_dimension(d, b, L)
-    print(f"critical dimension (Liu et al. 2023): d_extra = {d_extra} (pairs 0..{d_extra // 2 - 1} turn within L), "
-          f"T_extra = {t_extra:.1f} tokens: plain RoPE is expected to break near there")
-
-if __name__ == '__main__':
-    main()

@@ -7,12 +7,14 @@ Sample from a trained model (nanoGPT's sample.py), with any RoPE scaling switche
 
 --start is the prompt, taken verbatim, or FILE:<path> to read it from a file. The tokenizer is the one the
 checkpoint was trained with (its 'dataset' entry: characters, or GPT-2 BPE).
---rope_type is one arm spec of eval.py (default, linear, ntk, dynamic, yarn, yarn:beta_fast=8, dynamic_yarn, ...)
-switched on the model without training; empty keeps the model as it was trained. Its factor is --factor, or when
+--rope_type is one arm spec of eval.py (default, linear, ntk, dynamic, yarn, yarn:beta_fast=8, dynamic_yarn, ...) or
+a position map (rerope:window=64, leaky_rerope:window=64:k=16, self_extend:window=32:group=12) switched on the model
+without training; empty keeps the model as it was trained. Its factor is --factor, or when
 that is 0: (prompt + new tokens) / L, at least 1, for the static types, and 1 for the dynamic ones (their scale
 then follows l / L as the text grows). L is the checkpoint's training length.
-The KV cache is exact for every position encoding and rope type (see model.KVCache); --kv_cache=False recomputes
-the whole prefix for every token (the slow reference).
+The KV cache (lab/kv_cache.py) is exact for every rope type and for smeared keys; --kv_cache=False recomputes the
+whole prefix for every token (the slow reference), and so does a model the cache does not cover (ALiBi, a position
+map): the line printed first says which.
 """
 import os
 import sys
@@ -22,8 +24,10 @@ import torch
 from arms import lineage_of
 from configurator import ConfigError, autocast_context, cli, get_config, pick_device
 from data.sources import get_tokenizer
+from lab import kv_cache
+from lab.position_maps import is_position_map_spec, mapped_attention, parse_position_map, position_map_name
 from model import load_checkpoint, model_from_checkpoint
-from rope import is_dynamic, parse_arm, scaling_name
+from rope_config import is_dynamic, parse_arm, scaling_name
 
 DEFAULTS = dict(
     ckpt='',                 # a run folder (or its ckpt.pt) written by train.py or finetune_long.py
@@ -89,6 +93,8 @@ def rope_scaling_for(cfg, ckpt, path, n_tokens):
         raise ConfigError(f"--rope_type={cfg['rope_type']}: {path} uses pos_emb={ckpt['model_args']['pos_emb']!r}, "
                           f"no RoPE to scale; drop --rope_type")
     L = lineage_of(ckpt)['train_len']
+    if is_position_map_spec(cfg['rope_type']):
+        return None
     dynamic = is_dynamic({'rope_type': cfg['rope_type'].split(':')[0]})
     return parse_arm(cfg['rope_type'], cfg['factor'] or (1.0 if dynamic else max(1.0, n_tokens / L)), L)
 
@@ -104,26 +110,35 @@ def main(argv):
         raise ConfigError(f"the prompt does not fit the model's vocabulary: {e}; "
                           f"use only characters it was trained on") from None
     model = model_from_checkpoint(ckpt)
-    if cfg['rope_type']:
+    pm = parse_position_map(cfg['rope_type']) if is_position_map_spec(cfg['rope_type']) else None
+    if cfg['rope_type'] and pm is None:
         model.set_rope_scaling(rope_scaling_for(cfg, ckpt, cfg['ckpt'], len(ids) + cfg['max_new_tokens']))
+    attend = mapped_attention(model, pm) if pm else None
     device = pick_device(cfg['device'])
     dtype, ctx = autocast_context(device.split(':')[0], cfg['dtype'])
     model.to(device).eval()
     c = model.config
+    blocker = 'a position map' if pm else kv_cache.blocker(model)
+    cache = 'off (--kv_cache=False)' if not cfg['kv_cache'] else f'off ({blocker} recomputes the prefix)' if blocker \
+        else 'on'
     print(f"{cfg['ckpt']}: {model.get_num_params() / 1e6:.2f}M params, pos_emb={c.pos_emb}, "
           f"L={lineage_of(ckpt)['train_len']}" + (f", rope {scaling_name(c.rope_scaling)}" if c.pos_emb == 'rope' else '')
-          + f"; prompt {len(ids)} tokens + {cfg['max_new_tokens']} new, temperature={cfg['temperature']}, "
-          f"top_k={cfg['top_k']}, kv_cache={cfg['kv_cache']}, device={device}, dtype={dtype}", file=sys.stderr)
+          + (f" + {position_map_name(pm)}" if pm else '') + f"; prompt {len(ids)} tokens + {cfg['max_new_tokens']} new, "
+          f"temperature={cfg['temperature']}, top_k={cfg['top_k']}, kv_cache {cache}, device={device}, dtype={dtype}",
+          file=sys.stderr)
     torch.manual_seed(cfg['seed'])
     generator = torch.Generator(device=device).manual_seed(cfg['seed'])
     x = torch.tensor(ids, dtype=torch.long, device=device)[None]
     for _ in range(cfg['num_samples']):
         with ctx:
-            y = model.generate(x, cfg['max_new_tokens'], temperature=cfg['temperature'], top_k=cfg['top_k'] or None,
-                               kv_cache=cfg['kv_cache'], generator=generator, progress=cfg['progress'])
+            if cache == 'on':
+                y = kv_cache.generate(model, x, cfg['max_new_tokens'], temperature=cfg['temperature'],
+                                      top_k=cfg['top_k'] or None, generator=generator, progress=cfg['progress'])
+            else:
+                y = model.generate(x, cfg['max_new_tokens'], temperature=cfg['temperature'], top_k=cfg['top_k'] or None,
+                                   generator=generator, attend=attend)
         print(decode(y[0].tolist()))
         print('---------------')
-
 
 if __name__ == '__main__':
     cli(main)

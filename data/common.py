@@ -185,48 +185,12 @@ def to_device(x, y, device):
     return x.to(device), y.to(device)
 
 
-def pose_positions(gen, shape, W, T, chunks):
-    """PoSE position ids (Zhu et al. 2023) for windows of W tokens that should see the positions of a length T >= W:
-    LongTensor [*shape, W], drawn from the torch.Generator gen. The window is cut into `chunks` pieces of
-    l_k = W // chunks tokens (the first W mod chunks pieces one more), piece k starting at st_k = l_1 + ... + l_{k-1};
-    its ids are st_k + u_k, ..., st_k + l_k - 1 + u_k, with u_1 = 0 and u_k ~ Uniform{u_{k-1}, ..., T - W} (the
-    paper's skips: non-decreasing), so ids increase, are contiguous inside a piece, and the last is at most T - 1.
-    Nothing is drawn when T = W (every skip is 0: the ordinary ids 0..W-1), so gen is left as it was."""
-    import torch
-    if not 1 <= chunks <= W <= T:
-        raise ValueError(f"PoSE needs 1 <= pose_chunks <= window length <= target length; got pose_chunks={chunks}, "
-                         f"window {W}, target {T}")
-    lens = torch.tensor([W // chunks + (k < W % chunks) for k in range(chunks)])
-    skips = [torch.zeros(shape, dtype=torch.long)]
-    for _ in range(chunks - 1):
-        u = skips[-1]
-        draw = torch.rand(shape, generator=gen, dtype=torch.float64) if T > W else torch.zeros(shape)
-        skips.append(u + (draw * (T - W - u + 1)).long())
-    return torch.arange(W) + torch.stack(skips, -1).repeat_interleave(lens, dim=-1)
-
-
-def insert_repeats(w, gen, share, span_lo, span_hi, vocab_size, exclude=None):
-    """Synthetic retrieval mixed into natural-text windows w (N, n) int64 (n = T+1: inputs w[:, :-1], targets
-    w[:, 1:]). Each window, with probability `share`, gets a random string of k tokens (k uniform in
-    [span_lo, span_hi], ids uniform in [0, vocab_size) except `exclude`, e.g. eot) written over a span and again
-    at distance d (uniform in [k, n-k]) later in the same window, both copies inside it; the rest stays text.
-    Draws only from the torch.Generator `gen`, so runs are reproducible and every DDP rank sees the same data.
-    Returns a new tensor; share 0 returns w itself and draws nothing."""
-    import torch
-    if share <= 0:
-        return w
-    N, n = w.shape
-    if not 1 <= span_lo <= span_hi or 2 * span_hi > n:
-        raise DataError(f"copy spans [{span_lo}, {span_hi}] do not fit twice in windows of {n} tokens; "
-                        f"need 1 <= copy_span_lo <= copy_span_hi <= {n // 2}")
-    tokens = torch.tensor([t for t in range(vocab_size) if t != exclude])
-    w = w.clone()
-    draw = lambda lo, hi: int(torch.randint(lo, hi + 1, (1,), generator=gen))  # uniform in [lo, hi]
-    for i in (torch.rand(N, generator=gen) < share).nonzero().flatten().tolist():
-        k = draw(span_lo, span_hi)
-        d = draw(k, n - k)
-        s = draw(0, n - k - d)
-        key = tokens[torch.randint(len(tokens), (k,), generator=gen)]
-        w[i, s:s + k] = key
-        w[i, s + d:s + d + k] = key
-    return w
+def check_vocab(stored, meta, data_dir, source):
+    """The model's vocabulary (a checkpoint's 'dataset' entry) must be the data's: same tokenizer, size and,
+    for characters, the same characters in the same order; otherwise the token ids mean different things."""
+    for key in ('tokenizer', 'vocab_size', 'itos'):
+        if stored.get(key) is not None and stored[key] != meta.get(key):
+            raise DataError(f"{source} was trained on a {stored.get('tokenizer')} vocabulary of {stored.get('vocab_size')} "
+                            f"tokens but {data_dir} has a {meta['tokenizer']} vocabulary of {meta['vocab_size']}"
+                            f"{' (different characters)' if key == 'itos' else ''}; "
+                            f"pass --dataset=<the data the model was trained on>")

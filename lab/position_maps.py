@@ -1,30 +1,26 @@
 """
-Position maps: training-free extension at the attention level (ReRoPE, Leaky ReRoPE, Self-Extend), as small pure
-functions. A sibling of rope.py on the math floor (torch + math only; it imports nothing above rope.py).
+Position maps: training-free extension at the attention level (ReRoPE, Leaky ReRoPE, Self-Extend), one room.
 
 Rope scaling changes the frequencies; a position map changes which relative positions attention sees, so a model
 never meets a distance it was not trained on. Query i sees key j at its true distance i - j while i - j < w (near:
 q rotated at i, k at j, the ordinary RoPE score). Farther keys are scored with q rotated at pq(i) and k at pk(j)
 (far), i.e. q_i.R(pq(i) - pk(j)).k_j; each method below is one choice of (pq, pk). The price: inside L too, every
-distance >= w is no longer exact. model.CausalSelfAttention.extended_attention computes both score maps exactly,
-merged by the mask i - j < w, in query chunks.
+distance >= w is no longer exact. `mapped_attention(model, pm)` is the exact attention under a map, for the model's
+`attend` seam: both score maps, merged by the mask i - j < w, one chunk of queries at a time (memory O(chunk x T)).
 
 Composition. The frequencies and attention factor come from the model's rope_scaling, so a map works on a plain
 model (the zero-shot arms) and on a fine-tuned scaled one (e.g. YaRN fine-tuned at s*L plus ReRoPE with w < s*L, to
 go past s*L). It does not make sense over a zero-shot frequency scaling of a model trained at L (the map already keeps
-distances inside L; squeezing the frequencies too only moves the model further from training), nor with a dynamic
-type (dynamic, dynamic_yarn): their scale follows the forward length, for distances the map no longer produces.
-
-ALiBi (Press et al. 2022), the other attention-level answer, lives here too: a bias -m_h*(i - j) on the scores
-instead of any rotation (model.py's pos_emb='alibi').
+distances inside L), nor with a dynamic type: their scale follows the forward length, for distances the map no longer
+produces.
 """
 import math
-from typing import NamedTuple
 
 import torch
 
-from rope import spec_settings
-
+from model import chunked_attention
+from rope import apply_rope, rope_cos_sin
+from rope_config import spec_settings
 
 def rerope_positions(pos, w):
     """ReRoPE (Su 2023): relative position min(i - j, w). Far: q at w, k at 0, so every far key sits at distance w."""
@@ -104,53 +100,37 @@ def position_map_name(pm):
     return pm['method'] + ''.join(f" {SHORT.get(k, k)}={v:g}" for k, v in pm.items() if k != 'method')
 
 
-# ----------------------------------------------------------------------------- the score maps model.py uses
 
-def alibi_slopes(n_head):
-    """ALiBi's head slopes (Press et al. 2022): m_h = 2^(-8h/H) for h = 1..H when H is a power of two. Otherwise,
-    with P = 2^floor(log2 H): the P slopes of P heads, then every other slope of 2P heads (h = 1, 3, 5, ...: the ones
-    that fall between them) until there are H, in that order, as the paper's code does. H = 6: 1/4, 1/16, 1/64,
-    1/256, then 1/2, 1/8."""
-    geometric = lambda n: [2.0 ** (-8 * h / n) for h in range(1, n + 1)]
-    p = 2 ** int(math.floor(math.log2(n_head)))
-    return torch.tensor(geometric(p) + geometric(2 * p)[0::2][:n_head - p])
-
-
-def alibi_bias(slopes, q_start, q_end, k_len):
-    """The float mask of queries q_start..q_end-1 against keys 0..k_len-1: bias[h, i, j] = -m_h·(i - j) for j <= i,
-    -inf for j > i (causal). Shape (H, q_end - q_start, k_len), float32; it broadcasts over the batch."""
-    i = torch.arange(q_start, q_end, device=slopes.device)[:, None]
-    j = torch.arange(k_len, device=slopes.device)[None, :]
-    return (-slopes.float()[:, None, None] * (i - j)).masked_fill(j > i, float('-inf'))
-
-
-# Query chunk of the ALiBi path: a chunk's mask is H·chunk·T floats (T = 4096, H = 4: 16 MiB in float32), and SDPA's
-# scores, where it materialises them, B·H·chunk·T. One mask for the whole sequence would be H·T² floats (256 MiB) on
-# top of B·H·T² scores. A float mask keeps SDPA off its flash kernel (CPU: the math path; CUDA: memory-efficient);
-# smaller chunks also skip more of the masked keys: on CPU, a forward at T = 1024 took 1.27 s with 256, 2.0 s with 512,
-# 2.8 s unchunked (0.77 s for rope).
-ALIBI_CHUNK = 256
+def far_logits(q, k, pm, inv_freq, s, e):
+    """Scaled float32 scores of queries s..e-1 against keys 0..e-1 under the map pm: q.k as given (q, k rotated at their
+    own positions i, j, the near map) where i - j < window, else q turned on to pq(i) and k to pk(j) (the far map);
+    -inf where j > i. RoPE rotations add up, so the far q is the near q turned by pq(i) - i more (unit factor: the
+    attention factor already sits in q and k). The near scores are computed only on the band of keys that can be near."""
+    w = pm['window']
+    pos = torch.arange(e, device=q.device)
+    q_pos, k_pos = position_map_positions(pm, pos)
+    turn = lambda x, by: apply_rope(x, *(t.to(x.dtype) for t in rope_cos_sin(inv_freq, by.to(x.device))))
+    qf, kf = turn(q[:, :, s:e], q_pos[s:] - pos[s:].double()), turn(k[:, :, :e], k_pos - pos.double())
+    lo = max(0, s - w + 1)
+    att = (qf @ kf.transpose(-2, -1)).float()
+    band = (q[:, :, s:e] @ k[:, :, lo:e].transpose(-2, -1)).float()
+    att[..., lo:] = torch.where(pos[s:e, None] - pos[None, lo:e] < w, band, att[..., lo:])
+    future = pos[None, :] > pos[s:e, None]
+    return att.div_(math.sqrt(q.size(-1))).masked_fill_(future, float('-inf'))
 
 
-class MappedRope(NamedTuple):
-    """RoPE tables under a position map: near = the ordinary (cos, sin); far = (q_cos, q_sin, k_cos, k_sin) at the
-    map's query / key positions; pos = the token positions; window = w (near while pos_i - pos_j < w)."""
-    near: tuple
-    far: tuple
-    pos: torch.Tensor
-    window: int
+def mapped_logits(model, pm):
+    """fn(layer, q, k, s, e) -> far_logits under pm with the model's frequencies for the forward's length (a dynamic
+    type at length T): the score function that mapped_attention and the attention diagnostics use."""
+    pm = check_position_map(pm)
+    if model.config.pos_emb != 'rope':
+        raise ValueError(f"a position map re-rotates RoPE's queries and keys; this model has pos_emb="
+                         f"{model.config.pos_emb!r}")
+    return lambda layer, q, k, s, e: far_logits(q, k, pm, model.rope_freqs(q.size(2))[0], s, e)
 
 
-def mapped_logits(near, far, pos, window, s, e):
-    """Attention logits (float32, before the 1/sqrt(hd) scale) of queries s..e-1 against keys 0..e-1 under a position
-    map: q_i.k_j from near = (q, k) rotated at their own positions where pos_i - pos_j < window, else from far = (q, k)
-    rotated at the map's positions; -inf where j > i. The near map is computed only on the keys that can be near
-    (j > s - window, as positions grow by >= 1 per token), so the cost is one far map plus a band."""
-    (q, k), (qf, kf) = near, far
-    lo = max(0, s - window + 1)
-    att = (qf[..., s:e, :] @ kf[..., :e, :].transpose(-2, -1)).float()
-    band = (q[..., s:e, :] @ k[..., lo:e, :].transpose(-2, -1)).float()
-    is_near = pos[s:e, None] - pos[None, lo:e] < window
-    att[..., lo:] = torch.where(is_near, band, att[..., lo:])  # in place: one T-wide copy less per chunk
-    future = torch.arange(e, device=att.device)[None, :] > torch.arange(s, e, device=att.device)[:, None]
-    return att.masked_fill_(future, float('-inf'))
+def mapped_attention(model, pm, chunk=128):
+    """The model's `attend` under position map pm: fn(layer, q, k, v) -> y, exact, in query chunks.
+    Use: logits = model(x, attend=mapped_attention(model, pm))[0]."""
+    logits = mapped_logits(model, pm)
+    return lambda layer, q, k, v: chunked_attention(q, k, v, lambda s, e: logits(layer, q, k, s, e), chunk)

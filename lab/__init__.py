@@ -1,0 +1,16 @@
+"""
+The lab's extras, one room each. The core (rope.py, rope_config.py, model.py) imports none of them; a room imports
+the core and never a script; the scripts (train.py, finetune_long.py, eval.py, sample.py, search_longrope.py) use
+the rooms through their public functions, and deleting a room costs them only the lines that call it.
+
+  kv_cache         the KV cache and cached decoding (sample.py)
+  position_maps    ReRoPE, Leaky ReRoPE, Self-Extend and their exact attention (eval.py, sample.py)
+  diagnostics      attention entropy (eval.py)
+  pose             PoSE position ids (train.py)
+  copy_mix         synthetic copies in training windows and smeared keys (train.py; attention='smear_keys')
+  retrieval        the passkey test (eval.py)
+  stats            intervals and paired differences (eval.py, retrieval)
+  longrope_search  LongRoPE's evolutionary search (search_longrope.py)
+  bench            FLOPs per token, MFU and the timed steps of train.py --bench=True
+"""
+from lab import copy_mix  # noqa: F401  registers attention='smear_keys' with model.py, so every checkpoint loads

@@ -1,0 +1,51 @@
+"""
+Speed: training FLOPs per token and model FLOPs utilisation (MFU) against the device's peak, for train.py --bench=True
+(nanoGPT keeps its bench.py apart too).
+"""
+import time
+
+import torch
+from tqdm import tqdm
+
+# Peak dense bf16 FLOP/s used for MFU; unknown devices report "n/a" rather than a guess.
+PEAK_FLOPS = {'H100': 989e12, 'H200': 989e12, 'A100': 312e12, 'L4': 121e12, 'A10': 125e12, '4090': 165e12, '3090': 71e12}
+
+
+def flops_per_token(model, T):
+    """Approximate training FLOPs per token (PaLM appendix B): 6N + 12·n_layer·n_embd·T."""
+    c = model.config
+    return 6 * model.get_num_params() + 12 * c.n_layer * c.n_embd * T
+
+
+def mfu(model, T, tokens_per_s, device):
+    """Model FLOPs utilisation against the device's peak, or None when the peak is unknown (e.g. CPU)."""
+    if not str(device).startswith('cuda'):
+        return None
+    name = torch.cuda.get_device_name(device)
+    peak = next((v for k, v in PEAK_FLOPS.items() if k in name), None)
+    return None if peak is None else flops_per_token(model, T) * tokens_per_s / peak
+
+
+def run(cfg, setup_run, train_step, warmup=3):
+    """Time cfg['max_iters'] training steps of a new model (no evaluation, no checkpoint) after `warmup` steps
+    (which include compilation); print tokens/s and MFU. train.py --bench=True hands in its setup_run and train_step,
+    so the steps timed are the engine's own."""
+    if cfg['max_iters'] <= warmup:
+        raise ValueError(f"bench needs more than {warmup} steps; pass --max_iters=20 or more")
+    r = setup_run(dict(cfg, init_from='scratch', overwrite=True))
+    steps = lambda i: r['batches'].step(cfg['gradient_accumulation_steps'], r['rank'], r['world'], i)
+    sync = torch.cuda.synchronize if str(r['device']).startswith('cuda') else (lambda: None)
+    for i in tqdm(range(cfg['max_iters']), desc='bench', disable=not (r['rank'] == 0 and cfg['progress'])):
+        if i == warmup:
+            sync()
+            t0 = time.time()
+        train_step(r['net'], r['optimizer'], steps(i), r['ctx'], cfg['grad_clip'], r['world'] > 1)
+    sync()
+    T = cfg['block_size']
+    tok_s = cfg['batch_size'] * T * cfg['gradient_accumulation_steps'] * (cfg['max_iters'] - warmup) / (time.time() - t0)
+    frac = mfu(r['model'], T, tok_s, r['device'])
+    if r['rank'] == 0:
+        print(f"bench: {r['model'].get_num_params() / 1e6:.2f}M params, pos_emb={r['model'].config.pos_emb}, T={T}, "
+              f"batch={cfg['batch_size']}x{cfg['gradient_accumulation_steps']}, device={r['device']}, "
+              f"compile={cfg['compile']}: {tok_s:,.0f} tokens/s, MFU {'n/a' if frac is None else f'{100 * frac:.1f}%'}")
+    return {'tokens_per_s': tok_s, 'mfu': frac}

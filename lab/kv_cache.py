@@ -1,0 +1,98 @@
+"""
+The KV cache: decode one token per step instead of running the whole prefix again, exactly.
+
+    cache = KVCache(); logits = cache.forward(model, prompt); logits = cache.forward(model, next_token) ...
+    ids = generate(model, prompt, 200, temperature=0.8, top_k=200)
+
+Through the model's seams only: the new tokens run at positions past..l-1 (forward's pos) and every layer's attention
+is the cache's (forward's attend): it appends the new keys and values and lets the new queries attend over all of them.
+Exact for every rope type: the logits equal a full forward of the prefix.
+  * Static types: a token's keys and values never change as the sequence grows, so each is computed once.
+  * Dynamic types (dynamic, dynamic_yarn, longrope) change frequencies and temperature with the current length l.
+    Caching keys unrotated and rotating them at use with l's tables (Hugging Face's fix for transformers #25104 /
+    #27226) repairs the first layer only: deeper keys and values are functions of hidden states computed at the old
+    scale (measured on a 2-layer model: next-token logits off by 1e-2). So when l's frequencies differ from the cached
+    ones (or set_rope_scaling was called in between), the whole prefix is recomputed and the cache refilled: as fast
+    as any cache while the scale holds still (l <= L for dynamic, l <= factor*L for dynamic_yarn), a full forward per
+    step beyond.
+  * Attention classes that mix in the previous token's key (smeared keys: `lookback = 1`) get the last cached token
+    fed again with the new ones: its queries attend over the cache as before, its recomputed key is dropped (the
+    cached one is right) and the new token's key mixes in the right previous key. One extra token per step.
+ALiBi's bias is not covered: generate() recomputes the prefix for it.
+"""
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from model import check_generate, sample_next
+
+
+def blocker(model):
+    """What keeps the cache from being exact for this model (None: nothing)."""
+    return 'pos_emb=alibi' if model.config.pos_emb == 'alibi' else None
+
+
+class KVCache:
+    """The tokens fed so far, every layer's keys (rotated) and values, and the RoPE frequencies they were computed
+    with. One cache per batch of sequences; a new generation starts with a new (or reset) cache."""
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self):
+        self.ids = None                   # (B, l) every token fed so far
+        self.keys, self.values = [], []   # per layer (B, n_head, l, head_dim)
+        self.freqs = None                 # (inv_freq, attention_factor) the cached states were computed with
+
+    @property
+    def length(self):
+        """Tokens fed so far (a property, not __len__, so that an empty cache is not falsy)."""
+        return 0 if self.ids is None else self.ids.size(1)
+
+    def forward(self, model, idx):
+        """Logits (B, T, vocab) of idx's tokens, which follow the cached ones; the cache takes them in only when the
+        forward succeeds (an exception leaves it as it was)."""
+        if blocker(model):
+            raise ValueError(f"the KV cache does not cover {blocker(model)}; run without it")
+        B, T = idx.size()
+        past = self.length
+        if past and self.ids.size(0) != B:
+            raise ValueError(f"kv_cache holds {self.ids.size(0)} sequences but idx has {B}; use one cache per batch "
+                             f"(or cache.reset())")
+        freqs = model.rope_freqs(past + T) if model.config.pos_emb == 'rope' else None
+        keys, values = list(self.keys), list(self.values)
+        if past and freqs is not None and not (freqs[1] == self.freqs[1] and (
+                freqs[0] is self.freqs[0] or torch.equal(freqs[0], self.freqs[0]))):  # static types: the same buffer
+            idx, past, keys, values = torch.cat((self.ids, idx), dim=1), 0, [], []  # the scale moved: recompute all
+        back = min(past, max(getattr(b.attn, 'lookback', 0) for b in model.transformer.h))
+        feed = torch.cat((self.ids[:, past - back:past], idx), dim=1) if back else idx
+
+        def attend(layer, q, k, v):
+            k, v = k[:, :, back:], v[:, :, back:]  # the re-fed tokens' keys and values are cached already
+            if past:
+                k, v = torch.cat((keys[layer], k), dim=2), torch.cat((values[layer], v), dim=2)
+            keys[layer:layer + 1], values[layer:layer + 1] = [k], [v]
+            n, S = q.size(2), k.size(2)
+            if n == S:  # nothing cached before (a prompt, or a recomputed prefix)
+                return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            # query i (position S - n + i) sees keys 0 .. S - n + i; SDPA's is_causal would align the mask top-left
+            mask = None if n == 1 else torch.ones(n, S, dtype=torch.bool, device=q.device).tril(S - n)
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        logits = model(feed, pos=torch.arange(past - back, past + idx.size(1), device=idx.device), attend=attend)[0]
+        self.ids = idx if past == 0 else torch.cat((self.ids, idx), dim=1)
+        self.keys, self.values, self.freqs = keys, values, freqs
+        return logits[:, -T:]
+
+
+@torch.no_grad()
+def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None, progress=False):
+    """model.generate with a KV cache: the prompt once, then one token per step (exact, see above); for a model the
+    cache does not cover, the prefix is recomputed at every step. Call model.eval() first."""
+    check_generate(model, idx, max_new_tokens, temperature, top_k)
+    cache = None if blocker(model) else KVCache()
+    step = idx
+    for _ in tqdm(range(max_new_tokens), disable=not progress, unit='tok', desc='generating', leave=False):
+        logits = cache.forward(model, step) if cache is not None else model(idx)[0]
+        step = sample_next(logits[:, -1], temperature, top_k, generator)
+        idx = torch.cat((idx, step), dim=1)
+    return idx
