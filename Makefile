@@ -1,6 +1,6 @@
 # The CPU pipeline, one visible step per target; `make demo` runs them all (about 30-45 minutes on 2 idle cores, estimated from its steps).
 # Every step is a plain command you can copy and change. PY=python3 make demo to pick another interpreter.
-PY ?= python
+PY ?= $(shell command -v python >/dev/null && echo python || echo python3)
 ZERO_SHOT = default,linear,ntk,dynamic,ntk_by_parts,yarn,yarn:beta_fast=8,yarn:beta_fast=8:attention_factor=1,dynamic_yarn,llama3,rerope:window=64,leaky_rerope:window=64:k=16,self_extend:window=32:group=12
 
 .PHONY: demo install data train train-copy finetune pose longrope longrope4 eval ape test
@@ -37,7 +37,10 @@ longrope4:            # optional: search at s=4, fine-tune the searched arm like
 eval:                 # every arm under one protocol to 1024 = 8 x L: loss, ppl, passkey, entropy, plots (~10 min)
 	$(PY) eval.py --ckpt=out/char-base-copy,out/char-ft,out/char-ft20,out/char-pose,out/char-longrope-s8 --rope_types=$(ZERO_SHOT) --eval_len=1024 --num_windows=32 --out_dir=out/char-eval
 
-ape:                  # optional: the same model with sinusoidal absolute positions and with ALiBi, evaluated past L (~22 min)
+out/char-base/ckpt.pt:  # the pure-text RoPE base that `make ape` compares against, trained once if it is missing (~7 min)
+	$(PY) train.py config/train_shakespeare_char_cpu.py --overwrite=True
+
+ape: out/char-base/ckpt.pt  # optional: the same model with sinusoidal positions and with ALiBi, evaluated past L (~22 min)
 	$(PY) train.py config/train_shakespeare_char_cpu.py --pos_emb=sinusoidal --out_dir=out/char-sinusoidal --overwrite=True
 	$(PY) train.py config/train_shakespeare_char_cpu.py --pos_emb=alibi --out_dir=out/char-alibi --overwrite=True
 	$(PY) eval.py --ckpt=out/char-base,out/char-sinusoidal,out/char-alibi --eval_len=1024 --num_windows=32 --out_dir=out/char-ape

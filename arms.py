@@ -162,6 +162,10 @@ def plan_arms(cfg):
             raise ConfigError(f"{a['checkpoint']} has learned positions up to {a['ckpt']['model_args']['block_size']}; "
                               f"it cannot run at eval_len={T}; leave it out or lower --eval_len")
     zero_shot_arms(cfg, base, arms, T)
+    if cfg['factor'] and not any(a['kind'] == 'zero-shot' and a.get('scaling') and not a.get('position_map')
+                                 for a in arms):
+        raise ConfigError(f"--factor={cfg['factor']} sets the scale of the zero-shot rope arms (--rope_types) and there "
+                          f"is none; drop --factor or list rope types in --rope_types")
     mapped_arms(cfg, arms)
     names = [a['name'] for a in arms]
     dup = next((n for n in names if names.count(n) > 1), None)

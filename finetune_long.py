@@ -74,6 +74,11 @@ def plan_arms(cfg, base, resuming=False):
     if cfg['rope_type'] == 'keep':  # e.g. a searched longrope run: its scaling as it is, at its own factor
         if cfg['plain']:
             raise ConfigError("rope_type=keep fine-tunes the checkpoint's own RoPE scaling alone; drop --plain=True")
+        given = [k for k in all_type_keys() if cfg[k] is not None]
+        own = (args['rope_scaling'] or {}).get('factor')
+        if given or cfg['factor'] not in (DEFAULTS['factor'], own):
+            raise ConfigError(f"rope_type=keep uses the checkpoint's own rope_scaling (factor {own}); "
+                              f"--{(given or ['factor'])[0]} would be ignored: drop it, or name a rope type instead")
         arms, factor = [(scaling_name(args['rope_scaling']), args['rope_scaling'])], \
             (args['rope_scaling'] or {}).get('factor', cfg['factor'])
     else:

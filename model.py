@@ -1,21 +1,13 @@
 """
-A small GPT (nanoGPT's) whose position encoding can be switched: rope (default), sinusoidal, learned, alibi or none.
+A small GPT (nanoGPT's: pre-LayerNorm blocks, SDPA attention, GELU MLP, tied embeddings) whose position encoding can
+be switched: rope (default), sinusoidal, learned, alibi or none. RoPE comes from rope.py; its scaling (PI, NTK, YaRN,
+...) is part of the config and `set_rope_scaling` switches it on a trained model without touching a weight. Static
+types compute inv_freq once (a non-persistent float32 buffer); cos/sin are built for the length actually run; only
+dynamic types recompute per forward length. `forward(..., reduction='none')` gives the loss of every token.
 
-Pre-LayerNorm blocks, causal attention through F.scaled_dot_product_attention, GELU MLP, tied embeddings. What is
-particular to this project:
-  * RoPE comes from rope.py. inv_freq and the attention factor of a static type are computed once (a non-persistent
-    float32 buffer: it follows .to(device) and stays out of the checkpoint); cos/sin are built for the length
-    actually run (no table, no cap); only the dynamic types recompute inv_freq for each forward length;
-  * the RoPE scaling (PI, NTK, YaRN, ...) is part of the config and can be switched on a trained model with
-    `set_rope_scaling`, which touches no weight;
-  * `forward(..., reduction='none')` returns the loss of every token, which is what eval.py plots.
-
-Seams for the extras in lab/ (this file imports none of them):
-  * `forward(..., pos=ids)` runs the tokens at explicit positions (PoSE, the KV cache);
-  * `forward(..., attend=fn)` replaces causal attention in every layer by fn(layer, q, k, v) -> y, q and k already
-    rotated (the KV cache, the position maps, the attention diagnostics); `chunked_attention` computes attention
-    from any score function, one chunk of queries at a time;
-  * `ATTENTION`: attention classes by name (config.attention); lab/copy_mix.py registers 'smear_keys'.
+Seams for the extras in lab/ (this file imports none of them): `forward(pos=ids)` runs tokens at explicit positions
+(PoSE, the KV cache); `forward(attend=fn)` replaces causal attention in every layer by fn(layer, q, k, v) -> y with
+q, k already rotated (KV cache, position maps, diagnostics); `ATTENTION` holds attention classes by name.
 """
 
 import math
@@ -50,25 +42,23 @@ class GPTConfig:
         for key in ('block_size', 'vocab_size', 'n_layer', 'n_head', 'n_embd'):
             if getattr(self, key) < 1:
                 raise ValueError(f"{key}={getattr(self, key)!r} is out of range; it must be a positive integer")
-        if not 0 <= self.dropout < 1:
-            raise ValueError(f"dropout={self.dropout} is out of range; it must be in [0, 1)")
-        if self.pos_emb not in POS_EMBS:
-            raise ValueError(f"pos_emb={self.pos_emb!r} is unknown; use one of {', '.join(POS_EMBS)}")
-        if self.n_embd % self.n_head:
-            raise ValueError(f"n_embd={self.n_embd} is not divisible by n_head={self.n_head}")
-        if self.pos_emb == 'rope' and (self.n_embd // self.n_head) % 2:
-            raise ValueError(f"head_dim={self.n_embd // self.n_head} must be even for rope; change n_embd or n_head")
-        if self.rope_scaling is not None and self.pos_emb != 'rope':
-            raise ValueError(f"rope_scaling is set but pos_emb={self.pos_emb!r}; scaling only applies to pos_emb='rope'")
+        for bad, why in (
+                (not 0 <= self.dropout < 1, f"dropout={self.dropout} is out of range; it must be in [0, 1)"),
+                (self.pos_emb not in POS_EMBS, f"pos_emb={self.pos_emb!r} is unknown; use one of {', '.join(POS_EMBS)}"),
+                (self.n_embd % self.n_head, f"n_embd={self.n_embd} is not divisible by n_head={self.n_head}"),
+                (self.pos_emb == 'rope' and (self.n_embd // self.n_head) % 2,
+                 f"head_dim={self.n_embd // self.n_head} must be even for rope; change n_embd or n_head"),
+                (self.rope_scaling is not None and self.pos_emb != 'rope',
+                 f"rope_scaling is set but pos_emb={self.pos_emb!r}; scaling only applies to pos_emb='rope'"),
+                (self.attention not in ATTENTION, f"attention={self.attention!r} is unknown ({', '.join(ATTENTION)}); "
+                                                  f"the rooms in lab/ register theirs when imported (import lab)")):
+            if bad:
+                raise ValueError(why)
         self.rope_scaling = check_scaling(self.rope_scaling)
-        if self.attention not in ATTENTION:
-            raise ValueError(f"attention={self.attention!r} is not a known attention class ({', '.join(ATTENTION)}); "
-                             f"the rooms in lab/ register theirs when imported (import lab)")
 
 
-# The table's entries have rms 1/sqrt(2); the token embeddings start at std 0.02 (GPT-2 init). Unscaled, position
-# drowns the tokens (the original Transformer scaled its embeddings up by sqrt(d_model) instead): our 0.8M CPU model
-# then stalled at val loss 2.4 instead of 1.55. Scaled to rms 0.02, the table starts like a learned one.
+# Unscaled (rms 1/sqrt(2)) the table drowns the tokens (std 0.02): our 0.8M CPU model stalled at val loss 2.4
+# instead of 1.55. Scaled to rms 0.02 it starts like a learned table.
 SINUSOIDAL_SCALE = 0.02 * math.sqrt(2)
 
 
@@ -86,9 +76,8 @@ def sinusoidal_table(positions, n_embd, device=None):
 
 
 def alibi_slopes(n_head):
-    """ALiBi (Press et al. 2022): head h's scores get -m_h * (i - j), m_h = 2^(-8h/H) for h = 1..H when H is a power
-    of two. Otherwise, with P = 2^floor(log2 H): the P slopes of P heads, then every other slope of 2P heads until
-    there are H, as the paper's code does. H = 6: 1/4, 1/16, 1/64, 1/256, then 1/2, 1/8."""
+    """ALiBi (Press et al. 2022): head h's scores get -m_h * (i - j), m_h = 2^(-8h/H), h = 1..H, for H a power of
+    two; else the P = 2^floor(log2 H) slopes, then every other slope of 2P heads (the paper's code)."""
     geometric = lambda n: [2.0 ** (-8 * h / n) for h in range(1, n + 1)]
     p = 2 ** int(math.floor(math.log2(n_head)))
     return torch.tensor(geometric(p) + geometric(2 * p)[0::2][:n_head - p])
@@ -237,8 +226,8 @@ class GPT(nn.Module):
         self._build_rope()
 
     def _build_rope(self, device=None):
-        """inv_freq (float32, a non-persistent buffer) and the attention factor, computed once here instead of at
-        every forward. For a dynamic type they are its values at l = L; rope_freqs recomputes them."""
+        """inv_freq (float32, a non-persistent buffer) and the attention factor, computed once, not at every forward
+        (a dynamic type: its values at l = L; rope_freqs recomputes them)."""
         c = self.config
         self.rope_dynamic = is_dynamic(c.rope_scaling)
         if c.pos_emb != 'rope':
@@ -277,11 +266,9 @@ class GPT(nn.Module):
         return (cos, sin) if cos.dim() == 2 else (cos[:, None], sin[:, None])
 
     def forward(self, idx, targets=None, reduction='mean', pos=None, attend=None):
-        """idx (B, T) token ids -> logits (B, T, vocab). With targets: loss, a scalar (reduction='mean') or the
-        per-token negative log-likelihood in nats (reduction='none', shape (B, T)).
-        pos: position ids, an integer tensor (T,) or (B, T) (default 0..T-1), e.g. PoSE's skipped positions; RoPE
-        is built at them (a dynamic type scales for max(pos) + 1 tokens), sinusoidal and learned tables read there.
-        attend: fn(layer, q, k, v) -> y to use instead of causal attention (see the module docstring)."""
+        """idx (B, T) token ids -> (logits (B, T, vocab), loss): a scalar (reduction='mean') or per-token NLL in nats
+        (reduction='none', (B, T)), None without targets. pos: position ids (T,) or (B, T), default 0..T-1 (a dynamic
+        type scales for max(pos) + 1 tokens). attend: fn(layer, q, k, v) -> y instead of causal attention."""
         B, T = idx.size()
         c = self.config
         if pos is not None and not (isinstance(pos, torch.Tensor) and not pos.is_floating_point()
@@ -299,7 +286,7 @@ class GPT(nn.Module):
             x = x + self.transformer.wpe(pos)
         elif c.pos_emb == 'sinusoidal':
             x = x + SINUSOIDAL_SCALE * sinusoidal_table(pos, c.n_embd).to(x.dtype)
-        rope = self.rope_tables(pos) if c.pos_emb == 'rope' else None
+        rope = self.rope_tables(pos if given else T) if c.pos_emb == 'rope' else None
         x = self.transformer.drop(x)
         for i, block in enumerate(self.transformer.h):
             x = block(x, rope, None if attend is None else (lambda q, k, v, i=i: attend(i, q, k, v)))
@@ -330,17 +317,15 @@ class GPT(nn.Module):
 
 def check_generate(model, idx, max_new_tokens, temperature, top_k):
     """Refuse a generation that cannot run, before anything runs."""
-    if not temperature > 0:
-        raise ValueError(f"temperature={temperature} must be > 0 (1 samples the model as it is; top_k=1 is greedy)")
-    if top_k is not None and top_k < 1:
-        raise ValueError(f"top_k={top_k} must be >= 1 (or None for no top-k filtering)")
-    if idx.size(1) < 1 or max_new_tokens < 0:
-        raise ValueError(f"need a prompt of at least one token and max_new_tokens >= 0 (got {idx.size(1)}, "
-                         f"{max_new_tokens})")
-    if model.config.pos_emb == 'learned' and idx.size(1) + max_new_tokens > model.config.block_size:
-        raise ValueError(f"prompt ({idx.size(1)}) + max_new_tokens ({max_new_tokens}) = {idx.size(1) + max_new_tokens} "
-                         f"tokens run past the learned position table (block_size={model.config.block_size}); ask for "
-                         f"at most {max(model.config.block_size - idx.size(1), 0)} new tokens")
+    T, n = idx.size(1), max_new_tokens
+    for bad, why in ((not temperature > 0, f"temperature={temperature} must be > 0 (top_k=1 is greedy)"),
+                     (top_k is not None and top_k < 1, f"top_k={top_k} must be >= 1 (or None: no filtering)"),
+                     (T < 1 or n < 0, f"need a prompt of >= 1 token and max_new_tokens >= 0 (got {T}, {n})"),
+                     (model.config.pos_emb == 'learned' and T + n > model.config.block_size,
+                      f"prompt ({T}) + max_new_tokens ({n}) run past the learned position table (block_size="
+                      f"{model.config.block_size}); ask for at most {max(model.config.block_size - T, 0)} new tokens")):
+        if bad:
+            raise ValueError(why)
 
 
 def sample_next(logits, temperature=1.0, top_k=None, generator=None):

@@ -1,6 +1,6 @@
 """
 The pictures of an eval.py run, drawn only from the CSV/JSON files eval.py wrote in its out_dir (plotting never
-loads a model or a checkpoint), so `python eval.py --plot_only --out_dir=<dir>` redraws them at any time:
+loads a model or a checkpoint), so `python eval.py --plot_only=True --out_dir=<dir>` redraws them at any time:
 
   loss_vs_position.png   smoothed loss per position per arm, lines at L, at the fine-tune length(s) and at T_extra,
                          the critical-dimension bound of plain RoPE (Liu et al. 2023)
@@ -135,12 +135,14 @@ def panels(arms):
 def plot_positions(out_dir, summary, w, log_x, what):
     """loss_vs_position.png (what='loss') or attention_entropy.png (what='entropy'): one panel per arm group."""
     s, arms = summary['settings'], summary['arms']
-    csv_name, png, ylabel, title = {
-        'loss': ('position_loss.csv', 'loss_vs_position.png', f'loss (nats), mean over {w} positions',
-                 f"Loss vs position — {s['dataset']}, {s['num_windows']} held-out windows of {s['T']} tokens"),
-        'entropy': ('attention_entropy.csv', 'attention_entropy.png', 'attention entropy (nats)',
-                    f"Attention entropy vs query position — mean over layers, heads, {s['entropy']['windows']} windows"),
-    }[what]
+    if what == 'loss':
+        csv_name, png, ylabel, title = ('position_loss.csv', 'loss_vs_position.png', f'loss (nats), mean over {w} '
+                                        f'positions', f"Loss vs position — {s['dataset']}, {s['num_windows']} held-out "
+                                        f"windows of {s['T']} tokens")
+    else:
+        csv_name, png, ylabel, title = ('attention_entropy.csv', 'attention_entropy.png', 'attention entropy (nats)',
+                                        f"Attention entropy vs query position — mean over layers, heads, "
+                                        f"{s['entropy']['windows']} windows")
     cols = read_columns(os.path.join(out_dir, csv_name))
     groups, st = panels(arms), styles(arms)
     with plt.rc_context(RC):
@@ -274,17 +276,54 @@ def plot_finetune(out_dir, summary):
         return save(fig, os.path.join(out_dir, 'finetune_curves.png'))
 
 
-def plot_all(out_dir, log_x=False, smooth=0):
-    """Draw every PNG from out_dir's CSV/JSON; returns the paths written."""
+# What each picture reads from summary.json: a file without them is refused up front with the field named, and a
+# picture whose own fields are missing is skipped (with a line saying so) instead of taking the others down with it.
+NEEDS = {'settings': ('T', 'L', 'dataset', 'num_windows'),
+         'arm': ('name', 'kind', 'pos_emb', 'rope_type', 'settings', 'position_map', 'head_dim', 'rope_base',
+                 'train_len', 'rope_scaling', 'dynamic')}
+OPTIONAL = {'attention_entropy.png': ('entropy',), 'retrieval.png': ('retrieval',)}
+
+
+def read_summary(out_dir):
+    """summary.json, checked for the fields every picture needs; ValueError naming the file and the field."""
     path = os.path.join(out_dir, 'summary.json')
     if not os.path.isfile(path):
         raise ValueError(f"{path} not found; run eval.py (without --plot_only) to measure first")
-    with open(path, encoding='utf-8') as f:
-        summary = json.load(f)
+    try:
+        with open(path, encoding='utf-8') as f:
+            summary = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{path} is not readable JSON ({e}); rerun eval.py to write it again") from None
+    s, arms = (summary.get('settings'), summary.get('arms')) if isinstance(summary, dict) else (None, None)
+    if not isinstance(s, dict) or not isinstance(arms, list) or not arms:
+        raise ValueError(f"{path} has no 'settings' object or no 'arms' list; rerun eval.py to write it again")
+    missing = [f"settings.{k}" for k in NEEDS['settings'] if k not in s] + \
+        [f"arms[{i}].{k}" for i, a in enumerate(arms) for k in NEEDS['arm'] if not isinstance(a, dict) or k not in a]
+    if missing:
+        raise ValueError(f"{path} lacks {missing[0]}" + (f" (and {len(missing) - 1} more fields)" if len(missing) > 1
+                         else '') + "; it was not written by this eval.py: rerun eval.py to write it again")
+    return summary
+
+
+def plot_all(out_dir, log_x=False, smooth=0):
+    """Draw every PNG from out_dir's CSV/JSON; returns the paths written."""
+    summary = read_summary(out_dir)
+    if smooth > summary['settings']['T']:
+        raise ValueError(f"smooth={smooth} is wider than the {summary['settings']['T']} positions evaluated; pass "
+                         f"--smooth <= {summary['settings']['T']} (0: T/32)")
     w = smooth or max(1, summary['settings']['T'] // 32)
-    out = [plot_positions(out_dir, summary, w, log_x, 'loss'), plot_ramp(out_dir, summary),
-           plot_positions(out_dir, summary, w, log_x, 'entropy'),
-           plot_retrieval(out_dir, summary), plot_finetune(out_dir, summary)]
+    steps = [('loss_vs_position.png', lambda: plot_positions(out_dir, summary, w, log_x, 'loss')),
+             ('rope_ramp.png', lambda: plot_ramp(out_dir, summary)),
+             ('attention_entropy.png', lambda: plot_positions(out_dir, summary, w, log_x, 'entropy')),
+             ('retrieval.png', lambda: plot_retrieval(out_dir, summary)),
+             ('finetune_curves.png', lambda: plot_finetune(out_dir, summary))]
+    out = []
+    for name, draw in steps:
+        gone = [k for k in OPTIONAL.get(name, ()) if k not in summary['settings']]
+        if gone:
+            print(f"skipped {name}: summary.json has no settings.{gone[0]}")
+            continue
+        out.append(draw())
     return [p for p in out if p]
 
 

@@ -209,9 +209,15 @@ def scaling_name(sc):
 
 def parse_arms(spec, factor, L, flags=None):
     """'default,linear,yarn:beta_fast=8' -> [(readable name, rope_scaling or None), ...], names unique."""
-    arms = [parse_arm(e, factor, L, flags) for e in spec.split(',') if e.strip()]
+    entries = [e for e in spec.split(',') if e.strip()]
+    arms = [parse_arm(e, factor, L, flags) for e in entries]
     if not arms:
         raise ValueError(f"no arm in {spec!r}; list rope types like linear,ntk,yarn")
+    used = {k for e in entries for k in type_keys(ALIASES.get(e.split(':')[0].strip(), e.split(':')[0].strip()))}
+    unused = [k for k, v in (flags or {}).items() if v is not None and k not in used]
+    if unused:
+        raise ValueError(f"--{unused[0]}={flags[unused[0]]} is used by none of the arms ({spec}); drop it or add an arm "
+                         f"whose rope type takes it")
     names = [scaling_name(sc) for sc in arms]
     dup = next((n for n in names if names.count(n) > 1), None)
     if dup:

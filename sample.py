@@ -59,6 +59,10 @@ def parse_args(argv):
         raise ConfigError(f"temperature={cfg['temperature']} must be > 0 (lower is more conservative; --top_k=1 is greedy)")
     if not cfg['ckpt']:
         raise ConfigError("no checkpoint given; pass --ckpt=<run folder written by train.py or finetune_long.py>")
+    if cfg['factor'] and (not cfg['rope_type'] or is_position_map_spec(cfg['rope_type'])):
+        raise ConfigError(f"--factor={cfg['factor']} scales a --rope_type and there is " +
+                          ("none" if not cfg['rope_type'] else f"a position map ({cfg['rope_type']})") +
+                          "; drop --factor, or pass a rope type such as --rope_type=yarn")
     return cfg
 
 

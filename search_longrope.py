@@ -79,7 +79,7 @@ def settings(argv):
             if os.path.exists(os.path.join(out_dir, name)) and not cfg['overwrite']:
                 raise ConfigError(f"{out_dir} already holds a run ({name}); pass --init_from=resume to continue the "
                                   f"search, --overwrite=True to replace it, or another --out_dir")
-        return cfg, None
+        return dict(cfg, init_from=os.path.abspath(cfg['init_from'])), None  # stored absolute: found from anywhere
     try:
         with open(path, encoding='utf-8') as f:
             state = json.load(f)
@@ -87,8 +87,8 @@ def settings(argv):
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise ConfigError(f"no search to resume in {out_dir}: {path} is missing or unreadable ({e}); "
                           f"start one with --init_from=<base run folder>") from None
-    stored = {**DEFAULTS, **stored}
-    cfg = get_config(argv, DEFAULTS, start=stored)
+    stored = {**DEFAULTS, **stored, 'out_dir': out_dir}  # the search is the folder its state was found in,
+    cfg = get_config(argv, DEFAULTS, start=stored)           # however that folder is spelled or wherever it moved
     changed = [k for k in DEFAULTS if k not in RESUMABLE and cfg[k] != stored[k]]
     if changed:
         raise ConfigError(f"the search in {out_dir} was started with "
