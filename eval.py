@@ -247,8 +247,8 @@ def write_outputs(cfg, run, results, pos_cols, ent_cols, timing, t0):
              retrieval=dict(examples=cfg['retrieval_examples'], len=cfg['retrieval_len'], cue=cfg['retrieval_cue'],
                             pos=cfg['retrieval_pos'], windows=run['ret_starts'], buckets=[b[0] for b in run['buckets']]),
              plot=dict(log_x=cfg['log_x'], smooth=cfg['smooth']), arm_seconds=timing)
-    for r in results:
-        del r['_per_window']
+    for r in results:  # each window's bucket mean (seeds averaged), so the paired differences can be recomputed
+        r['per_window'] = {k: [round(float(x), 6) for x in v] for k, v in r.pop('_per_window').items()}
     summary = dict(settings=s, arms=results)
     import plot
     md = plot.summary_markdown(summary)
@@ -257,15 +257,17 @@ def write_outputs(cfg, run, results, pos_cols, ent_cols, timing, t0):
                  f"{r['exact_match_ci'][0]:.6f}", f"{r['exact_match_ci'][1]:.6f}", f"{r['repeat_loss']:.6f}",
                  f"{r['control_loss']:.6f}", f"{r['gain']:.6f}", f"{r['gain_ci'][0]:.6f}", f"{r['gain_ci'][1]:.6f}"]
                 for a in results for r in a['retrieval']]
-    ft_rows = [[a['name'], r['iter'], r.get('val_loss'), r.get('val_loss_beyond_L'), a['L'], a['seq_len']]
-               for a in arms if a['kind'] == 'fine-tuned' and not a.get('position_map') for r in finetune_log(a)]
+    ft_rows = [[a['name'], run.get('seed'), r['iter'], r.get('val_loss'), r.get('val_loss_beyond_L'), a['L'],
+                a['seq_len']] for a in arms if a['kind'] == 'fine-tuned' and not a.get('position_map')
+               for run in a['runs'] for r in finetune_log(run)]  # every seed's curve
     files = {'position_loss.csv': per_position_csv(names, pos_cols), 'attention_entropy.csv': per_position_csv(names, ent_cols),
              'retrieval.csv': csv_text(['arm', 'bucket', 'distance_lo', 'distance_hi', 'n', 'exact_match', 'exact_match_lo',
                                         'exact_match_hi', 'repeat_loss', 'control_loss', 'gain', 'gain_lo',
                                         'gain_hi'], ret_rows),
              'summary.json': json.dumps(summary, indent=1, ensure_ascii=False) + '\n', 'summary.md': md}
     if ft_rows:
-        files['finetune_curves.csv'] = csv_text(['arm', 'iter', 'val_loss', 'val_loss_beyond_L', 'train_len', 'seq_len'],
+        files['finetune_curves.csv'] = csv_text(['arm', 'seed', 'iter', 'val_loss', 'val_loss_beyond_L', 'train_len',
+                                                 'seq_len'],
                                                 [[('' if v is None else v) for v in r] for r in ft_rows])
     os.makedirs(out_dir, exist_ok=True)
     for name, text in files.items():

@@ -263,9 +263,12 @@ def plot_finetune(out_dir, summary):
     rows, st = read_csv(path), styles(summary['arms'])
     with plt.rc_context(RC):
         fig, ax = plt.subplots(figsize=(11, 6))
-        for n in dict.fromkeys(r['arm'] for r in rows):
-            pts = [(int(r['iter']), float(r['val_loss_beyond_L'] or r['val_loss'])) for r in rows
-                   if r['arm'] == n and (r['val_loss_beyond_L'] or r['val_loss'])]
+        for n in dict.fromkeys(r['arm'] for r in rows):  # the mean over an arm's seeds at each step
+            by_iter = {}
+            for r in rows:
+                if r['arm'] == n and (r['val_loss_beyond_L'] or r['val_loss']):
+                    by_iter.setdefault(int(r['iter']), []).append(float(r['val_loss_beyond_L'] or r['val_loss']))
+            pts = sorted((it, float(np.mean(v))) for it, v in by_iter.items())
             ax.plot(*zip(*pts), marker='o', ms=5, label=n, **dict(st.get(n, {}), ls='-'))
         ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
         ax.set_xlabel('fine-tune step')

@@ -19,6 +19,8 @@ import eval as ev  # noqa: E402
 import finetune_long  # noqa: E402
 import train  # noqa: E402
 from data.common import doc_windows, fetch_windows, load_meta, load_split  # noqa: E402
+from lab.retrieval import passkey_examples, retrieval_scores  # noqa: E402
+from lab.stats import mean_ci, t975, wilson  # noqa: E402
 from model import GPT, GPTConfig, load_checkpoint, model_from_checkpoint  # noqa: E402
 
 L, T, N = 16, 64, 24
@@ -158,8 +160,8 @@ def test_pngs_written_and_plot_only_redraws_them(lab, tmp_path):
         assert before[p][:8] == b'\x89PNG\r\n\x1a\n' and len(before[p]) > 10_000
     with open(os.path.join(out, 'finetune_curves.csv'), newline='') as f:
         rows = list(csv.reader(f))
-    assert rows[0][:4] == ['arm', 'iter', 'val_loss', 'val_loss_beyond_L']
-    assert [(r[0], r[1]) for r in rows[1:]] == [(a, i) for a in ('default ft10', 'yarn s=4 β_fast=8 ft10')
+    assert rows[0][:5] == ['arm', 'seed', 'iter', 'val_loss', 'val_loss_beyond_L']  # every seed's curve
+    assert [(r[0], r[2]) for r in rows[1:]] == [(a, i) for a in ('default ft10', 'yarn s=4 β_fast=8 ft10')
                                                 for i in ('0', '5', '10')]
     redo = str(tmp_path / 'redo')  # only the CSV/JSON files: no checkpoint, no data needed
     os.makedirs(redo)
@@ -180,7 +182,8 @@ class CopyOracle(torch.nn.Module):
     """A model that copies: predicts the token that followed the latest earlier occurrence of the longest
     suffix (up to 8 tokens) of its input; no idea where the passkey is."""
 
-    def forward(self, idx, targets, reduction='none'):
+    def forward(self, idx, targets, reduction='none', attend=None):
+        assert attend is None  # retrieval_scores hands on the arm's attention (none here: plain causal)
         B, n = idx.shape
         logits = torch.zeros(B, n, 128)
         for b in range(B):
@@ -200,7 +203,8 @@ def test_passkey_positions_control_and_copy_oracle(lab):
     meta, val = load_meta(lab['data']), load_split(lab['data'], 'val')
     starts = lab['summary']['settings']['windows'][:6]
     K, cue, pos = 6, 4, 2
-    buckets, examples = ev.passkey_examples(val, starts, T, L, K, pos, meta['vocab_size'], meta['eot_token'], 7)
+    buckets, examples = passkey_examples(val, starts, ev.bucket_ends(L, T), T, L, K, pos, meta['vocab_size'],
+                                         meta['eot_token'], 7)
     # [K, L): both copies and the scored tokens inside the first L tokens; then [L, 2L), [2L, T - pos - K]
     assert buckets == [('6-8', 6, 9), ('16-32', 16, 32), ('32-64', 32, T - pos - K + 1)]
     assert len(examples) == 3 * len(starts)
@@ -219,22 +223,22 @@ def test_passkey_positions_control_and_copy_oracle(lab):
         ctl = e['control']  # the control: the same string at the same place, the earlier copy left as text
         assert (ctl[pos:pos + K] == orig[pos:pos + K]).all() and (ctl[e['repeat']:e['repeat'] + K] == e['key']).all()
         assert (ctl[keep] == orig[keep]).all()
-    res = ev.retrieval_scores(CopyOracle(), buckets, examples, K, cue, T, torch.no_grad(), 'cpu', 4)
+    res = retrieval_scores(CopyOracle(), buckets, examples, K, cue, T, torch.no_grad(), 'cpu', 4)
     assert [r['exact_match'] for r in res] == [1.0, 1.0, 1.0]
     assert all(r['repeat_loss'] < 1e-6 and r['gain'] > 5 and r['gain_ci'][0] > 0 for r in res)
     assert all(r['exact_match_ci'][0] > 0.5 and r['exact_match_ci'][1] == 1.0 for r in res)
     # one forward per example (a dynamic arm past its shortest-length scale) scores the same for a static model
-    assert ev.retrieval_scores(CopyOracle(), buckets, examples, K, cue, 0, torch.no_grad(), 'cpu', 4) == res
+    assert retrieval_scores(CopyOracle(), buckets, examples, K, cue, 0, torch.no_grad(), 'cpu', 4) == res
     real = lab['summary']['arms'][0]['retrieval']  # 12 examples per bucket
     assert [r['bucket'] for r in real] == ['6-8', '16-32', '32-64'] and all(r['n'] == 12 for r in real)
 
 
 def test_statistics_against_known_values():
-    assert ev.t975(10) == pytest.approx(2.228139, abs=2e-3) and ev.t975(31) == pytest.approx(2.039513, abs=1e-3)
-    m, (lo, hi) = ev.mean_ci([1.0, 2.0, 3.0, 4.0])  # sd 1.29099, t(3) = 3.182446
+    assert t975(10) == pytest.approx(2.228139, abs=2e-3) and t975(31) == pytest.approx(2.039513, abs=1e-3)
+    m, (lo, hi) = mean_ci([1.0, 2.0, 3.0, 4.0])  # sd 1.29099, t(3) = 3.182446
     assert m == 2.5 and hi - m == pytest.approx(3.182446 * 1.290994 / 2, rel=5e-3)
-    assert ev.wilson(0, 32) == pytest.approx([0.0, 0.107179], abs=1e-5)  # z² / (n + z²)
-    assert ev.wilson(16, 32) == pytest.approx([0.336309, 0.663691], abs=1e-5)
+    assert wilson(0, 32) == pytest.approx([0.0, 0.107179], abs=1e-5)  # z² / (n + z²)
+    assert wilson(16, 32) == pytest.approx([0.336309, 0.663691], abs=1e-5)
 
 
 def test_base_without_arms_is_a_clear_error(lab, tmp_path):
@@ -300,3 +304,65 @@ def test_cli_error_keeps_earlier_results(lab, tmp_path):
         f"error: eval_len=8 is shorter than the training length L=16 of {lab['base']}; pass --eval_len >= 16 "
         f"(or 0 for the default)"]
     assert {n: open(os.path.join(out, n), 'rb').read() for n in os.listdir(out)} == before
+
+
+# ----------------------------------------------------------------------------- found in the restructure (each failed
+# on the code before it, commit 6c97447)
+
+def test_two_arms_with_one_name_both_get_their_folder(lab, tmp_path):
+    """Two different runs named alike ('base (L=16)'): EVERY one gets its folder's name (before, only the first did,
+    so the second kept the bare name)."""
+    twin = str(tmp_path / 'twin')
+    shutil.copytree(lab['base'], twin)
+    arms, _, _ = ev.plan_arms(dict(ev.DEFAULTS, ckpt=f"{lab['base']},{twin}", eval_len=T))
+    assert [a['name'] for a in arms] == ['base (L=16) [base]', 'base (L=16) [twin]']
+
+
+def test_training_mix_lists_the_copy_settings(lab, tmp_path):
+    """summary.json's training_mix reads a run's copy_* settings (it looked for mix_* keys, which no run has)."""
+    run = str(tmp_path / 'copy')
+    train.train(dict(train.DEFAULTS, out_dir=run, dataset=lab['data'], block_size=L, batch_size=4, n_layer=1, n_head=2,
+                     n_embd=16, max_iters=4, eval_interval=4, eval_iters=1, progress=False, device='cpu',
+                     copy_share=0.5, copy_span_lo=2, copy_span_hi=4, copy_fixed_iters=2))
+    out = str(tmp_path / 'eval')
+    summary = ev.main([f'--ckpt={lab["base"]},{run}', f'--eval_len={2 * L}', '--num_windows=2', '--entropy_windows=1',
+                       '--retrieval_examples=0', '--grid=2', f'--out_dir={out}', '--device=cpu', '--progress=False'])
+    mix, name = summary['settings']['training_mix'], {a['checkpoint']: a['name'] for a in summary['arms']}
+    assert mix[name[run]] == dict(copy_share=0.5, copy_span_lo=2, copy_span_hi=4, copy_fixed_iters=2)
+    assert mix[name[lab['base']]] == dict(copy_share=0.0, copy_span_lo=8, copy_span_hi=32, copy_fixed_iters=0)
+    with open(os.path.join(out, 'summary.json'), encoding='utf-8') as f:
+        assert json.load(f)['settings']['training_mix'] == mix
+
+
+def test_smooth_wider_than_T_is_refused_before_measuring(lab, tmp_path, monkeypatch):
+    """--smooth > T (the plots' moving average wider than the curve) is refused before any arm is measured: exit 2,
+    one line, out_dir not created."""
+    out = str(tmp_path / 'out')
+    args = [f"--ckpt={lab['base']}", f'--eval_len={T}', f'--smooth={T + 1}', f'--out_dir={out}', '--device=cpu',
+            '--progress=False', '--num_windows=2', '--entropy_windows=1', '--retrieval_examples=0']
+    r = subprocess.run([sys.executable, os.path.join(ROOT, 'eval.py'), *args], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert r.stderr.startswith(f'error: smooth={T + 1} ') and f'--smooth <= {T}' in r.stderr
+    assert not os.path.exists(out)
+    monkeypatch.setattr(ev, 'measure_arm', lambda *a, **k: pytest.fail('an arm was measured'))
+    with pytest.raises(ValueError, match=f'smooth={T + 1}'):
+        ev.main(args)
+    assert not os.path.exists(out)
+
+
+def test_a_dataset_with_other_characters_is_refused(lab, tmp_path):
+    """Same vocabulary size, two characters swapped: the token ids mean other characters, so eval.py refuses (it
+    compared only the sizes and measured nonsense); nothing is written."""
+    data, out = str(tmp_path / 'data'), str(tmp_path / 'out')
+    shutil.copytree(lab['data'], data)
+    meta = load_meta(data)
+    itos = list(meta['itos'])
+    itos[5], itos[6] = itos[6], itos[5]
+    with open(os.path.join(data, 'meta.json'), 'w', encoding='utf-8') as f:
+        json.dump(dict(meta, itos=itos), f)
+    args = [f"--ckpt={lab['base']}", f'--dataset={data}', f'--eval_len={2 * L}', '--num_windows=2',
+            '--entropy_windows=1', '--retrieval_examples=0', f'--out_dir={out}', '--device=cpu', '--progress=False']
+    with pytest.raises(ValueError, match=r'different characters') as e:
+        ev.main(args)
+    assert lab['base'] in str(e.value) and data in str(e.value)
+    assert not os.path.exists(out)

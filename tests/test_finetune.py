@@ -9,7 +9,7 @@ import finetune_long
 import train as train_mod
 from conftest import run
 from model import load_checkpoint, model_from_checkpoint
-from rope import ROPE_TYPES
+from rope_config import ROPE_TYPES
 
 FT = ['--max_iters=3', '--eval_interval=3', '--eval_iters=2', '--batch_size=4', '--progress=False']
 

@@ -10,9 +10,10 @@ import finetune_long
 import train as train_mod
 from arms import ckpt_arm
 from configurator import ConfigError
-from data.common import pose_positions
+from lab.pose import pose_positions
 from model import GPT, GPTConfig, load_checkpoint
-from rope import rope_cos_sin, rope_inv_freq
+from rope import rope_cos_sin
+from rope_config import rope_inv_freq
 
 FT = ['--max_iters=3', '--eval_interval=3', '--eval_iters=2', '--batch_size=4', '--progress=False']
 
@@ -136,3 +137,22 @@ def test_bad_pose_settings_fail_before_anything_is_written(tiny_run, tmp_path, a
         finetune_long.main([f'--init_from={tiny_run}', '--rope_type=linear,yarn', '--pose=True', *args,
                             f'--out_dir={tmp_path / "x"}', *FT])
     assert not os.path.exists(tmp_path / 'x')
+
+
+def files_of(d):
+    return sorted(os.path.join(r, f) for r, _, fs in os.walk(d) for f in fs) if os.path.isdir(d) else []
+
+
+def test_copy_spans_must_fit_the_pose_window(tiny_run, tmp_path):
+    """Found in the restructure (failed on commit 6c97447): the copy mix was checked against block_size (128 here)
+    while PoSE trains windows of pose_len = L = 32 tokens, so spans of 20 passed the check and the run failed at its
+    first step, after arms.json and the step-0 checkpoint were written. Now it is refused before anything is written."""
+    out = tmp_path / 'x'
+    with pytest.raises(ValueError, match=r'copy_span_hi=20 <= \(window\+1\)/2 = 16 \(the window trained is 32 tokens\)'):
+        finetune_long.main([f'--init_from={tiny_run}', '--rope_type=linear,yarn', '--pose=True', '--copy_share=0.5',
+                            '--copy_span_lo=4', '--copy_span_hi=20', f'--out_dir={out}', *FT])
+    assert files_of(out) == [] and not os.path.exists(out)
+    # the same spans fit a full-length fine-tune's windows (2 x 20 <= 128 + 1): accepted there
+    finetune_long.main([f'--init_from={tiny_run}', '--rope_type=yarn', '--copy_share=0.5', '--copy_span_lo=4',
+                        '--copy_span_hi=20', f'--out_dir={tmp_path / "full"}', *FT])
+    assert load_checkpoint(str(tmp_path / 'full'))['config']['copy_span_hi'] == 20

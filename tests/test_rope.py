@@ -7,9 +7,10 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import rope  # noqa: E402
-from rope import (ROPE_TYPES, all_type_keys, apply_rope, bands, check_scaling, freq_ratio, is_dynamic,  # noqa: E402
-                  parse_arm, parse_arms, rope_cos_sin, rope_inv_freq, rotations_within, slug, type_keys,
-                  wavelengths, yarn_correction_range)
+import rope_config  # noqa: E402
+from rope import apply_rope, rope_cos_sin, rotations_within, wavelengths, yarn_correction_range  # noqa: E402
+from rope_config import (ROPE_TYPES, all_type_keys, bands, check_scaling, freq_ratio, is_dynamic,  # noqa: E402
+                         parse_arm, parse_arms, rope_inv_freq, slug, type_keys)
 
 D, B, L = 128, 10000.0, 4096
 PLAIN = rope_inv_freq(D, B)[0]
@@ -320,7 +321,7 @@ def test_check_scaling_fills_defaults_and_copies():
 
 
 def test_cli_view(capsys):
-    rope.main(['--head_dim', '64', '--L', '256', '--factor', '4'])
+    rope_config.main(['--head_dim', '64', '--L', '256', '--factor', '4'])
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2 + 32 + 2 and lines[1].split()[4:] == ['default', 'linear', 'ntk', 'dynamic', 'by_parts',
                                                                  'yarn', 'dyn_yarn', 'llama3']
@@ -328,7 +329,7 @@ def test_cli_view(capsys):
     assert lines[-3].split()[4:] == ['1.000'] + ['0.250'] * 7  # last pair: every scaled type is PI there
     assert lines[-2].split()[-3:] == ['1.139', '1.139', '1.000']  # yarn, dynamic yarn mscale(4); llama3 none
     with pytest.raises(SystemExit, match='head_dim'):
-        rope.main(['--head_dim', '63'])
+        rope_config.main(['--head_dim', '63'])
 
 
 def test_parse_arms():
@@ -389,16 +390,16 @@ def test_yarn_mscale_zero_falls_back_to_the_plain_temperature(mscale, mscale_all
 
 def test_critical_dimension_worked_numbers():
     """d = 32, b = 1e4, L = 128: (16) * log_1e4(128 / 2pi) = 5.236 -> d_extra = 12, T_extra = 2pi * 1e4^(12/32)."""
-    d_extra, t_extra = rope.critical_dimension(32, 10000.0, 128)
+    d_extra, t_extra = rope_config.critical_dimension(32, 10000.0, 128)
     assert d_extra == 12 and t_extra == pytest.approx(198.692, abs=1e-3)
     # d_extra / 2 is the number of pairs that turn at least once within L; T_extra is the next pair's wavelength
     assert d_extra // 2 == int((rotations_within(32, 10000.0, 128) >= 1).sum())
     assert t_extra == pytest.approx(wavelengths(32, 10000.0)[d_extra // 2].item(), rel=1e-9)
-    assert rope.critical_dimension(128, 10000.0, 4096)[0] == 92  # 64 * log_1e4(651.9) = 45.03 -> 2 * 46
+    assert rope_config.critical_dimension(128, 10000.0, 4096)[0] == 92  # 64 * log_1e4(651.9) = 45.03 -> 2 * 46
 
 
 def test_cli_table_prints_the_critical_dimension(capsys):
-    rope.main(['--head_dim', '32', '--L', '128', '--factor', '4'])
+    rope_config.main(['--head_dim', '32', '--L', '128', '--factor', '4'])
     out = capsys.readouterr().out
     assert 'd_extra = 12' in out and 'T_extra = 198.7' in out
 
@@ -418,7 +419,7 @@ def test_longrope_switches_from_short_to_long_factors_past_L():
         inv, af = rope_inv_freq(8, 10000.0, lr_cfg(), l)
         assert inv.dtype == torch.float32 and close(inv, want, 1e-6), l
         assert af == pytest.approx(3 / math.sqrt(7), abs=1e-12)  # sqrt(1 + ln 4 / ln 128) = sqrt(1 + 2/7)
-    assert is_dynamic(lr_cfg()) and 'longrope' in rope.DYNAMIC_TYPES
+    assert is_dynamic(lr_cfg()) and 'longrope' in rope_config.DYNAMIC_TYPES
     # a long input leaves nothing behind: the next short one is short again
     assert close(rope_inv_freq(8, 10000.0, lr_cfg(), 100)[0], short, 1e-6)
 
@@ -453,4 +454,4 @@ def test_longrope_arm_specs_and_names():
     arms = parse_arms('longrope,yarn', 4, 128, flags=flags)  # lists come as flags (finetune_long.py --long_factor=[...])
     assert [n for n, _ in arms] == ['longrope s=4', 'yarn s=4 β_fast=8']
     assert arms[0][1] == check_scaling(lr_cfg(short_factor=[1.0] * 4))
-    assert rope.scaling_name(lr_cfg(attention_factor=1.0)) == 'longrope s=4 attention_factor=1'
+    assert rope_config.scaling_name(lr_cfg(attention_factor=1.0)) == 'longrope s=4 attention_factor=1'

@@ -11,6 +11,7 @@ import torch
 
 import eval as ev
 import search_longrope as sl
+from lab import longrope_search as ls
 from data.common import doc_windows, load_meta, load_split
 from model import load_checkpoint, model_from_checkpoint
 from train import estimate_loss
@@ -39,24 +40,24 @@ def monotone_in_bounds(f, s):
 
 def test_mutation_pushes_neighbours_and_clips():
     f = np.array([1.0, 2.0, 3.0, 4.0])
-    up = sl.mutate(f, Script([[0.9, 0.1, 0.9, 0.9]], [math.log(2) / 0.5]), 0.3, 0.5, 5.0)  # pair 1: 2 x 2 = 4
+    up = ls.mutate(f, Script([[0.9, 0.1, 0.9, 0.9]], [math.log(2) / 0.5]), 0.3, 0.5, 5.0)  # pair 1: 2 x 2 = 4
     assert up.tolist() == [1.0, 4.0, 4.0, 4.0]
-    down = sl.mutate(f, Script([[0.9, 0.9, 0.1, 0.9]], [-10.0]), 0.3, 0.5, 5.0)  # pair 2: 3 x e^-5 -> clipped to 1
+    down = ls.mutate(f, Script([[0.9, 0.9, 0.1, 0.9]], [-10.0]), 0.3, 0.5, 5.0)  # pair 2: 3 x e^-5 -> clipped to 1
     assert down.tolist() == [1.0, 1.0, 1.0, 4.0]
-    top = sl.mutate(f, Script([[0.9, 0.9, 0.9, 0.1]], [10.0]), 0.3, 0.5, 5.0)  # the last pair: clipped to the bound
+    top = ls.mutate(f, Script([[0.9, 0.9, 0.9, 0.1]], [10.0]), 0.3, 0.5, 5.0)  # the last pair: clipped to the bound
     assert top.tolist() == [1.0, 2.0, 3.0, 5.0] and f.tolist() == [1.0, 2.0, 3.0, 4.0]  # the parent is untouched
-    child = sl.crossover([1.0, 2.0, 3.0, 4.0], [1.0, 1.5, 5.0, 5.0], Script([[0.9, 0.1, 0.9, 0.1]]))  # b, a, b, a
+    child = ls.crossover([1.0, 2.0, 3.0, 4.0], [1.0, 1.5, 5.0, 5.0], Script([[0.9, 0.1, 0.9, 0.1]]))  # b, a, b, a
     assert child.tolist() == [1.0, 2.0, 5.0, 5.0]  # 1, 2, 5, 4 made non-decreasing
     rng = np.random.default_rng(0)  # and at random: always non-decreasing, within [1, 1.25 s], never the parent
     for _ in range(300):
         a, b = np.sort(rng.uniform(1, 5, 16)), np.sort(rng.uniform(1, 5, 16))
-        m = sl.mutate(a, rng, 0.3, 0.3, 5.0)
+        m = ls.mutate(a, rng, 0.3, 0.3, 5.0)
         assert monotone_in_bounds(m, 4.0) and not np.array_equal(m, a)
-        assert monotone_in_bounds(sl.crossover(a, b, rng), 4.0)
+        assert monotone_in_bounds(ls.crossover(a, b, rng), 4.0)
 
 
 def test_seed_curves_are_pi_ntk_yarn_as_factors():
-    seeds = dict(sl.seed_curves('linear,ntk,yarn', 8.0, 128, 32, 10000.0))
+    seeds = dict(ls.seed_curves('linear,ntk,yarn', 8.0, 128, 32, 10000.0))
     assert seeds['linear s=8'].tolist() == [8.0] * 16
     assert seeds['ntk s=8'][1] == pytest.approx(8 ** (2 / 30)) and seeds['ntk s=8'][15] == pytest.approx(8.0)
     # YaRN at d=32, L=128: ramp over pairs 0..6 (see test_rope), pair 3 half way: f = 1 / (0.5/8 + 0.5) = 1.7778
@@ -89,7 +90,7 @@ def test_search_only_improves_and_scores_training_windows(searched, char_data):
     assert set(log[0]['references']) == {'linear s=4', 'ntk s=4', 'yarn s=4', 'yarn s=4 β_fast=8'}
     # the score is the base model's mean loss on the seeded TRAINING windows of s x L tokens, recomputed here
     model = model_from_checkpoint(load_checkpoint(searched['base']))
-    model.set_rope_scaling(sl.longrope_scaling(searched['best']['long_factor'], S, L))
+    model.set_rope_scaling(ls.longrope_scaling(searched['best']['long_factor'], S, L))
     starts = doc_windows(load_meta(char_data)['docs']['train'], T + 1, 2, 1337)
     loss = estimate_loss(model, load_split(char_data, 'train'), starts, T, L, 2, 'cpu', nullcontext())
     assert loss[0] == pytest.approx(searched['best']['loss'], abs=1e-6)
@@ -111,7 +112,7 @@ def test_search_is_reproducible_and_resumes_to_the_same_result(searched, tmp_pat
 def test_the_run_loads_runs_at_sL_and_is_an_eval_arm(searched):
     ck = load_checkpoint(searched['out'])
     sc = ck['model_args']['rope_scaling']
-    assert sc == sl.longrope_scaling(searched['best']['long_factor'], S, L) and sc['short_factor'] == [1.0] * 16
+    assert sc == ls.longrope_scaling(searched['best']['long_factor'], S, L) and sc['short_factor'] == [1.0] * 16
     assert ck['lineage'] == dict(train_len=L, seq_len=T, base_checkpoint=os.path.abspath(searched['base']),
                                  rope_type="longrope", factor=S, finetune_steps=0, pose=None)
     assert ck['iter_num'] == 0 and ck['model_args']['block_size'] == T and ck['log'][0]['val_loss_beyond_L'] is not None
