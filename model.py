@@ -280,7 +280,9 @@ class GPT(nn.Module):
         x = self.transformer.wte(idx)
         if c.pos_emb == 'learned':
             top = int(pos.max()) if given else T - 1  # no device sync for the usual 0..T-1
-            if top >= c.block_size or given and int(pos.min()) < 0:
+            if top < c.block_size and given and int(pos.min()) < 0:
+                top = int(pos.min())  # name the position that is outside, not the (valid) largest one
+            if not 0 <= top < c.block_size:
                 raise ValueError(f"positions reach {top}, outside the learned position table (0..{c.block_size - 1}); "
                                  f"learned positions cannot run past block_size={c.block_size}")
             x = x + self.transformer.wpe(pos)

@@ -1,5 +1,6 @@
-"""ALiBi (pos_emb='alibi'): the head slopes, the bias against a direct construction, the chunked SDPA path against
-plain softmax attention, zero slopes = no position encoding, causality, and a trained checkpoint through eval.py."""
+"""ALiBi (pos_emb='alibi'): the head slopes, the bias against a direct construction, the chunked attention path
+(model.chunked_attention over CausalSelfAttention.logits) against plain softmax attention, zero slopes = no position
+encoding, causality, and a trained checkpoint through eval.py."""
 import math
 
 import pytest
@@ -7,10 +8,17 @@ import torch
 import torch.nn.functional as F
 
 import model as model_mod
-from model import GPT, GPTConfig
-from position_maps import alibi_bias, alibi_slopes
+from lab.diagnostics import attention_entropy
+from model import GPT, GPTConfig, alibi_bias, alibi_slopes, chunked_attention
 
 V = 50
+
+
+def query_chunk(monkeypatch, chunk):
+    """The query chunk of the ALiBi path (CausalSelfAttention.attend -> model.chunked_attention; 256 by default)."""
+    whole = model_mod.chunked_attention
+    monkeypatch.setattr(model_mod, 'chunked_attention',
+                        lambda q, k, v, logits, _=None, dropout=0.0: whole(q, k, v, logits, chunk, dropout))
 
 
 def make(pos_emb='alibi', n_head=2, **kw):
@@ -49,19 +57,22 @@ def direct_attention(q, k, v, slopes):
 
 @pytest.mark.parametrize('chunk', [7, 512])
 def test_attention_matches_direct_softmax(monkeypatch, chunk):
-    """The chunked SDPA path (chunks that do not divide T, and one chunk) and the manual path of attention_entropy
-    both give softmax attention with the bias added; keys past a chunk's last query are never needed."""
-    monkeypatch.setattr(model_mod, 'ALIBI_CHUNK', chunk)
+    """The chunked path (chunks that do not divide T, and one chunk) and the score function attention_entropy
+    reads (CausalSelfAttention.logits) both give softmax attention with the bias added; keys past a chunk's last
+    query are never needed."""
+    query_chunk(monkeypatch, chunk)
     mdl = make(n_head=4)
     blk, x = mdl.transformer.h[0], torch.randint(0, V, (2, 20))
     h = blk.ln_1(mdl.transformer.wte(x))
     q, k, v = blk.attn.qkv(h, None)
     direct = direct_attention(q, k, v, blk.attn.alibi_slopes)
-    assert torch.allclose(blk.attn.alibi_attention(q, k, v), direct, atol=1e-6)
-    manual = torch.cat([p for _, p in blk.attn.attention_probs(h, None, 6)], dim=2) @ v
+    assert torch.allclose(blk.attn.attend(q, k, v), direct, atol=1e-6)
+    manual = torch.cat([F.pad(blk.attn.logits(q, k, s, min(s + 6, 20)).softmax(-1), (0, 20 - min(s + 6, 20)))
+                        for s in range(0, 20, 6)], dim=2) @ v
     assert torch.allclose(manual, direct, atol=1e-6)
+    assert torch.allclose(chunked_attention(q, k, v, lambda s, e: blk.attn.logits(q, k, s, e), 6), direct, atol=1e-6)
     # queries that are the last rows of the keys (as with a KV cache) get the same rows
-    assert torch.allclose(blk.attn.alibi_attention(q[:, :, -3:], k, v), direct[:, :, -3:], atol=1e-6)
+    assert torch.allclose(blk.attn.logits(q, k, 17, 20).softmax(-1) @ v, direct[:, :, -3:], atol=1e-6)
     # the bias matters: without it the output differs
     assert not torch.allclose(F.scaled_dot_product_attention(q, k, v, is_causal=True), direct, atol=1e-3)
 
@@ -70,13 +81,13 @@ def test_zero_slopes_equal_no_position_encoding(monkeypatch):
     """The same weights with every slope 0 compute what pos_emb='none' computes: the manual (float32) attention of
     the first layer bit for bit; through SDPA to float32 rounding (a float mask and is_causal take different kernels,
     which sum in different orders)."""
-    monkeypatch.setattr(model_mod, 'ALIBI_CHUNK', 16)
+    query_chunk(monkeypatch, 16)
     alibi, none = make('alibi'), make('none')
     none.load_state_dict(alibi.state_dict())  # ALiBi adds no parameter and no stored buffer
     for blk in alibi.transformer.h:
         blk.attn.alibi_slopes.zero_()
     x = torch.randint(0, V, (2, 40))
-    ent_alibi, ent_none = alibi.attention_entropy(x, chunk_size=16), none.attention_entropy(x, chunk_size=16)
+    ent_alibi, ent_none = attention_entropy(alibi, x, chunk=16), attention_entropy(none, x, chunk=16)
     assert torch.equal(ent_alibi[0], ent_none[0]) and (ent_alibi - ent_none).abs().max() < 1e-5
     assert (alibi(x)[0] - none(x)[0]).abs().max() < 1e-6
     assert (make('alibi')(x)[0] - none(x)[0]).abs().max() > 1e-3  # with its slopes, ALiBi changes the output
@@ -84,7 +95,7 @@ def test_zero_slopes_equal_no_position_encoding(monkeypatch):
 
 def test_causal_across_chunks(monkeypatch):
     """Changing a token never changes the logits before it, also when it sits in a later query chunk."""
-    monkeypatch.setattr(model_mod, 'ALIBI_CHUNK', 7)
+    query_chunk(monkeypatch, 7)
     mdl = make()
     x = torch.randint(0, V, (1, 24))
     x2 = x.clone()
@@ -96,7 +107,7 @@ def test_causal_across_chunks(monkeypatch):
 def test_runs_past_training_length_and_refuses_position_ids():
     mdl = make()
     assert mdl(torch.randint(0, V, (1, 64)))[0].shape == (1, 64, V)  # 4 x block_size
-    with pytest.raises(ValueError, match="pos_emb='alibi'.*pos=None"):
+    with pytest.raises(ValueError, match="ALiBi reads distances from the token order: pass none"):
         mdl(torch.randint(0, V, (1, 8)), pos=torch.arange(8))
     assert sum(p.numel() for p in mdl.parameters()) == sum(p.numel() for p in make('none').parameters())
 

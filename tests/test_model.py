@@ -1,14 +1,19 @@
 """model.py: shapes, per-token loss, running past the training length, switching RoPE scaling, RoPE tables off the
-hot path, attention entropy."""
+hot path, the attention seams (qkv/logits/attend), attention entropy (lab/diagnostics.py), smeared keys
+(lab/copy_mix.py, attention='smear_keys')."""
 import math
 
 import pytest
 import torch
 import torch.nn.functional as F
 
+import lab  # noqa: F401  registers attention='smear_keys'
 import model as model_mod
 import rope
-from model import GPT, GPTConfig, sinusoidal_table, load_checkpoint, model_from_checkpoint, model_args
+import rope_config
+from lab.diagnostics import attention_entropy
+from model import (GPT, GPTConfig, chunked_attention, sinusoidal_table, load_checkpoint, model_from_checkpoint,
+                   model_args)
 
 V = 50
 
@@ -106,16 +111,16 @@ def scaling(rope_type, L=16):
     if rope_type == 'longrope':  # head_dim 16 (make()): 8 pairs; plain up to L, a PI-like ramp past it
         return {'rope_type': 'longrope', 'factor': 4.0, 'original_max_position_embeddings': L,
                 'short_factor': [1.0] * 8, 'long_factor': [1.0, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 4.0]}
-    return {'rope_type': rope_type, 'factor': 1.0 if rope_type in rope.DYNAMIC_TYPES else 4.0,
+    return {'rope_type': rope_type, 'factor': 1.0 if rope_type in rope_config.DYNAMIC_TYPES else 4.0,
             'original_max_position_embeddings': L}
 
 
 def reference_logits(m, x):
-    """The model's blocks fed cos/sin built straight from rope.rope_inv_freq / rope_cos_sin for this length
-    (what GPT.forward computed per call before the tables moved into a buffer)."""
+    """The model's blocks fed cos/sin built straight from rope_config.rope_inv_freq / rope.rope_cos_sin for this
+    length (what GPT.forward computed per call before the tables moved into a buffer)."""
     c, T = m.config, x.size(1)
-    inv, af = rope.rope_inv_freq(m.head_dim, c.rope_base, c.rope_scaling,
-                                 seq_len=T if rope.is_dynamic(c.rope_scaling) else None)
+    inv, af = rope_config.rope_inv_freq(m.head_dim, c.rope_base, c.rope_scaling,
+                                        seq_len=T if rope_config.is_dynamic(c.rope_scaling) else None)
     tables = rope.rope_cos_sin(inv, torch.arange(T), af)
     h = m.transformer.wte(x)
     for block in m.transformer.h:
@@ -123,7 +128,7 @@ def reference_logits(m, x):
     return m.lm_head(m.transformer.ln_f(h))
 
 
-@pytest.mark.parametrize('rope_type', rope.ROPE_TYPES)
+@pytest.mark.parametrize('rope_type', rope_config.ROPE_TYPES)
 def test_stored_rope_tables_are_bit_identical_to_direct_construction(rope_type):
     """Built in the config (constructor) or switched on (set_rope_scaling): the same bits as computing the tables
     from the config at every length; dynamic types cross L = 16 (plain below, scaled above)."""
@@ -149,13 +154,13 @@ def test_rope_buffer_is_not_saved_follows_the_device_and_stays_float32():
 
 
 def test_static_forward_does_no_rope_config_work(monkeypatch):
-    """Static types never call rope.rope_inv_freq (validation, float64 host math) in a forward; dynamic types
+    """Static types never call rope_config.rope_inv_freq (validation, float64 host math) in a forward; dynamic types
     call it once per forward, for the forward's length."""
     m = make(rope_scaling=scaling('yarn'))
     d = make(rope_scaling=scaling('dynamic'))
     calls = []
     monkeypatch.setattr(model_mod, 'rope_inv_freq', lambda *a, **kw: calls.append(kw['seq_len']) or
-                        rope.rope_inv_freq(*a, **kw))
+                        rope_config.rope_inv_freq(*a, **kw))
     m(torch.randint(0, V, (1, 40)))
     assert calls == []
     d(torch.randint(0, V, (1, 40)))
@@ -227,9 +232,9 @@ def test_bad_positions():
     with pytest.raises(ValueError, match='pos must be'):
         make()(x, pos=list(range(10)))
     learned = make('learned')
-    with pytest.raises(ValueError, match='position 19 is outside the learned position table'):
+    with pytest.raises(ValueError, match=r'positions reach 19, outside the learned position table \(0\.\.15\)'):
         learned(x, pos=torch.arange(10, 20))
-    with pytest.raises(ValueError, match='position -1 is outside'):
+    with pytest.raises(ValueError, match='positions reach -1, outside'):
         learned(x, pos=torch.arange(-1, 9))
     inside = learned(x, pos=torch.arange(6, 16))[0][:, 0]  # the first token, alone, at position 6
     assert torch.allclose(inside, learned(x[:, :1], pos=torch.tensor([6]))[0][:, 0], atol=1e-6)
@@ -238,7 +243,7 @@ def test_bad_positions():
 def test_attention_entropy_matches_direct_computation():
     m = make()
     x = torch.randint(0, V, (2, 20))
-    ent = m.attention_entropy(x, chunk_size=7)  # chunks that do not divide T
+    ent = attention_entropy(m, x, chunk=7)  # chunks that do not divide T
     assert ent.shape == (2, 2, 2, 20)
     # direct: first layer's probabilities from the full causal softmax
     blk = m.transformer.h[0]
@@ -250,9 +255,16 @@ def test_attention_entropy_matches_direct_computation():
     assert torch.allclose(ent[0], direct, atol=1e-5)
     assert torch.allclose(ent[:, :, :, 0], torch.zeros(2, 2, 2), atol=1e-6)  # the first query sees one key
     assert (ent[:, :, :, 1:] <= torch.log(torch.arange(2, 21).float()) + 1e-5).all()  # at most ln(#keys)
-    # the manual path gives SDPA's output
-    y = torch.cat([p for _, p in blk.attn.attention_probs(h, m.rope_tables(20), 7)], dim=2) @ v
+    # the manual path (the layer's score function, chunked) gives SDPA's output
+    y = chunked_attention(q, k, v, lambda s, e: blk.attn.logits(q, k, s, e), 7)
     assert torch.allclose(y, F.scaled_dot_product_attention(q, k, v, is_causal=True), atol=1e-5)
+    assert torch.allclose(blk.attn.attend(q, k, v), y, atol=1e-5)  # the layer's own attention: SDPA
+    # the logits seam: queries s..e-1 against keys 0..e-1, scaled, -inf above the diagonal
+    raw = (q @ k.transpose(-2, -1)) / math.sqrt(q.size(-1))
+    lg = blk.attn.logits(q, k, 5, 12)
+    assert lg.shape == (2, 2, 7, 12) and lg.dtype == torch.float32
+    assert torch.equal(lg.isinf(), torch.triu(torch.ones(20, 20, dtype=torch.bool), 1)[5:12, :12].expand_as(lg))
+    assert torch.allclose(lg.masked_fill(lg.isinf(), 0), raw[:, :, 5:12, :12].masked_fill(lg.isinf(), 0), atol=1e-6)
 
 
 def test_yarn_temperature_sharpens_attention():
@@ -261,9 +273,9 @@ def test_yarn_temperature_sharpens_attention():
     x = torch.randint(0, V, (1, 64))
     sc = {'rope_type': 'yarn', 'factor': 4.0, 'original_max_position_embeddings': 16}
     m.set_rope_scaling(dict(sc, attention_factor=1.0))
-    flat = m.attention_entropy(x)
+    flat = attention_entropy(m, x)
     m.set_rope_scaling(sc)  # default mscale = 0.1 ln 4 + 1
-    sharp = m.attention_entropy(x)
+    sharp = attention_entropy(m, x)
     assert sharp[0, :, :, 8:].mean() < flat[0, :, :, 8:].mean()
 
 
@@ -352,11 +364,16 @@ def test_longrope_model_switches_per_forward_length_and_checks_list_length():
 
 
 def test_smear_keys_option():
-    """Off by default (no new weight, so older checkpoints load unchanged); on, each head's key at t mixes in the
-    key of t-1 with a learned per-head gate, before RoPE, and the model stays causal."""
+    """Off by default (no new weight, so older checkpoints load unchanged); on (attention='smear_keys', registered by
+    lab/copy_mix.py), each head's key at t mixes in the key of t-1 with a learned per-head gate, before RoPE, and the
+    model stays causal. The gate sits at the state-dict key it always had, and a checkpoint of the old format
+    (model_args smear_keys=True, position_map=None) loads as attention='smear_keys'."""
+    from lab.copy_mix import SmearedKeyAttention
     assert not any('smear' in k for k in make().state_dict())
-    m = make(smear_keys=True)
-    assert [tuple(v.shape) for k, v in m.state_dict().items() if 'smear' in k] == [(2, 1, 1)] * 2
+    m = make(attention='smear_keys')
+    assert all(isinstance(b.attn, SmearedKeyAttention) for b in m.transformer.h)
+    assert [(k, tuple(v.shape)) for k, v in m.state_dict().items() if 'smear' in k] == \
+        [(f'transformer.h.{i}.attn.smear', (2, 1, 1)) for i in range(2)]
     x = torch.randint(0, V, (2, 16))
     attn, h = m.transformer.h[0].attn, torch.randn(2, 16, 32)
     with torch.no_grad():
@@ -365,8 +382,17 @@ def test_smear_keys_option():
         attn.smear.fill_(30.0)   # gate ~1: each key is the previous position's (zero at position 0)
         k1 = attn.qkv(h, None)[1]
     assert torch.allclose(k1[:, :, 1:], k0[:, :, :-1], atol=1e-6) and torch.allclose(k1[:, :, 0], torch.zeros(1), atol=1e-6)
-    m = make(smear_keys=True)
+    m = make(attention='smear_keys')
     x2 = x.clone()
     x2[:, 10] = (x[:, 10] + 1) % V
     assert torch.equal(m(x)[0][:, :10], m(x2)[0][:, :10]) and not torch.equal(m(x)[0][:, 11], m(x2)[0][:, 11])
-    assert model_from_checkpoint({'model': m.state_dict(), 'model_args': model_args(m)}).config.smear_keys
+    assert model_from_checkpoint({'model': m.state_dict(), 'model_args': model_args(m)}).config.attention == 'smear_keys'
+    old_args = {k: v for k, v in model_args(m).items() if k != 'attention'}
+    for smear, attention in ((True, 'smear_keys'), (False, 'causal')):
+        state = m.state_dict() if smear else make().state_dict()
+        old = model_from_checkpoint({'model': state, 'model_args': dict(old_args, smear_keys=smear, position_map=None)})
+        assert old.config.attention == attention
+        if smear:
+            assert torch.equal(old.eval()(x)[0], m(x)[0])
+    with pytest.raises(ValueError, match="attention='bogus' is unknown"):
+        GPTConfig(attention='bogus')

@@ -1,18 +1,20 @@
-"""position_maps.py and the attention path it drives in model.py (ReRoPE, Leaky ReRoPE, Self-Extend): the scores
-against q_i·R(pos(i, j))·k_j built explicitly from each method's definition, the reductions to plain RoPE, chunking,
-errors, and the arms eval.py makes of them."""
+"""lab/position_maps.py and the attention it hands the model's `attend` seam (ReRoPE, Leaky ReRoPE, Self-Extend):
+the scores against q_i·R(pos(i, j))·k_j built explicitly from each method's definition, the reductions to plain RoPE,
+chunking, errors, and the arms eval.py makes of them."""
 import math
 import os
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 import eval as ev
 import finetune_long
+from lab.diagnostics import attention_entropy
+from lab.position_maps import far_logits, mapped_attention, mapped_logits
+from lab.position_maps import check_position_map, parse_position_map, position_map_name, position_map_positions
 from model import GPT, GPTConfig, load_checkpoint, model_args, model_from_checkpoint
-from position_maps import mapped_logits
-from position_maps import check_position_map, parse_position_map, position_map_name, position_map_positions
-from rope import rope_inv_freq
+from rope_config import rope_inv_freq
 
 V = 50
 REROPE, LEAKY, SELF_EXTEND = ({'method': 'rerope', 'window': 4}, {'method': 'leaky_rerope', 'window': 4, 'k': 2.5},
@@ -63,30 +65,46 @@ def direct_logits(pm, q, k, inv_freq, factor):
     return out
 
 
+def c_proj_input(m, x, attend, layer=0):
+    """Run m(x, attend=attend) and capture one layer's attention output (the input of c_proj, heads merged)."""
+    got = []
+    hook = m.transformer.h[layer].attn.c_proj.register_forward_pre_hook(lambda mod, args: got.append(args[0]))
+    try:
+        m(x, attend=attend)
+    finally:
+        hook.remove()
+    return got[0]
+
+
 @pytest.mark.parametrize('scaling', [None, YARN], ids=['plain', 'yarn'])
 @pytest.mark.parametrize('pm', MAPS, ids=lambda pm: pm['method'])
 def test_scores_equal_direct_construction(pm, scaling):
     """Logits, probabilities and outputs of the first layer against the explicit rotation of every (i, j) pair,
     composed with the model's rope_scaling (YaRN: other frequencies and an attention factor)."""
-    m, T = make(rope_scaling=scaling, position_map=pm), 13
+    m, T = make(rope_scaling=scaling), 13
     x = torch.randint(0, V, (2, T))
-    h, rope = m.transformer.h[0].ln_1(m.transformer.wte(x)), m._embed(x)[1]
+    h, rope = m.transformer.h[0].ln_1(m.transformer.wte(x)), m.rope_tables(T)
     attn = m.transformer.h[0].attn
     q, k, v = attn.qkv(h, None)
+    qr, kr, _ = attn.qkv(h, rope)  # what the attend seam gets: q and k rotated at their own positions
     inv_freq, factor = rope_inv_freq(16, 10000.0, scaling, T)
     if scaling:
         assert factor > 1.1 and not torch.equal(inv_freq, rope_inv_freq(16)[0])
     direct = direct_logits(pm, q, k, inv_freq, factor)
-    near, far, _ = attn.mapped_qkv(h, rope)
-    got = mapped_logits(near, far, rope.pos, pm['window'], 0, T) / math.sqrt(16)
+    logits = mapped_logits(m, pm)
+    got = logits(0, qr, kr, 0, T)
     assert torch.allclose(got.double(), direct, atol=1e-5) and torch.equal(got.isinf(), direct.isinf())
-    assert torch.allclose(mapped_logits(near, far, rope.pos, pm['window'], 5, 9) / math.sqrt(16),
-                          direct[:, :, 5:9, :9].float(), atol=1e-5)  # a chunk: queries 5..8 against keys 0..8
+    assert torch.equal(far_logits(qr, kr, pm, m.rope_freqs(T)[0], 0, T), got)
+    assert torch.allclose(logits(0, qr, kr, 5, 9), direct[:, :, 5:9, :9].float(), atol=1e-5)  # a chunk: queries 5..8
     probs = direct.softmax(-1)
-    got_probs = torch.cat([p for _, p in attn.attention_probs(h, rope, chunk_size=4)], dim=2)
+    got_probs = torch.cat([F.pad(logits(0, qr, kr, s, min(s + 4, T)).softmax(-1), (0, T - min(s + 4, T)))
+                           for s in range(0, T, 4)], dim=2)
     assert torch.allclose(got_probs.double(), probs, atol=1e-6)
-    y = attn.extended_attention(h, rope, chunk_size=4)
-    assert torch.allclose(y.double(), (probs @ v.double()).transpose(1, 2).reshape(2, T, 32), atol=1e-6)
+    merged = lambda t: t.transpose(1, 2).reshape(2, T, 32)
+    y = mapped_attention(m, pm, chunk=4)(0, qr, kr, v)
+    assert torch.allclose(merged(y).double(), merged(probs @ v.double()), atol=1e-6)
+    y = c_proj_input(m, x, mapped_attention(m, pm, chunk=4))  # the same through the model's forward
+    assert torch.allclose(y.double(), merged(probs @ v.double()), atol=1e-6)
 
 
 def test_far_map_reaches_what_the_docstrings_say():
@@ -101,8 +119,12 @@ def test_far_map_reaches_what_the_docstrings_say():
     assert reach({'method': 'self_extend', 'window': 32, 'group': 4}, 417) == 128
 
 
-def logits_and_entropy(m, x, chunk=8):
-    return m(x)[0], m.attention_entropy(x, chunk)
+def logits_and_entropy(m, x, chunk=8, pm=None):
+    """Logits and attention entropies of m on x, under the position map pm when given (the way it is applied now:
+    per forward, through the attend seam and the diagnostics' score function)."""
+    if pm is None:
+        return m(x)[0], attention_entropy(m, x, chunk)
+    return m(x, attend=mapped_attention(m, pm))[0], attention_entropy(m, x, chunk, logits=mapped_logits(m, pm))
 
 
 @pytest.mark.parametrize('pm', [dict(REROPE, window=30), dict(LEAKY, window=30), dict(SELF_EXTEND, window=40),
@@ -113,8 +135,7 @@ def test_reductions_to_plain_rope(pm):
     ordinary model's logits and attention entropies (its SDPA path)."""
     m, x = make(), torch.randint(0, V, (2, 30))
     plain, plain_ent = logits_and_entropy(m, x)
-    m.set_position_map(pm)
-    mapped, ent = logits_and_entropy(m, x)
+    mapped, ent = logits_and_entropy(m, x, pm=pm)
     assert torch.allclose(mapped, plain, atol=1e-5) and torch.allclose(ent, plain_ent, atol=1e-5)
 
 
@@ -126,13 +147,13 @@ def test_map_leaves_the_window_alone_and_changes_the_rest(pm):
     depends on i and j only), which eval.py's protocol relies on."""
     m, x = make(), torch.randint(0, V, (2, 24))
     plain = m(x)[0]
-    m.set_position_map(pm)
-    mapped = m(x)[0]
+    attend = mapped_attention(m, pm)
+    mapped = m(x, attend=attend)[0]
     w = pm['window']
     assert torch.allclose(mapped[:, :w + 1], plain[:, :w + 1], atol=1e-6)
     assert ((mapped[:, w + 1:] - plain[:, w + 1:]).abs().amax(dim=(0, 2)) > 2e-5).all()
     for n in (5, 17):
-        assert torch.allclose(m(x[:, :n])[0], mapped[:, :n], atol=1e-5)
+        assert torch.allclose(m(x[:, :n], attend=attend)[0], mapped[:, :n], atol=1e-5)
 
 
 def test_gradients_match_the_sdpa_path_when_every_key_is_near():
@@ -140,37 +161,46 @@ def test_gradients_match_the_sdpa_path_when_every_key_is_near():
     x, y = torch.randint(0, V, (2, 20)), torch.randint(0, V, (2, 20))
     grads = []
     for pm in (None, dict(SELF_EXTEND, window=20)):
-        m = make(position_map=pm).train()
-        m(x, y)[1].backward()
+        m = make().train()
+        m(x, y, attend=mapped_attention(m, pm) if pm else None)[1].backward()
         grads.append({n: p.grad for n, p in m.named_parameters()})
     assert all(torch.allclose(grads[1][n], g, atol=1e-6) for n, g in grads[0].items())
-    m = make(position_map=REROPE).train()  # window < T: far keys exist; the in-place merge still differentiates
-    m(x, y)[1].backward()
+    m = make().train()  # window < T: far keys exist; the in-place merge still differentiates
+    m(x, y, attend=mapped_attention(m, REROPE))[1].backward()
     g = m.transformer.h[0].attn.c_attn.weight.grad
     assert g.isfinite().all() and not torch.allclose(g, grads[0]['transformer.h.0.attn.c_attn.weight'], atol=1e-6)
 
 
 def test_chunks_give_the_one_chunk_result():
-    m, x = make(position_map=SELF_EXTEND), torch.randint(0, V, (2, 23))
-    attn, (h, rope) = m.transformer.h[0].attn, m._embed(x)
-    one = attn.extended_attention(h, rope, chunk_size=64)
+    m, x = make(), torch.randint(0, V, (2, 23))
+    attn = m.transformer.h[0].attn
+    q, k, v = attn.qkv(m.transformer.h[0].ln_1(m.transformer.wte(x)), m.rope_tables(23))
+    one = mapped_attention(m, SELF_EXTEND, chunk=64)(0, q, k, v)
     for chunk in (1, 5, 8):
-        assert torch.allclose(attn.extended_attention(h, rope, chunk_size=chunk), one, atol=1e-6)
-    assert torch.allclose(m.attention_entropy(x, 4), m.attention_entropy(x, 64), atol=1e-6)
+        assert torch.allclose(mapped_attention(m, SELF_EXTEND, chunk=chunk)(0, q, k, v), one, atol=1e-6)
+        assert torch.allclose(m(x, attend=mapped_attention(m, SELF_EXTEND, chunk=chunk))[0],
+                              m(x, attend=mapped_attention(m, SELF_EXTEND, chunk=64))[0], atol=1e-6)
+    logits = mapped_logits(m, SELF_EXTEND)
+    assert torch.allclose(attention_entropy(m, x, 4, logits), attention_entropy(m, x, 64, logits), atol=1e-6)
 
 
-def test_switching_keeps_weights_and_the_map_travels_in_the_checkpoint(tmp_path):
+def test_a_map_keeps_weights_and_applies_the_same_on_a_reloaded_checkpoint(tmp_path):
+    """A map is applied per forward (model(x, attend=mapped_attention(model, pm))), not stored in the model: it
+    touches no weight, is normalized like before, and the same map on the reloaded checkpoint gives the same logits
+    (older checkpoints stored position_map=None in model_args: they load too). Without it: plain RoPE again."""
+    pm = {'method': 'leaky_rerope', 'window': 3, 'k': 4}
+    assert check_position_map(pm) == {'method': 'leaky_rerope', 'window': 3, 'k': 4.0}
     m = make()
     before = {k: v.clone() for k, v in m.state_dict().items()}
-    m.set_position_map({'method': 'leaky_rerope', 'window': 3, 'k': 4})
-    assert m.config.position_map == {'method': 'leaky_rerope', 'window': 3, 'k': 4.0}
-    assert all(torch.equal(before[k], v) for k, v in m.state_dict().items()) and before.keys() == m.state_dict().keys()
-    torch.save({'model': m.state_dict(), 'model_args': model_args(m)}, tmp_path / 'ckpt.pt')
-    m2 = model_from_checkpoint(load_checkpoint(str(tmp_path))).eval()
     x = torch.randint(0, V, (1, 20))
-    assert m2.config == m.config and torch.equal(m(x)[0], m2(x)[0])
-    m.set_position_map(None)
-    assert torch.allclose(m(x)[0], make()(x)[0])
+    mapped = m(x, attend=mapped_attention(m, pm))[0]
+    assert all(torch.equal(before[k], v) for k, v in m.state_dict().items()) and before.keys() == m.state_dict().keys()
+    assert 'position_map' not in model_args(m)
+    for args in (model_args(m), dict(model_args(m), position_map=None)):  # the new format and the old one
+        torch.save({'model': m.state_dict(), 'model_args': args}, tmp_path / 'ckpt.pt')
+        m2 = model_from_checkpoint(load_checkpoint(str(tmp_path))).eval()
+        assert m2.config == m.config and torch.equal(m2(x, attend=mapped_attention(m2, pm))[0], mapped)
+    assert torch.allclose(m(x)[0], make()(x)[0]) and (m(x)[0] - mapped).abs().max() > 1e-6
 
 
 @pytest.mark.parametrize('pm, match', [
@@ -190,15 +220,17 @@ def test_switching_keeps_weights_and_the_map_travels_in_the_checkpoint(tmp_path)
 def test_bad_position_map_names_the_field(pm, match):
     with pytest.raises(ValueError, match=match):
         check_position_map(pm)
-    with pytest.raises(ValueError, match=match):
-        GPTConfig(position_map=pm)
+    m = make()
+    for applied in (mapped_attention, mapped_logits):  # checked when the map is applied, before any forward
+        with pytest.raises(ValueError, match=match):
+            applied(m, pm)
 
 
 def test_position_map_needs_rope():
-    with pytest.raises(ValueError, match="position_map is set but pos_emb='learned'"):
-        GPTConfig(pos_emb='learned', position_map=REROPE)
-    with pytest.raises(ValueError, match="needs pos_emb='rope'"):
-        make(pos_emb='none').set_position_map(REROPE)
+    with pytest.raises(ValueError, match="re-rotates RoPE's queries and keys; this model has pos_emb='learned'"):
+        mapped_attention(make(pos_emb='learned'), REROPE)
+    with pytest.raises(ValueError, match="this model has pos_emb='none'"):
+        mapped_logits(make(pos_emb='none'), REROPE)
 
 
 def test_arm_specs_and_names():
