@@ -109,7 +109,7 @@ def zero_shot_arms(cfg, base, arms, T):
 
 def mapped_arms(cfg, arms):
     """--position_map: every fine-tuned arm once more with that map switched on, 'yarn s=4 ft100 + rerope w=256'
-    (a map over a fine-tuned scaled model reaches past the length it was fine-tuned at; see position_maps.py)."""
+    (a map over a fine-tuned scaled model reaches past the length it was fine-tuned at; see lab/position_maps.py)."""
     if not cfg.get('position_map'):
         return
     pm = parse_position_map(cfg['position_map'])
