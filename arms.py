@@ -7,11 +7,10 @@ An arm is a run folder (a base model, or a fine-tune from finetune_long.py), a z
 checkpoint(s), its training length L (from the checkpoint's lineage, never re-typed), the length it was
 fine-tuned at and its rope config. Everything here is validation: nothing is measured.
 """
-import json
 import os
 
 from configurator import ConfigError
-from data.common import data_dir_of
+from data.common import DataError, data_dir_of, read_json, read_jsonl
 from model import load_checkpoint
 from lab.position_maps import POSITION_MAPS, is_position_map_spec, parse_position_map, position_map_name
 from rope_config import ALIASES, ROPE_TYPES, is_dynamic, parse_arm, scaling_name
@@ -31,11 +30,12 @@ def expand_ckpts(paths):
         if not os.path.isfile(aj):
             out.append(p)
             continue
-        try:
-            with open(aj, encoding='utf-8') as f:
-                out += [os.path.join(p, a['folder']) for a in json.load(f)['arms']]
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            raise ConfigError(f"{aj} is unreadable ({e}); rerun finetune_long.py or pass the arm folders themselves")
+        fix = "rerun finetune_long.py or pass the arm folders themselves"
+        runs = read_json(aj, fix)
+        runs = runs.get('arms') if isinstance(runs, dict) else None
+        if not isinstance(runs, list) or not all(isinstance(a, dict) and isinstance(a.get('folder'), str) for a in runs):
+            raise DataError(f"{aj} has no 'arms' list of objects with a 'folder' each; {fix}")
+        out += [os.path.join(p, a['folder']) for a in runs]
     return out
 
 
@@ -145,6 +145,8 @@ def plan_arms(cfg):
     if dup:
         raise ConfigError(f"checkpoint {dup} is given twice; list each run folder once")
     arms = group_seeds([ckpt_arm(p, load_checkpoint(p)) for p in paths])
+    for run in [r for a in arms if a['kind'] == 'fine-tuned' for r in a['runs']]:
+        run['log'] = finetune_log(run)  # read now: a damaged log is named before anything is measured
     names = [a['name'] for a in arms]
     for a, name in zip(arms, names):  # two different runs with the same readable name: each gets its folder's name
         if names.count(name) > 1:
@@ -179,9 +181,16 @@ def plan_arms(cfg):
 
 
 def finetune_log(arm):
-    """The fine-tune's eval rows: the run folder's log.jsonl, else the rows stored in the checkpoint."""
+    """The fine-tune's eval rows: the run folder's log.jsonl, else the rows stored in the checkpoint. Each row must
+    hold what eval.py writes of it (finetune_curves.csv): DataError naming the file and the line otherwise."""
     path = os.path.join(arm['checkpoint'], 'log.jsonl')
-    if os.path.isfile(path):
-        with open(path, encoding='utf-8') as f:
-            return [json.loads(line) for line in f if line.strip()]
-    return list(arm['ckpt'].get('log') or [])
+    if not os.path.isfile(path):
+        return list(arm['ckpt'].get('log') or [])
+
+    def wrong(row):
+        number = lambda v: v is None or type(v) in (int, float)  # noqa: E731
+        if not (isinstance(row, dict) and type(row.get('iter')) is int and number(row.get('val_loss'))
+                and number(row.get('val_loss_beyond_L'))):
+            return "not an evaluation row (an integer 'iter'; val_loss and val_loss_beyond_L numbers or null)"
+    return read_jsonl(path, "it is the run's log from train.py: rerun that fine-tune, or move the file away to use "
+                            "the rows stored in its ckpt.pt", wrong)

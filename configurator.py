@@ -21,9 +21,30 @@ class ConfigError(ValueError):
     """A bad setting: the message names it and says what to do."""
 
 
-def get_config(argv, defaults, start=None):
+def check_seed(seed, where='seed'):
+    """A seed as every generator here takes it: a whole number in [0, 2**63) (numpy refuses negative seeds, torch
+    overflows past 64 bits). ConfigError naming `where` otherwise."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2 ** 63:
+        raise ConfigError(f"{where}={seed!r} is out of range; a seed is a whole number from 0 to 2**63 - 1")
+
+
+def check_out_dir(path, key='out_dir'):
+    """A folder the run can write into: ConfigError naming `key` when it, or the nearest part of its path that exists,
+    is a file or is not writable."""
+    p = os.path.abspath(path)
+    while not os.path.exists(p):
+        p = os.path.dirname(p)
+    if not os.path.isdir(p):
+        raise ConfigError(f"{key}={path} is a file; pass a folder" if p == os.path.abspath(path) else
+                          f"{key}={path} lies under {p}, which is a file; pass a folder")
+    if not os.access(p, os.W_OK):
+        raise ConfigError(f"{key}={path}: {p} is not writable (permission denied); pass a folder you can write to")
+
+
+def get_config(argv, defaults, start=None, source=None):
     """defaults (or `start`, e.g. a resumed run's stored settings) <- config files (argv entries without '--')
-    <- --key=value. Unknown keys and wrong types are errors."""
+    <- --key=value. Unknown keys and wrong types are errors; so are those of `start` when `source` names the file it
+    was read from. A `seed` setting must be a whole number in [0, 2**63)."""
     cfg = dict(start or defaults)
 
     def setkey(key, val, where):
@@ -36,6 +57,8 @@ def get_config(argv, defaults, start=None):
             raise ConfigError(f"setting {key}={val!r} ({where}) should be a {want.__name__}, like {defaults[key]!r}")
         cfg[key] = val
 
+    for key, val in (start or {}).items() if source else ():
+        setkey(key, val, source)
     for arg in argv:
         if not arg.startswith('--'):
             if not os.path.isfile(arg):
@@ -61,11 +84,14 @@ def get_config(argv, defaults, start=None):
                 except (ValueError, SyntaxError):
                     pass  # a bare string
             setkey(key, val, 'command line')
+    if 'seed' in defaults:
+        check_seed(cfg['seed'])
     return cfg
 
 
 def cli(main):
-    """Run a script's main(argv); a bad input (ValueError) ends in one line naming the problem and exit code 2.
+    """Run a script's main(argv); a bad input (ValueError) ends in one line naming the problem and exit code 2, and so
+    does a file the system refuses (OSError: disk full, permissions; its message names the file).
     -h/--help prints the script's docstring and its settings with their defaults."""
     script = sys.modules['__main__']
     if {'-h', '--help'} & set(sys.argv[1:]):
@@ -75,7 +101,7 @@ def cli(main):
         return
     try:
         main(sys.argv[1:])
-    except ValueError as e:
+    except (ValueError, OSError) as e:
         if os.environ.get('LONGCTX_DEBUG'):
             raise
         print(f"error: {e}", file=sys.stderr)

@@ -37,8 +37,8 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from arms import finetune_log, plan_arms
-from configurator import ConfigError, autocast_context, cli, get_config, pick_device
+from arms import plan_arms
+from configurator import ConfigError, autocast_context, check_out_dir, cli, get_config, pick_device
 from data.common import atomic_write_text, check_vocab, data_dir_of, doc_windows, load_meta, load_split
 from lab.diagnostics import entropy_at
 from lab.position_maps import mapped_attention, mapped_logits
@@ -259,7 +259,7 @@ def write_outputs(cfg, run, results, pos_cols, ent_cols, timing, t0):
                 for a in results for r in a['retrieval']]
     ft_rows = [[a['name'], run.get('seed'), r['iter'], r.get('val_loss'), r.get('val_loss_beyond_L'), a['L'],
                 a['seq_len']] for a in arms if a['kind'] == 'fine-tuned' and not a.get('position_map')
-               for run in a['runs'] for r in finetune_log(run)]  # every seed's curve
+               for run in a['runs'] for r in run['log']]  # every seed's curve, read and checked by plan_arms
     files = {'position_loss.csv': per_position_csv(names, pos_cols), 'attention_entropy.csv': per_position_csv(names, ent_cols),
              'retrieval.csv': csv_text(['arm', 'bucket', 'distance_lo', 'distance_hi', 'n', 'exact_match', 'exact_match_lo',
                                         'exact_match_hi', 'repeat_loss', 'control_loss', 'gain', 'gain_lo',
@@ -295,8 +295,9 @@ def validate(cfg):
     if cfg['entropy_windows'] > cfg['num_windows']:
         raise ConfigError(f"entropy_windows={cfg['entropy_windows']} is more than num_windows={cfg['num_windows']}; "
                           f"it uses the first eval windows")
-    if os.path.exists(cfg['out_dir']) and not os.path.isdir(cfg['out_dir']):
-        raise ConfigError(f"out_dir={cfg['out_dir']} is a file; pass a folder")
+    if cfg['factor'] and not cfg['factor'] >= 1:
+        raise ConfigError(f"factor={cfg['factor']} must be >= 1 (s = T/L of the zero-shot rope arms), or 0 for T/L")
+    check_out_dir(cfg['out_dir'])
     arms, base, T = plan_arms(cfg)
     first = (arms or [base])[0]
     data_dir = data_dir_of(cfg['dataset'] or (first['ckpt'].get('dataset') or {}).get('dataset', ''))
@@ -335,6 +336,8 @@ def main(argv):
     cfg = get_config(argv, DEFAULTS)
     if cfg['plot_only']:
         import plot
+        if cfg['smooth'] < 0:
+            raise ConfigError(f"smooth={cfg['smooth']} must be >= 0 (0: T/32)")
         for p in plot.plot_all(cfg['out_dir'], log_x=cfg['log_x'], smooth=cfg['smooth']):
             print(f"wrote {p}")
         return None

@@ -24,12 +24,12 @@ full new length with ordinary positions. Arms are named '<method> pose' ('yarn s
 import json
 import os
 
-from configurator import ConfigError, cli, ddp_ranks, get_config
-from data.common import atomic_write_text, check_vocab, data_dir_of, load_meta
+from configurator import ConfigError, autocast_context, check_seed, cli, ddp_ranks, get_config, pick_device
+from data.common import DataError, atomic_write_text, check_vocab, read_json
 from lab import copy_mix
 from model import checkpoint_args, load_checkpoint
-from rope_config import all_type_keys, parse_arms, scaling_name, slug
-from train import DEFAULTS as TRAIN_DEFAULTS, check_settings, extended_model, run_config, train
+from rope_config import all_type_keys, parse_arms, rope_inv_freq, scaling_name, slug
+from train import DEFAULTS as TRAIN_DEFAULTS, check_settings, extended_model, load_data, run_config, train
 
 DEFAULTS = dict(
     TRAIN_DEFAULTS,
@@ -52,13 +52,15 @@ MODEL_KEYS = ('n_layer', 'n_head', 'n_embd', 'dropout', 'bias', 'pos_emb', 'rope
 
 
 def parse_seeds(cfg):
-    """--seeds=1337,1338 -> [1337, 1338]; '' -> [--seed]."""
+    """--seeds=1337,1338 -> [1337, 1338]; '' -> [--seed]. Every entry a distinct whole number in [0, 2**63)."""
     try:
-        seeds = [int(x) for x in str(cfg['seeds']).split(',') if x.strip()] or [cfg['seed']]
+        seeds = [int(x) for x in cfg['seeds'].split(',')] if cfg['seeds'].strip() else [cfg['seed']]
     except ValueError:
         raise ConfigError(f"seeds={cfg['seeds']!r} should be whole numbers separated by commas, like 1337,1338,1339") from None
     if len(set(seeds)) < len(seeds):
         raise ConfigError(f"seeds={cfg['seeds']!r} lists a seed twice; list each once")
+    for seed in seeds:
+        check_seed(seed, f"seeds={cfg['seeds']!r}: seed" if cfg['seeds'] else 'seed')
     return seeds
 
 
@@ -93,10 +95,7 @@ def plan_arms(cfg, base, resuming=False):
     run_cfg = dict(cfg, block_size=T, init_from='scratch', dataset=cfg['dataset'] or base['dataset']['dataset'],
                    pose_len=(cfg['pose_len'] or L) if cfg['pose'] else 0, **{k: args[k] for k in MODEL_KEYS})
     check_settings(run_cfg, ddp_ranks()[1])
-    data_dir = data_dir_of(run_cfg['dataset'])
-    meta = load_meta(data_dir)
-    check_vocab(base['dataset'], meta, data_dir, cfg['init_from'])
-    copy_mix.settings(run_cfg, meta, run_cfg['pose_len'] or T)  # the copy spans must fit the window trained
+    check_run(cfg, run_cfg, base, args, arms, T)
     seeds = parse_seeds(cfg)
     folder = lambda name, seed: '/'.join(p for p in (slug(name) if len(arms) > 1 else '', f'seed{seed}' if len(seeds) > 1 else '') if p)
     plan = [(name, folder(name, seed), seed, scaling,
@@ -106,7 +105,40 @@ def plan_arms(cfg, base, resuming=False):
         run_dir = run_cfg['out_dir']
         if os.path.exists(os.path.join(run_dir, 'ckpt.pt')) and not (cfg['overwrite'] or resuming):
             raise ConfigError(f"{run_dir} already holds a run; pass --overwrite=True to replace it or another --out_dir")
+        if resuming and os.path.exists(os.path.join(run_dir, 'ckpt.pt')):
+            load_checkpoint(run_dir)  # a torn arm is named now, not after the arms before it have trained again
     return L, T, plan
+
+
+def check_run(cfg, run_cfg, base, args, arms, T):
+    """What train() would refuse only once arms.json is written and earlier arms have trained: the device and number
+    format, the data (its vocabulary, room for T tokens, a held-out document longer than T), the copy spans against the
+    window trained, and each arm's RoPE config against the model (a per-pair list must have head_dim / 2 values)."""
+    autocast_context(pick_device(cfg['device']).split(':')[0], cfg['dtype'], training=True)
+    data_dir, meta, _, _ = load_data(run_cfg, T)
+    check_vocab(base['dataset'], meta, data_dir, cfg['init_from'])
+    longest = max(end - start for _, start, end in meta['docs']['val'])
+    if longest <= T + 1:  # evaluation windows of T + 1 tokens lie inside one held-out document
+        raise ConfigError(f"block_size={T} does not fit in a held-out document of {data_dir} (the longest has "
+                          f"{longest} tokens; evaluation needs T + 1 inside one); lower --factor or --block_size")
+    copy_mix.settings(run_cfg, meta, run_cfg['pose_len'] or T)  # the copy spans must fit the window trained
+    for name, scaling in arms:
+        try:
+            rope_inv_freq(args['n_embd'] // args['n_head'], args['rope_base'], scaling)
+        except ValueError as e:
+            raise ConfigError(f"arm {name!r} does not fit the model of {cfg['init_from']}: {e}") from None
+
+
+def stored_config(arms_file, argv):
+    """The settings a multi-arm run was started with (its arms.json), with argv on top; DataError naming the file."""
+    fix = "rerun finetune_long.py with the run's settings (and --overwrite=True), or pass another --out_dir"
+    stored = read_json(arms_file, fix)
+    stored = stored.get('config') if isinstance(stored, dict) else None
+    if not isinstance(stored, dict) or not isinstance(stored.get('init_from'), str) or \
+            not isinstance(stored.get('out_dir'), str):
+        raise DataError(f"{arms_file} has no 'config' object with init_from and out_dir; {fix}")
+    return dict(get_config(argv, DEFAULTS, start={**DEFAULTS, **stored}, source=arms_file),
+                init_from=stored['init_from'])
 
 
 def main(argv):
@@ -115,9 +147,7 @@ def main(argv):
     resuming = cfg['init_from'] == 'resume' and os.path.isfile(arms_file) and \
         not os.path.isfile(os.path.join(cfg['out_dir'], 'ckpt.pt'))
     if resuming:  # several arms: the stored settings, the command line on top; finished arms are kept
-        with open(arms_file, encoding='utf-8') as f:
-            stored = json.load(f)['config']
-        cfg = dict(get_config(argv, DEFAULTS, start=stored), init_from=stored['init_from'])
+        cfg = stored_config(arms_file, argv)
     elif cfg['init_from'] == 'resume':  # one arm, with its own stored settings
         cfg, ckpt = run_config(argv, DEFAULTS)
         train(cfg, ckpt=ckpt)

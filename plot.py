@@ -13,6 +13,7 @@ Zero-shot arms are dashed, fine-tuned arms solid (PoSE fine-tunes dash-dotted), 
 the scale); the base model is black.
 """
 import csv
+import io
 import json
 import os
 import textwrap
@@ -23,7 +24,7 @@ import matplotlib.ticker  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from data.common import atomic_write  # noqa: E402
+from data.common import DataError, atomic_write  # noqa: E402
 from rope_config import bands, critical_dimension, freq_ratio, rope_inv_freq, scaling_name  # noqa: E402
 
 RC = {'font.size': 13, 'axes.titlesize': 15, 'axes.labelsize': 14, 'legend.fontsize': 11, 'xtick.labelsize': 12,
@@ -37,16 +38,24 @@ BAND_COLORS = {'high': '#d8f0d8', 'middle': '#fdf1c7', 'low': '#d9e8f7'}
 def read_csv(path):
     """A CSV as a list of {column: text} rows."""
     if not os.path.isfile(path):
-        raise ValueError(f"{path} not found; run eval.py (without --plot_only) to write it first")
-    with open(path, newline='', encoding='utf-8') as f:
-        return list(csv.DictReader(f))
+        raise DataError(f"{path} not found; run eval.py (without --plot_only) to write it first")
+    try:
+        with open(path, newline='', encoding='utf-8') as f:
+            return list(csv.DictReader(f))
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        raise DataError(f"{path} is unreadable ({e}); rerun eval.py to write it again") from None
 
 
-def read_columns(path):
-    """position,<arm>,... -> {arm: float array over positions}, NaN where an arm was not scored."""
+def read_columns(path, names):
+    """position,<arm>,... -> {arm: float array over positions} for the arms `names`, NaN where one was not scored."""
     rows = read_csv(path)
-    names = [k for k in rows[0] if k != 'position'] if rows else []
-    return {n: np.array([float(r[n]) if r[n] != '' else np.nan for r in rows]) for n in names}
+    gone = [n for n in names if not rows or n not in rows[0]]
+    if gone:
+        raise DataError(f"{path} has no column for arm {gone[0]!r} of summary.json; rerun eval.py to write both again")
+    try:
+        return {n: np.array([float(r[n]) if r[n] != '' else np.nan for r in rows]) for n in names}
+    except (TypeError, ValueError) as e:
+        raise DataError(f"{path} holds a cell that is not a number ({e}); rerun eval.py to write it again") from None
 
 
 def family(arm):
@@ -79,9 +88,11 @@ def smooth(y, w):
 
 
 def save(fig, path):
-    atomic_write(path, lambda f: fig.savefig(f, format='png', dpi=130, bbox_inches='tight'))
+    """(path, the figure as PNG bytes): plot_all writes every picture once all of them are drawn."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format='png', dpi=130, bbox_inches='tight')
     plt.close(fig)
-    return path
+    return path, buf.getvalue()
 
 
 def theory_line(ax, arms, T):
@@ -143,7 +154,7 @@ def plot_positions(out_dir, summary, w, log_x, what):
         csv_name, png, ylabel, title = ('attention_entropy.csv', 'attention_entropy.png', 'attention entropy (nats)',
                                         f"Attention entropy vs query position — mean over layers, heads, "
                                         f"{s['entropy']['windows']} windows")
-    cols = read_columns(os.path.join(out_dir, csv_name))
+    cols = read_columns(os.path.join(out_dir, csv_name), [a['name'] for a in arms])
     groups, st = panels(arms), styles(arms)
     with plt.rc_context(RC):
         fig, axes = plt.subplots(1, len(groups), figsize=(8.5 * len(groups), 7.5), sharey=True, squeeze=False)
@@ -284,6 +295,9 @@ def plot_finetune(out_dir, summary):
 NEEDS = {'settings': ('T', 'L', 'dataset', 'num_windows'),
          'arm': ('name', 'kind', 'pos_emb', 'rope_type', 'settings', 'position_map', 'head_dim', 'rope_base',
                  'train_len', 'rope_scaling', 'dynamic')}
+SOURCES = {'loss_vs_position.png': 'position_loss.csv', 'rope_ramp.png': 'summary.json',
+           'attention_entropy.png': 'attention_entropy.csv', 'retrieval.png': 'retrieval.csv',
+           'finetune_curves.png': 'finetune_curves.csv'}  # the file each picture is drawn from
 OPTIONAL = {'attention_entropy.png': ('entropy',), 'retrieval.png': ('retrieval',)}
 
 
@@ -309,7 +323,7 @@ def read_summary(out_dir):
 
 
 def plot_all(out_dir, log_x=False, smooth=0):
-    """Draw every PNG from out_dir's CSV/JSON; returns the paths written."""
+    """Draw every PNG from out_dir's CSV/JSON, then write them (none when one cannot be drawn); returns their paths."""
     summary = read_summary(out_dir)
     if smooth > summary['settings']['T']:
         raise ValueError(f"smooth={smooth} is wider than the {summary['settings']['T']} positions evaluated; pass "
@@ -326,8 +340,16 @@ def plot_all(out_dir, log_x=False, smooth=0):
         if gone:
             print(f"skipped {name}: summary.json has no settings.{gone[0]}")
             continue
-        out.append(draw())
-    return [p for p in out if p]
+        try:
+            out.append(draw())
+        except DataError:
+            raise
+        except (KeyError, IndexError, TypeError, ValueError) as e:  # a hand-edited CSV or summary.json
+            raise DataError(f"{name} cannot be drawn from {os.path.join(out_dir, SOURCES[name])} and summary.json "
+                            f"({type(e).__name__}: {e}); rerun eval.py to write them again") from None
+    for path, png in [p for p in out if p]:
+        atomic_write(path, lambda f: f.write(png))
+    return [p[0] for p in out if p]
 
 
 # ----------------------------------------------------------------------------- the Markdown report

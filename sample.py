@@ -16,6 +16,7 @@ The KV cache (lab/kv_cache.py) is exact for every rope type and for smeared keys
 whole prefix for every token (the slow reference), and so does a model the cache does not cover (ALiBi, a position
 map): the line printed first says which.
 """
+import math
 import os
 import sys
 
@@ -34,7 +35,7 @@ DEFAULTS = dict(
     start='\n',              # the prompt (verbatim), or FILE:<path>
     num_samples=3,
     max_new_tokens=500,
-    temperature=0.8,         # > 0; lower is more conservative
+    temperature=0.8,         # >= 0; lower is more conservative; 0 = greedy (the likeliest token, as top_k=1)
     top_k=200,               # sample among the k likeliest tokens; 0 = all of them; 1 = greedy
     seed=1337,
     rope_type='',            # arm spec switched on zero-shot (yarn, yarn:beta_fast=8, dynamic, ...); '' = as trained
@@ -44,6 +45,7 @@ DEFAULTS = dict(
     dtype='auto',            # auto (bfloat16 on CUDA when supported, else float32) | float32 | bfloat16 | float16
     progress=True,           # tqdm bar while generating
 )
+MAX_POSITIONS = 2 ** 24  # float32 holds every whole number up to here: positions past it share their RoPE angles
 
 
 def parse_args(argv):
@@ -55,8 +57,16 @@ def parse_args(argv):
     for key, low in (('num_samples', 1), ('max_new_tokens', 1), ('top_k', 0)):
         if cfg[key] < low:
             raise ConfigError(f"{key}={cfg[key]} is out of range; it must be >= {low}")
-    if not cfg['temperature'] > 0:
-        raise ConfigError(f"temperature={cfg['temperature']} must be > 0 (lower is more conservative; --top_k=1 is greedy)")
+    if cfg['max_new_tokens'] >= MAX_POSITIONS:
+        raise ConfigError(f"max_new_tokens={cfg['max_new_tokens']} is out of range; prompt + new tokens can be at most "
+                          f"2**24 = {MAX_POSITIONS} positions: past them float32 (the RoPE and sinusoidal tables) "
+                          f"cannot tell two positions apart")
+    if not 0 <= cfg['temperature'] < math.inf:
+        raise ConfigError(f"temperature={cfg['temperature']} must be a number >= 0 (lower is more conservative; "
+                          f"0 is greedy)")
+    if cfg['factor'] and not cfg['factor'] >= 1:
+        raise ConfigError(f"factor={cfg['factor']} must be >= 1 (the scale s of --rope_type), or 0 for "
+                          f"(prompt + new tokens) / L")
     if not cfg['ckpt']:
         raise ConfigError("no checkpoint given; pass --ckpt=<run folder written by train.py or finetune_long.py>")
     if cfg['factor'] and (not cfg['rope_type'] or is_position_map_spec(cfg['rope_type'])):
@@ -72,14 +82,31 @@ def read_prompt(start):
         path = start[len('FILE:'):]
         if not os.path.isfile(path):
             raise ConfigError(f"prompt file {path} does not exist; pass --start=FILE:<an existing file> or --start=<text>")
-        with open(path, encoding='utf-8') as f:
-            start = f.read()
+        try:
+            with open(path, encoding='utf-8') as f:
+                start = f.read()
+        except (OSError, UnicodeDecodeError) as e:
+            raise ConfigError(f"prompt file {path} is unreadable ({e}); pass a UTF-8 text file") from None
         where = f"prompt file {path}"
     else:
         where = "--start"
     if not start:
         raise ConfigError(f"{where} is empty; give the model at least one token, e.g. --start='\\n' or --start=ROMEO:")
     return start
+
+
+def prompt_ids(cfg, encode):
+    """The prompt's token ids, checked against the vocabulary and, with the new tokens, against MAX_POSITIONS."""
+    prompt = read_prompt(cfg['start'])
+    try:
+        ids = encode(prompt)
+    except ValueError as e:
+        raise ConfigError(f"the prompt does not fit the model's vocabulary: {e}; "
+                          f"use only characters it was trained on") from None
+    if len(ids) + cfg['max_new_tokens'] > MAX_POSITIONS:
+        raise ConfigError(f"the prompt ({len(ids)} tokens) + max_new_tokens={cfg['max_new_tokens']} pass 2**24 = "
+                          f"{MAX_POSITIONS} positions (float32 cannot tell positions apart past it); ask for fewer")
+    return ids
 
 
 def tokenizer(ckpt, path):
@@ -107,12 +134,7 @@ def main(argv):
     cfg = parse_args(argv)
     ckpt = load_checkpoint(cfg['ckpt'])
     encode, decode = tokenizer(ckpt, cfg['ckpt'])
-    prompt = read_prompt(cfg['start'])
-    try:
-        ids = encode(prompt)
-    except ValueError as e:
-        raise ConfigError(f"the prompt does not fit the model's vocabulary: {e}; "
-                          f"use only characters it was trained on") from None
+    ids = prompt_ids(cfg, encode)
     model = model_from_checkpoint(ckpt)
     pm = parse_position_map(cfg['rope_type']) if is_position_map_spec(cfg['rope_type']) else None
     if cfg['rope_type'] and pm is None:
@@ -121,26 +143,27 @@ def main(argv):
     device = pick_device(cfg['device'])
     dtype, ctx = autocast_context(device.split(':')[0], cfg['dtype'])
     model.to(device).eval()
-    c = model.config
+    c, greedy = model.config, cfg['temperature'] == 0  # temperature 0: the likeliest token, i.e. top_k=1
     blocker = 'a position map' if pm else kv_cache.blocker(model)
     cache = 'off (--kv_cache=False)' if not cfg['kv_cache'] else f'off ({blocker} recomputes the prefix)' if blocker \
         else 'on'
     print(f"{cfg['ckpt']}: {model.get_num_params() / 1e6:.2f}M params, pos_emb={c.pos_emb}, "
           f"L={lineage_of(ckpt)['train_len']}" + (f", rope {scaling_name(c.rope_scaling)}" if c.pos_emb == 'rope' else '')
           + (f" + {position_map_name(pm)}" if pm else '') + f"; prompt {len(ids)} tokens + {cfg['max_new_tokens']} new, "
-          f"temperature={cfg['temperature']}, top_k={cfg['top_k']}, kv_cache {cache}, device={device}, dtype={dtype}",
+          f"temperature={cfg['temperature']}{' (greedy)' if greedy else ''}, top_k={cfg['top_k']}, kv_cache {cache}, device={device}, dtype={dtype}",
           file=sys.stderr)
     torch.manual_seed(cfg['seed'])
+    temperature, top_k = (1.0, 1) if greedy else (cfg['temperature'], cfg['top_k'] or None)
     generator = torch.Generator(device=device).manual_seed(cfg['seed'])
     x = torch.tensor(ids, dtype=torch.long, device=device)[None]
     for _ in range(cfg['num_samples']):
         with ctx:
             if cache == 'on':
-                y = kv_cache.generate(model, x, cfg['max_new_tokens'], temperature=cfg['temperature'],
-                                      top_k=cfg['top_k'] or None, generator=generator, progress=cfg['progress'])
+                y = kv_cache.generate(model, x, cfg['max_new_tokens'], temperature=temperature, top_k=top_k,
+                                      generator=generator, progress=cfg['progress'])
             else:
-                y = model.generate(x, cfg['max_new_tokens'], temperature=cfg['temperature'], top_k=cfg['top_k'] or None,
-                                   generator=generator, attend=attend)
+                y = model.generate(x, cfg['max_new_tokens'], temperature=temperature, top_k=top_k, generator=generator,
+                                   attend=attend)
         print(decode(y[0].tolist()))
         print('---------------')
 

@@ -36,9 +36,9 @@ import os
 import time
 
 
-from configurator import ConfigError, cli, get_config, setup_device
-from data.common import atomic_write_text, check_vocab, doc_windows
-from lab.longrope_search import longrope_scaling, search, seed_curves
+from configurator import ConfigError, check_out_dir, cli, get_config, setup_device
+from data.common import DataError, atomic_write_text, check_vocab, doc_windows, read_json
+from lab.longrope_search import UPPER, longrope_scaling, search, seed_curves
 from model import load_checkpoint, model_from_checkpoint
 from rope_config import parse_arms
 from train import DEFAULTS as TRAIN_DEFAULTS, estimate_loss, extended_model, load_data, train
@@ -61,6 +61,8 @@ DEFAULTS = dict(
     seed=1337, device='auto', dtype='auto', progress=True,
     overwrite=False,          # start afresh over an earlier search in out_dir
 )
+FIX = ("it was not written by this search or was edited: restore it, or start afresh with --init_from=<base run "
+       "folder> --overwrite=True")
 RESUMABLE = ('init_from', 'search_generations', 'batch_size', 'eval_iters', 'device', 'progress', 'overwrite')
 STATE, LOG = 'search_state.json', 'search.jsonl'
 
@@ -80,15 +82,14 @@ def settings(argv):
                 raise ConfigError(f"{out_dir} already holds a run ({name}); pass --init_from=resume to continue the "
                                   f"search, --overwrite=True to replace it, or another --out_dir")
         return dict(cfg, init_from=os.path.abspath(cfg['init_from'])), None  # stored absolute: found from anywhere
-    try:
-        with open(path, encoding='utf-8') as f:
-            state = json.load(f)
-        stored = state['config']
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise ConfigError(f"no search to resume in {out_dir}: {path} is missing or unreadable ({e}); "
-                          f"start one with --init_from=<base run folder>") from None
-    stored = {**DEFAULTS, **stored, 'out_dir': out_dir}  # the search is the folder its state was found in,
-    cfg = get_config(argv, DEFAULTS, start=stored)           # however that folder is spelled or wherever it moved
+    if not os.path.isfile(path):
+        raise ConfigError(f"no search to resume in {out_dir}: {path} is missing; start one with "
+                          f"--init_from=<base run folder>")
+    state = read_json(path, FIX)
+    if not isinstance(state, dict) or not isinstance(state.get('config'), dict):
+        raise DataError(f"{path} has no 'config' object; {FIX}")
+    stored = {**DEFAULTS, **state['config'], 'out_dir': out_dir}  # the search is the folder its state was found in,
+    cfg = get_config(argv, DEFAULTS, start=stored, source=path)     # however that folder is spelled or wherever it moved
     changed = [k for k in DEFAULTS if k not in RESUMABLE and cfg[k] != stored[k]]
     if changed:
         raise ConfigError(f"the search in {out_dir} was started with "
@@ -109,11 +110,43 @@ def check_settings(cfg, n_seeds):
     for key in ('search_windows', 'batch_size', 'eval_iters'):
         if cfg[key] < 1:
             raise ConfigError(f"{key}={cfg[key]} must be a positive integer")
+    check_out_dir(cfg['out_dir'])
     if cfg['search_generations'] < 0:
         raise ConfigError(f"search_generations={cfg['search_generations']} must be >= 0 (0: the initial population only)")
     if not (0 < cfg['search_mutation'] <= 1 and cfg['search_step'] > 0 and 0 <= cfg['search_crossover'] <= 1):
         raise ConfigError(f"search_mutation={cfg['search_mutation']} must be in (0, 1], search_step="
                           f"{cfg['search_step']} > 0 and search_crossover={cfg['search_crossover']} in [0, 1]")
+
+
+def check_state(state, path, cfg, L, T, head_dim):
+    """A resumed search's state holds what search() reads, of the right types and lengths, for this base model;
+    DataError naming the file and the field otherwise."""
+    def bad(what):
+        raise DataError(f"{path}: {what}; {FIX}")
+    num = lambda v: type(v) in (int, float) and not math.isnan(v)  # noqa: E731 (inf: a candidate that diverged)
+    for key, want in (('L', L), ('T', T), ('head_dim', head_dim)):
+        if type(state.get(key)) is not int or state[key] != want:
+            bad(f"{key} is {state.get(key)!r} but the base model {cfg['init_from']} gives {want}")
+    g, log, cands = state.get('generation'), state.get('log'), state.get('candidates')
+    if type(g) is not int or g < -1:
+        bad(f"generation is {g!r}, not a whole number >= -1")
+    if not all(num(state.get(k)) for k in ('elapsed_s', 'cpu_s')):
+        bad("elapsed_s and cpu_s must be numbers (seconds)")
+    if not isinstance(state.get('references'), dict) or not all(num(v) for v in state['references'].values()):
+        bad("references must map the seed arms' names to their losses")
+    if not isinstance(log, list) or len(log) != g + 1 or not all(isinstance(r, dict) for r in log):
+        bad(f"log must be a list of {g + 1} rows, one per generation done")
+    if not isinstance(cands, list) or g >= 0 and not cands:
+        bad("candidates must be a list of the candidates scored")
+    n, upper = head_dim // 2, UPPER * cfg['factor']
+    for i, c in enumerate(cands):
+        if not isinstance(c, dict) or type(c.get('generation')) is not int or not isinstance(c.get('origin'), str) \
+                or not num(c.get('loss')):
+            bad(f"candidates[{i}] lacks an integer generation, an origin or a numeric loss")
+        f = c['long_factor'] if isinstance(c.get('long_factor'), list) else []
+        if len(f) != n or not all(num(x) and 1 <= x <= upper for x in f):
+            bad(f"candidates[{i}].long_factor must be {n} numbers in [1, {upper:g}] (one per pair of head_dim "
+                f"{head_dim})")
 
 
 def save_state(out_dir, state):
@@ -132,10 +165,17 @@ def main(argv):
     T, head_dim = round(s * L), args['n_embd'] // args['n_head']
     seeds = seed_curves(cfg['search_seeds'], s, L, head_dim, args['rope_base'])
     check_settings(cfg, len(seeds))
+    if state is not None:
+        check_state(state, os.path.join(cfg['out_dir'], STATE), cfg, L, T, head_dim)
     dataset = cfg['dataset'] or base['dataset']['dataset']
     device, _, _, ctx = setup_device(cfg)
-    data_dir, meta, train_data, _ = load_data(dict(cfg, dataset=dataset), T)  # its val split is never used here
+    data_dir, meta, train_data, _ = load_data(dict(cfg, dataset=dataset), 1)  # its val split is never used here
     check_vocab(base['dataset'], meta, data_dir, cfg['init_from'])
+    for split in ('train', 'val'):  # scored on training windows; the run written is evaluated on held-out ones
+        longest = max(end - start for _, start, end in meta['docs'][split])
+        if longest <= T + 1:
+            raise ConfigError(f"factor={s} x L={L} = {T} tokens (+1) do not fit in a {split} document of {data_dir} "
+                              f"(the longest has {longest}); lower --factor")
     starts = doc_windows(meta['docs']['train'], T + 1, cfg['search_windows'], cfg['seed'])
     model = model_from_checkpoint(base).to(device)
 

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from configurator import ConfigError, StopOnSignal, cli, ddp_ranks, get_config, setup_device
+from configurator import ConfigError, StopOnSignal, check_out_dir, cli, ddp_ranks, get_config, setup_device
 from data.common import (atomic_torch_save, atomic_write_text, check_vocab, data_dir_of, doc_windows, fetch_windows,
                          load_meta, load_split, to_device)
 from lab import bench, copy_mix
@@ -94,8 +94,9 @@ def check_settings(cfg, world):
     if accum % world:
         raise ConfigError(f"gradient_accumulation_steps={accum} is not divisible by the {world} processes; "
                           f"make it a multiple of {world}")
-    if os.path.exists(cfg['out_dir']) and not os.path.isdir(cfg['out_dir']):
-        raise ConfigError(f"out_dir={cfg['out_dir']} is a file; pass a folder for the run")
+    if not 0 <= cfg['dropout'] < 1:
+        raise ConfigError(f"dropout={cfg['dropout']} is out of range; it must be in [0, 1), like 0.0 or 0.1")
+    check_out_dir(cfg['out_dir'])
     if cfg['pose'] and not 1 <= cfg['pose_chunks'] <= (cfg['pose_len'] or cfg['block_size']) <= cfg['block_size']:
         raise ConfigError(f"pose_len={cfg['pose_len']}, pose_chunks={cfg['pose_chunks']} are out of range; PoSE needs "
                           f"1 <= pose_chunks <= pose_len <= block_size={cfg['block_size']} (pose_len=0 means L)")

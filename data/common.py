@@ -32,11 +32,13 @@ class DataError(ValueError):
 # atomic writes: a kill at any moment leaves the old file or the new one, never a torn one
 
 def atomic_write(path, write_fn, mode='wb'):
-    path = os.fspath(path)
+    """Write path through write_fn(f) on a temp file renamed into place. A write that fails (disk full, a file-size
+    limit, permissions) raises DataError naming the file and the cause: the previous file is kept, no temp file left."""
+    path, tmp = os.fspath(path), None
     d = os.path.dirname(os.path.abspath(path))
-    os.makedirs(d, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=d, prefix='.' + os.path.basename(path) + '.', suffix='.tmp')
     try:
+        os.makedirs(d, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=d, prefix='.' + os.path.basename(path) + '.', suffix='.tmp')
         with os.fdopen(fd, mode, **({} if 'b' in mode else {'encoding': 'utf-8'})) as f:
             write_fn(f)
             f.flush()
@@ -45,11 +47,16 @@ def atomic_write(path, write_fn, mode='wb'):
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600 files; give the usual permissions
         os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.remove(tmp)
-        except OSError:
-            pass
+    except BaseException as e:
+        if tmp is not None:
+            try:
+                os.remove(tmp)
+            except OSError:
+                pass
+        cause = write_failure(e)
+        if cause:
+            raise DataError(f"could not write {path} ({cause}); " + ("the previous file is kept" if os.path.exists(path)
+                            else "nothing was written") + ": free some space or fix the folder's permissions") from None
         raise
     try:  # make the rename itself durable
         dfd = os.open(d, os.O_RDONLY)
@@ -61,6 +68,20 @@ def atomic_write(path, write_fn, mode='wb'):
         pass
 
 
+def write_failure(e):
+    """The cause of a failed write in a few words, or None when e is not one: an OSError (its strerror), or torch.save's
+    RuntimeError around one (its zip writer reports a failed write as '... file write failed')."""
+    if isinstance(e, OSError):
+        return e.strerror or str(e) or type(e).__name__
+    if isinstance(e, RuntimeError):
+        inner = e.__cause__ or e.__context__
+        if isinstance(inner, OSError):
+            return write_failure(inner)
+        if 'write' in str(e):
+            return str(e).strip().splitlines()[0][:160]
+    return None
+
+
 def atomic_write_text(path, text):
     atomic_write(path, lambda f: f.write(text), mode='w')
 
@@ -68,6 +89,40 @@ def atomic_write_text(path, text):
 def atomic_torch_save(obj, path):
     import torch
     atomic_write(path, lambda f: torch.save(obj, f))
+
+
+# -----------------------------------------------------------------------------
+# reading the JSON files runs write (arms.json, search_state.json, log.jsonl): errors name the file and the line
+
+def read_json(path, fix):
+    """The value in a JSON file; DataError naming the file (and the place in it) when it is missing or not valid JSON.
+    fix says what to do about it."""
+    try:
+        with open(path, encoding='utf-8') as f:
+            return json.load(f)
+    except FileNotFoundError:
+        raise DataError(f"{path} not found; {fix}") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise DataError(f"{path} is not valid JSON ({e}); {fix}") from None
+
+
+def read_jsonl(path, fix, check=None):
+    """The rows (JSON values, one per non-empty line) of a JSONL file, each passed to check(row) -> what is wrong with
+    it or None; DataError naming the file and the line when one is not valid JSON or check finds a fault."""
+    rows, i = [], 0
+    try:
+        with open(path, encoding='utf-8') as f:
+            for i, line in enumerate(f, 1):
+                if line.strip():
+                    rows.append(json.loads(line))
+                    wrong = check(rows[-1]) if check else None
+                    if wrong:
+                        raise DataError(f"{path} line {i}: {wrong}; {fix}")
+    except json.JSONDecodeError as e:
+        raise DataError(f"{path} line {i}: not valid JSON ({e.msg}, column {e.colno}); {fix}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise DataError(f"{path} is unreadable ({e}); {fix}") from None
+    return rows
 
 
 # -----------------------------------------------------------------------------

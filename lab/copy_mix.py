@@ -62,7 +62,7 @@ def settings(cfg, meta, T):
     """insert_repeats' settings (+ fixed_iters) from a run's cfg for windows of T tokens; None when there is no mix.
     Raises ValueError naming the setting when one is out of range."""
     if not (cfg['copy_share'] > 0 or cfg['copy_fixed_iters'] > 0):
-        if cfg['copy_share'] < 0 or cfg['copy_fixed_iters'] < 0:
+        if not cfg['copy_share'] >= 0 or cfg['copy_fixed_iters'] < 0:  # not >= 0: NaN too
             raise ValueError(f"copy_share={cfg['copy_share']} and copy_fixed_iters={cfg['copy_fixed_iters']} must be "
                              f">= 0 (0: no synthetic copies)")
         return None

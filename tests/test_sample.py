@@ -265,7 +265,7 @@ def test_sample_reads_a_prompt_file_and_scales_dynamic_types_with_factor_1(tmp_p
     (['--start=ROMEO!'], "character '!' is not in the vocabulary"),
     (['--rope_type=bogus'], "rope type 'bogus' is unknown"),
     (['--rope_type=yarn', '--factor=0.5'], 'must be >= 1'),
-    (['--temperature=0'], r'temperature=0.0 must be > 0'),
+    (['--temperature=-1'], r'temperature=-1.0 must be a number >= 0'),  # 0 is greedy (tests/test_bad_input_sample.py)
     (['--colour=red'], "unknown setting 'colour'"),
 ])
 def test_sample_bad_input(tmp_path, args, message):
