@@ -54,7 +54,7 @@ class GPTConfig:
                                                   f"the rooms in lab/ register theirs when imported (import lab)")):
             if bad:
                 raise ValueError(why)
-        self.rope_scaling = check_scaling(self.rope_scaling)
+        self.rope_scaling = check_scaling(self.rope_scaling, self.rope_base)  # HF forms too (rope_config.from_hf)
 
 
 # Unscaled (rms 1/sqrt(2)) the table drowns the tokens (std 0.02): our 0.8M CPU model stalled at val loss 2.4
@@ -220,7 +220,7 @@ class GPT(nn.Module):
         only the non-persistent inv_freq buffer and the attention factor are rebuilt."""
         if self.config.pos_emb != 'rope':
             raise ValueError(f"this model uses pos_emb={self.config.pos_emb!r}; RoPE scaling needs pos_emb='rope'")
-        scaling = check_scaling(scaling)
+        scaling = check_scaling(scaling, self.config.rope_base)
         rope_inv_freq(self.head_dim, self.config.rope_base, scaling)  # e.g. a per-pair list must match head_dim
         self.config.rope_scaling = scaling
         self._build_rope()

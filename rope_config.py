@@ -1,7 +1,8 @@
 """
 Support for rope.py that the core calls but a learner need not open: validating a rope config (Hugging Face key
-names), rope_inv_freq (validate, then dispatch through rope.ROPE_SCALING), arm specs ('yarn:beta_fast=8') and their
-readable names and folder slugs, per-pair helpers for plots, the critical dimension, and the side-by-side table:
+names; HF's own 4.x / 5.x dicts and whole config.json files are read by from_hf), rope_inv_freq (validate, then
+dispatch through rope.ROPE_SCALING), arm specs ('yarn:beta_fast=8') and their readable names and folder slugs,
+per-pair helpers for plots, the critical dimension, and the side-by-side table:
 
     python rope_config.py --head_dim 64 --L 256 --factor 4
 
@@ -41,13 +42,22 @@ def _check_factors(v, bad):
     return [float(x) for x in v]
 
 
-def check_scaling(scaling):
+def check_scaling(scaling, base=None):
     """Validate a rope_scaling dict (Hugging Face key names); return a normalized copy with defaults filled
-    in, or None for plain RoPE. Raises ValueError naming the bad field and what it accepts."""
+    in, or None for plain RoPE. Raises ValueError naming the bad field and what it accepts.
+    Hugging Face's own forms are accepted too (see from_hf): 4.x 'type' for rope_type, and 5.x rope_parameters
+    with partial_rotary_factor (1 only) and rope_theta inside, which must equal `base` (the model's rope_base)."""
     if scaling is None:
         return None
     if not isinstance(scaling, dict):
         raise ValueError(f"rope_scaling must be a dict or None, got {type(scaling).__name__}")
+    if HF_ONLY_KEYS & set(scaling):
+        scaling, theta = _hf_rope_dict(scaling)
+        if theta is not None and theta != base:
+            fix = (f"but rope_base = {base:g}; set rope_base={theta:g} or drop rope_theta" if base is not None else
+                   "and the base lives in rope_base here; read the dict with rope_config.from_hf, which returns "
+                   "(rope_scaling, rope_theta)")
+            raise ValueError(f"rope_scaling carries rope_theta = {theta:g} (Hugging Face's rope_parameters form) {fix}")
     t = scaling.get('rope_type')
     if t not in ROPE_SCALING:
         raise ValueError(f"rope_scaling['rope_type'] = {t!r} is missing or unknown; use one of {', '.join(ROPE_TYPES)}")
@@ -101,6 +111,74 @@ def check_scaling(scaling):
     return sc
 
 
+# --------------------------------------------------------------------------- Hugging Face's forms
+
+HF_ONLY_KEYS = {'type', 'rope_theta', 'partial_rotary_factor'}  # in HF rope dicts, never in this lab's
+HF_CONFIG_KEYS = ('rope_parameters', 'rope_scaling', 'max_position_embeddings', 'model_type', 'rotary_emb_base',
+                  'rotary_pct', 'hidden_size')  # any of these (and no rope_type / type): a whole config.json
+
+
+def _number(v, what, low):
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not v > low:
+        raise ValueError(f"{what} = {reprlib.repr(v)}: must be a finite number > {low:g}")
+    return float(v)
+
+
+def _hf_rope_dict(d):
+    """A 4.x rope_scaling or 5.x rope_parameters dict -> (this lab's keys, rope_theta or None). 'type' becomes
+    rope_type, null values are dropped (HF writes unset keys as null), partial rotation is refused."""
+    sc = {k: v for k, v in d.items() if v is not None}
+    legacy = sc.pop('type', None)
+    if legacy is not None and sc.setdefault('rope_type', legacy) != legacy:
+        raise ValueError(f"rope_scaling has type = {legacy!r} and rope_type = {sc['rope_type']!r}; give one")
+    sc.setdefault('rope_type', 'default')
+    theta = sc.pop('rope_theta', None)
+    theta = None if theta is None else _number(theta, 'rope_theta', 1)
+    p = sc.pop('partial_rotary_factor', 1.0)
+    if _number(p, 'partial_rotary_factor', 0) != 1.0:
+        raise ValueError(f"partial_rotary_factor = {p:g}: this lab rotates every dimension of a head; only 1.0 "
+                         f"(full rotation) has a counterpart here")
+    if sc['rope_type'] not in ROPE_SCALING:
+        raise ValueError(f"Hugging Face rope_type {sc['rope_type']!r} has no counterpart here; "
+                         f"use one of {', '.join(ROPE_TYPES)}")
+    return sc, theta
+
+
+def from_hf(d):
+    """Hugging Face rope settings -> (rope_scaling for this lab or None for plain RoPE, rope_theta or None).
+    d is a 4.x rope_scaling dict ('type' or 'rope_type'), a 5.x rope_parameters dict (rope_theta and
+    partial_rotary_factor inside), or a whole config.json, read as transformers 5 reads it: rope_scaling wins
+    over rope_parameters; rope_theta / rotary_emb_base and partial_rotary_factor / rotary_pct may sit at the top
+    (a gpt_neox config without one rotates 25%: refused); max_position_embeddings is L for 'dynamic' and fills
+    a missing original_max_position_embeddings (yarn, llama3, longrope) and factor (yarn, longrope)."""
+    if not isinstance(d, dict):
+        raise ValueError(f"a Hugging Face rope config must be a dict, got {type(d).__name__}")
+    if 'rope_type' not in d and 'type' not in d and any(k in d for k in HF_CONFIG_KEYS):
+        rp = d.get('rope_scaling') or d.get('rope_parameters') or {}
+        if not isinstance(rp, dict) or any(isinstance(v, dict) for v in rp.values()):
+            raise ValueError("the config's rope parameters are not one flat dict (one per layer type?); "
+                             "this lab has one RoPE for every layer")
+        rp = {k: v for k, v in rp.items() if v is not None}
+        for key, tops in (('rope_theta', ('rope_theta', 'rotary_emb_base')),
+                          ('partial_rotary_factor', ('partial_rotary_factor', 'rotary_pct'))):
+            top = next((d[k] for k in tops if d.get(k) is not None), None)
+            if top is not None:
+                rp.setdefault(key, top)
+        if d.get('model_type') == 'gpt_neox':
+            rp.setdefault('partial_rotary_factor', 0.25)  # GPTNeoXConfig's default
+        t, M = rp.get('rope_type', rp.get('type', 'default')), d.get('max_position_embeddings')
+        if M is not None and t == 'dynamic':
+            rp['original_max_position_embeddings'] = M  # transformers' dynamic NTK reads L from here only
+        elif M is not None and t in ('yarn', 'llama3', 'longrope'):
+            rp.setdefault('original_max_position_embeddings', M)
+            if t != 'llama3' and 'factor' not in rp:
+                rp['factor'] = M / rp['original_max_position_embeddings']
+        d = rp
+    sc, theta = _hf_rope_dict(d)
+    sc = check_scaling(sc)
+    return (None if sc['rope_type'] == 'default' else sc), theta
+
+
 def is_dynamic(scaling):
     """True for the types whose frequencies depend on the forward length (dynamic, dynamic_yarn, longrope)."""
     return scaling is not None and scaling.get('rope_type') in DYNAMIC_TYPES
@@ -116,7 +194,7 @@ def rope_inv_freq(head_dim, base=10000.0, scaling=None, seq_len=None):
         raise ValueError(f"base = {base!r}: must be a finite number > 1 (rope_base; 10000 is usual)")
     if seq_len is not None and seq_len < 0:
         raise ValueError(f"seq_len = {seq_len!r}: must be >= 0 (the current sequence length)")
-    sc = check_scaling(scaling) or {'rope_type': 'default'}
+    sc = check_scaling(scaling, base) or {'rope_type': 'default'}
     t = sc['rope_type']
     if t in ('ntk', 'dynamic') and head_dim < 4:
         raise ValueError(f"head_dim = {head_dim}: rope_type {t!r} needs head_dim >= 4 (b' uses d/(d-2))")

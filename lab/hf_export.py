@@ -1,0 +1,336 @@
+"""
+Take a run to Hugging Face: write a run folder as a GPT-NeoX folder that transformers loads with no custom code
+(AutoModelForCausalLM.from_pretrained(folder)), RoPE scaling included.
+
+    python -m lab.hf_export --ckpt=out/char-base --out_dir=out/hf/char-base
+    python -m lab.hf_export --ckpt=out/bpe-ft/yarn_s4_beta_fast8 --out_dir=out/hf/bpe-yarn
+    python -m lab.hf_export --ckpt=out/char-base --rope_type=yarn:beta_fast=8 --factor=4 --out_dir=out/hf/char-yarn
+
+The folder: config.json (GPTNeoXForCausalLM), model.safetensors (written here with torch and the standard library),
+generation_config.json, README.md (how to load, encode and decode), and the tokenizer: GPT-2's vocab.json and
+merges.txt for a GPT-2 BPE run (from the files the data step keeps; named in README.md when this machine has none),
+or vocab.json ({character: id}) and a tokenizer.json that AutoTokenizer reads for a character run.
+
+The architecture maps one to one: pre-LayerNorm blocks (use_parallel_residual=False), erf GELU, eps 1e-5, tied
+embeddings, rotate-half RoPE on every dimension (partial_rotary_factor=1.0, not GPT-NeoX's 0.25). The fused qkv rows
+are [3, head, head_dim] here and [head, 3, head_dim] in GPT-NeoX; a model without biases gets zero biases (GPT-NeoX
+always has them). config.json carries both rope forms: 5.x rope_parameters (rope_theta and partial_rotary_factor
+inside) and 4.x rope_scaling + rotary_emb_base + rotary_pct, which say the same thing (transformers 5 reads
+rope_scaling first when both are present). Each rope type becomes the HF type that computes the same frequencies:
+default, linear, dynamic, yarn, llama3 and longrope as themselves; ntk as 'default' with the raised base
+b*s^(d/(d-2)); ntk_by_parts (and any other static per-pair curve) as 'longrope' with equal short and long factors
+f_i = theta_i / theta'_i and an explicit attention_factor. L goes to max_position_embeddings for 'dynamic' (HF reads
+it there) and to original_max_position_embeddings for yarn, llama3 and longrope, with max_position_embeddings = s*L.
+Refused, with what to do instead: smeared keys, ALiBi / sinusoidal / learned / no positions, Dynamic YaRN,
+position maps. --rope_type switches an arm spec on before export (eval.py's spec: yarn:beta_fast=8, ...).
+"""
+import json
+import os
+import struct
+import sys
+
+import torch
+
+from configurator import ConfigError, cli, get_config
+from data.common import atomic_write, atomic_write_text
+from data.sources import CHAR_EOT, GPT2_EOT, gpt2_files_on_disk
+from model import checkpoint_args, load_checkpoint, model_from_checkpoint
+from rope import ROPE_SCALING, plain_inv_freq
+from rope_config import ALIASES, DYNAMIC_TYPES, parse_arm, rope_inv_freq, scaling_name
+
+DEFAULTS = dict(
+    ckpt='',             # a run folder (or its ckpt.pt) written by train.py, finetune_long.py or search_longrope.py
+    out_dir='',          # the folder to write (refused when it exists and is not empty, unless --overwrite=True)
+    overwrite=False,
+    rope_type='',        # an arm spec switched on before export (yarn:beta_fast=8, ntk, ...); '' = as the run has it
+    factor=0.0,          # s for --rope_type; 0 = 1 for the dynamic types (and default), else required
+)
+NATIVE = ('default', 'linear', 'dynamic', 'yarn', 'llama3', 'longrope')  # HF types with our name and our formulas
+REFUSED = {  # rope types that transformers cannot express, and what to do instead
+    'dynamic_yarn': "Dynamic YaRN (rope_type 'dynamic_yarn') has no Hugging Face counterpart: transformers' yarn is "
+                    "static; export a static YaRN at the scale you need (--rope_type=yarn --factor=<s>), which is "
+                    "Dynamic YaRN at l = s*L",
+}
+POS_EMB_FIX = {'alibi': 'ALiBi', 'sinusoidal': 'sinusoidal positions', 'learned': 'learned positions',
+               'none': 'no positions (NoPE)'}
+FILES = ('config.json', 'generation_config.json', 'model.safetensors', 'README.md', 'vocab.json', 'merges.txt',
+         'tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json')  # what an export may write
+
+
+def train_len(ckpt):
+    """L: the length the run's base model was trained at (its lineage), else its block_size."""
+    return int((ckpt.get('lineage') or {}).get('train_len') or ckpt['model_args']['block_size'])
+
+
+def check_exportable(args):
+    """Refuse, in one line naming it and what to do instead, a model GPT-NeoX cannot express."""
+    if args.get('attention', 'causal') != 'causal':
+        raise ValueError(f"attention={args['attention']!r} (smeared keys: each key mixed with the previous one) has no "
+                         f"GPT-NeoX counterpart; export a run trained with attention='causal'")
+    pe = args.get('pos_emb', 'rope')
+    if pe != 'rope':
+        raise ValueError(f"pos_emb={pe!r} ({POS_EMB_FIX.get(pe, pe)}): GPT-NeoX has RoPE only; export a RoPE run "
+                         f"(train.py --pos_emb=rope)")
+    t = (args.get('rope_scaling') or {}).get('rope_type', 'default')
+    if t in REFUSED:
+        raise ValueError(REFUSED[t])
+    if t not in NATIVE and ROPE_SCALING[t][2]:
+        raise ValueError(f"rope_type {t!r} depends on the input length in a way transformers has no type for; "
+                         f"export a static type (--rope_type=...)")
+
+
+def hf_rope(head_dim, base, scaling, L, block_size):
+    """The lab's rope (base, rope_scaling, training length L) -> (rope_parameters, max_position_embeddings) for
+    transformers 5, so that HF computes the frequencies and attention factor of rope_config.rope_inv_freq."""
+    sc = scaling or {'rope_type': 'default'}
+    t, s = sc['rope_type'], sc.get('factor', 1.0)
+    L = sc.get('original_max_position_embeddings', L)
+    rp = {'rope_type': t, 'rope_theta': float(base), 'partial_rotary_factor': 1.0}
+    if t == 'default':
+        return rp, block_size
+    if t == 'ntk':  # NTK-aware is plain RoPE with a raised base
+        rp.update(rope_type='default', rope_theta=float(base) * s ** (head_dim / (head_dim - 2)))
+        return rp, round(s * L)
+    if t in ('linear', 'dynamic'):
+        rp['factor'] = s
+        return rp, (L if t == 'dynamic' else round(s * L))  # dynamic: HF's L is max_position_embeddings
+    rp.update(factor=s, original_max_position_embeddings=L)
+    if t in NATIVE:  # yarn, llama3, longrope: the type's own keys as they are
+        rp.update({k: v for k, v in sc.items() if k in ROPE_SCALING[t][0]})
+        if t == 'longrope':
+            rp['attention_factor'] = rope_inv_freq(head_dim, base, sc)[1]
+        return rp, round(s * L)
+    theta_new, af = ROPE_SCALING[t][1](head_dim, base, sc, L)  # float64: a static per-pair curve
+    f = (plain_inv_freq(head_dim, base) / theta_new).tolist()
+    rp.update(rope_type='longrope', short_factor=f, long_factor=list(f), attention_factor=float(af))
+    return rp, round(s * L)
+
+
+def hf_config(args, L, eot=None, dtype=torch.float32):
+    """config.json of GPTNeoXForCausalLM for a checkpoint's model_args (checked exportable)."""
+    check_exportable(args)
+    C, H = args['n_embd'], args['n_head']
+    rp, M = hf_rope(C // H, args['rope_base'], args.get('rope_scaling'), L, args['block_size'])
+    legacy = None if rp['rope_type'] == 'default' else \
+        {'type': rp['rope_type'], **{k: v for k, v in rp.items() if k not in ('rope_theta', 'partial_rotary_factor')}}
+    return {
+        'architectures': ['GPTNeoXForCausalLM'], 'model_type': 'gpt_neox',
+        'vocab_size': args['vocab_size'], 'hidden_size': C, 'num_hidden_layers': args['n_layer'],
+        'num_attention_heads': H, 'intermediate_size': 4 * C, 'hidden_act': 'gelu', 'layer_norm_eps': 1e-5,
+        'use_parallel_residual': False, 'attention_bias': True, 'tie_word_embeddings': True,
+        'attention_dropout': 0.0, 'hidden_dropout': 0.0, 'initializer_range': 0.02, 'use_cache': True,
+        'max_position_embeddings': M, 'bos_token_id': eot, 'eos_token_id': eot, 'pad_token_id': None,
+        'rope_parameters': rp,                                                           # transformers 5.x
+        'rope_scaling': legacy, 'rotary_emb_base': rp['rope_theta'], 'rotary_pct': 1.0,  # transformers 4.x
+        'dtype': str(dtype).removeprefix('torch.'), 'torch_dtype': str(dtype).removeprefix('torch.'),
+    }
+
+
+def hf_state_dict(state, args):
+    """The lab's weights -> GPT-NeoX names ({name: tensor}); qkv rows [3, head, head_dim] -> [head, 3, head_dim];
+    zero biases where the model has none. Any weight left unmapped is an error (not a plain GPT of this lab)."""
+    sd = {k.removeprefix('_orig_mod.').removeprefix('module.'): v for k, v in state.items()}
+    C, H = args['n_embd'], args['n_head']
+    dtype = sd['transformer.wte.weight'].dtype
+    used = set()
+
+    def get(name, n=None):  # a weight, or (bias, n given) zeros when the model has none
+        used.add(name)
+        return sd[name] if name in sd or n is None else torch.zeros(n, dtype=dtype)
+
+    def heads_first(t):  # rows (3, H, hd, ...) -> (H, 3, hd, ...)
+        return t.reshape(3, H, C // H, *t.shape[1:]).transpose(0, 1).reshape(t.shape)
+
+    out = {'gpt_neox.embed_in.weight': get('transformer.wte.weight')}
+    pairs = [('ln_1', 'input_layernorm', C), ('ln_2', 'post_attention_layernorm', C),
+             ('attn.c_attn', 'attention.query_key_value', 3 * C), ('attn.c_proj', 'attention.dense', C),
+             ('mlp.c_fc', 'mlp.dense_h_to_4h', 4 * C), ('mlp.c_proj', 'mlp.dense_4h_to_h', C)]
+    for i in range(args['n_layer']):
+        for ours, theirs, n in pairs:
+            p, q = f'transformer.h.{i}.{ours}.', f'gpt_neox.layers.{i}.{theirs}.'
+            w, b = get(p + 'weight'), get(p + 'bias', n)
+            out[q + 'weight'], out[q + 'bias'] = (heads_first(w), heads_first(b)) if ours == 'attn.c_attn' else (w, b)
+    out['gpt_neox.final_layer_norm.weight'] = get('transformer.ln_f.weight')
+    out['gpt_neox.final_layer_norm.bias'] = get('transformer.ln_f.bias', C)
+    out['embed_out.weight'] = get('lm_head.weight')  # the tied head (4.x name; transformers 5 maps it to lm_head)
+    left = sorted(set(sd) - used)
+    if left:
+        raise ValueError(f"weights {', '.join(left[:3])}{' ...' if len(left) > 3 else ''} have no GPT-NeoX place; "
+                         f"export a plain GPT of this lab (attention='causal', pos_emb='rope')")
+    return {k: v.detach().cpu().contiguous() for k, v in out.items()}
+
+
+ST_DTYPES = {torch.float32: ('F32', torch.int32), torch.float16: ('F16', torch.int16),
+             torch.bfloat16: ('BF16', torch.int16), torch.float64: ('F64', torch.int64)}
+
+
+def write_safetensors(path, tensors, metadata=None):
+    """The safetensors format by hand: 8-byte little-endian header length, a JSON header {name: dtype, shape,
+    data_offsets}, then each tensor's raw little-endian bytes in order. Written atomically."""
+    header, offset = {}, 0
+    for name, t in tensors.items():
+        if t.dtype not in ST_DTYPES:
+            raise ValueError(f"weight {name} is {t.dtype}; safetensors export takes {', '.join(map(str, ST_DTYPES))}")
+        n = t.numel() * t.element_size()
+        header[name] = {'dtype': ST_DTYPES[t.dtype][0], 'shape': list(t.shape), 'data_offsets': [offset, offset + n]}
+        offset += n
+    header['__metadata__'] = {'format': 'pt', **(metadata or {})}
+    head = json.dumps(header, separators=(',', ':')).encode('utf-8')
+    head += b' ' * (-len(head) % 8)  # the data starts 8-byte aligned
+
+    def write(f):
+        f.write(struct.pack('<Q', len(head)) + head)
+        for t in tensors.values():
+            a = t.contiguous().view(ST_DTYPES[t.dtype][1]).numpy()
+            f.write((a.byteswap() if sys.byteorder == 'big' else a).tobytes())
+    atomic_write(path, write)
+
+
+def read_safetensors_header(path):
+    """{name: {dtype, shape, data_offsets}} of a safetensors file (for checks; no weights are read)."""
+    with open(path, 'rb') as f:
+        n = struct.unpack('<Q', f.read(8))[0]
+        return json.loads(f.read(n))
+
+
+def char_tokenizer_json(itos):
+    """A tokenizers-library tokenizer.json for a character vocabulary: BPE without merges over the whole text, so
+    every character is its own token; the Fuse decoder joins them back without spaces."""
+    return {'version': '1.0', 'truncation': None, 'padding': None, 'added_tokens': [], 'normalizer': None,
+            'pre_tokenizer': None, 'post_processor': None, 'decoder': {'type': 'Fuse'},
+            'model': {'type': 'BPE', 'dropout': None, 'unk_token': None, 'continuing_subword_prefix': None,
+                      'end_of_word_suffix': None, 'fuse_unk': False, 'byte_fallback': False, 'ignore_merges': False,
+                      'vocab': {c: i for i, c in enumerate(itos)}, 'merges': []}}
+
+
+def tokenizer_files(ds, M):
+    """({file name: text or bytes}, eot id or None, README lines) for a checkpoint's 'dataset' entry."""
+    kind = ds.get('tokenizer')
+    if kind == 'char' and ds.get('itos'):
+        itos = ds['itos']
+        eot = itos.index(CHAR_EOT) if CHAR_EOT in itos else None
+        js = lambda o: json.dumps(o, ensure_ascii=False, indent=1) + '\n'
+        special = {'eos_token': CHAR_EOT} if eot is not None else {}
+        files = {'vocab.json': js({c: i for i, c in enumerate(itos)}), 'tokenizer.json': js(char_tokenizer_json(itos)),
+                 'tokenizer_config.json': js({'tokenizer_class': 'PreTrainedTokenizerFast', 'model_max_length': M,
+                                              'clean_up_tokenization_spaces': False, **special})}
+        return files, eot, ['Characters: `vocab.json` maps each character to its id (id 0, "\\u0000", ends a '
+                            'document); `AutoTokenizer` reads `tokenizer.json` (one token per character).']
+    if kind == 'gpt2':
+        found = gpt2_files_on_disk()
+        if found is None:
+            return {}, GPT2_EOT, ["GPT-2 BPE: this machine had no copy of GPT-2's tokenizer files, so none are "
+                                  "here. Use `AutoTokenizer.from_pretrained('openai-community/gpt2')`, or copy its "
+                                  "`vocab.json` and `merges.txt` into this folder (or run `python data/shakespeare/"
+                                  "prepare.py`, which fetches them, and export again)."]
+        tok = '<|endoftext|>'
+        cfg = {'tokenizer_class': 'GPT2Tokenizer', 'bos_token': tok, 'eos_token': tok, 'unk_token': tok,
+               'add_prefix_space': False, 'add_bos_token': False, 'model_max_length': M,
+               'clean_up_tokenization_spaces': False}
+        special = json.dumps({k: tok for k in ('bos_token', 'eos_token', 'unk_token')}) + '\n'
+        return {'vocab.json': found['encoder.json'], 'merges.txt': found['vocab.bpe'],
+                'tokenizer_config.json': json.dumps(cfg, indent=1) + '\n', 'special_tokens_map.json': special}, \
+            GPT2_EOT, ["GPT-2 BPE: `vocab.json` and `merges.txt` are GPT-2's own files (sha256-verified); "
+                       "`AutoTokenizer` reads them."]
+    return {}, None, ["The checkpoint does not record its tokenizer; token ids are the training data's."]
+
+
+def readme(src, folder, config, name, tok_lines, tok_from, char):
+    """The folder's README.md: where it came from, the rope mapping, how to load, encode and decode. tok_from: where
+    AutoTokenizer finds the tokenizer (an expression), or None when there is none to name."""
+    rp, M = config['rope_parameters'], config['max_position_embeddings']
+    code = ["from transformers import AutoModelForCausalLM, AutoTokenizer",
+            f"folder = {folder!r}",
+            "model = AutoModelForCausalLM.from_pretrained(folder)"]
+    if tok_from:
+        code += [f"tok = AutoTokenizer.from_pretrained({tok_from})",
+                 "ids = tok('ROMEO:', return_tensors='pt').input_ids",
+                 "print(tok.decode(model.generate(ids, max_new_tokens=200, do_sample=False)[0]))"]
+    if char:
+        code += ["", "# without a tokenizer library: vocab.json maps each character to its id",
+                 "import json, torch",
+                 "stoi = json.load(open(f'{folder}/vocab.json', encoding='utf-8'))",
+                 "itos = {i: c for c, i in stoi.items()}",
+                 "encode = lambda s: torch.tensor([[stoi[c] for c in s]])",
+                 "decode = lambda t: ''.join(itos[i] for i in t.tolist())",
+                 "print(decode(model.generate(encode('ROMEO:'), max_new_tokens=200, do_sample=False)[0]))"]
+    lines = [f"# {os.path.basename(os.path.normpath(folder))}: a run of the long-context lab as GPT-NeoX", "",
+             f"Exported by `python -m lab.hf_export` from `{src}`. RoPE as run: {name}; here rope_type "
+             f"'{rp['rope_type']}', rope_theta {rp['rope_theta']:g}, max_position_embeddings {M}.", "",
+             "```python", *code, "```", "", *tok_lines]
+    if rp['rope_type'] == 'dynamic' or rp['rope_type'] == 'longrope' and rp['short_factor'] != rp['long_factor']:
+        lines += ["", "This type depends on the input length. transformers keeps state: dynamic NTK only grows its "
+                  "frequencies on a model instance and resets them only for an input shorter than L; and with the "
+                  "KV cache (generate's default) keys cached before the scale moved keep their old rotation. Pass "
+                  "`use_cache=False` to generate to get the lab's numbers (its own cache recomputes the prefix)."]
+    return '\n'.join(lines) + '\n'
+
+
+def export(ckpt_path, out_dir, overwrite=False, rope_type='', factor=0.0):
+    """Write the run at ckpt_path as a GPT-NeoX folder; returns (out_dir, config dict, parameter count)."""
+    if not out_dir:
+        raise ConfigError("pass --out_dir=<folder to write the Hugging Face model into>")
+    run_dir = ckpt_path if os.path.isdir(ckpt_path) else os.path.dirname(os.path.abspath(ckpt_path))
+    if os.path.realpath(out_dir) == os.path.realpath(run_dir):
+        raise ConfigError(f"out_dir={out_dir} is the run folder itself; pass another folder")
+    if os.path.isdir(out_dir) and os.listdir(out_dir) and not overwrite:
+        raise ConfigError(f"{out_dir} exists and is not empty; pass --overwrite=True to replace it, "
+                          f"or another --out_dir")
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise ConfigError(f"out_dir={out_dir} is a file; pass a folder")
+    ckpt = load_checkpoint(ckpt_path)
+    args, L = checkpoint_args(ckpt), train_len(ckpt)
+    check_exportable(args)
+    if rope_type:  # switched on before export, like sample.py's --rope_type
+        t = ALIASES.get(rope_type.split(':')[0], rope_type.split(':')[0])
+        if t not in ROPE_SCALING:
+            raise ConfigError(f"--rope_type={rope_type}: not a rope type; position maps (rerope, leaky_rerope, "
+                              f"self_extend) change attention itself and GPT-NeoX cannot express them; "
+                              f"pass a rope type")
+        if not factor and t not in DYNAMIC_TYPES and t != 'default':
+            raise ConfigError(f"--rope_type={rope_type} needs --factor=<s> (the scale L'/L, L = {L})")
+        args['rope_scaling'] = parse_arm(rope_type, factor or 1.0, L)
+        check_exportable(args)
+    elif factor:
+        raise ConfigError("--factor is used with --rope_type only; drop it or name a rope type")
+    model = model_from_checkpoint(dict(ckpt, model_args=args))  # validates everything; the weights as stored
+    weights = hf_state_dict(model.state_dict(), args)
+    ds = ckpt.get('dataset') or {}
+    _, M = hf_rope(args['n_embd'] // args['n_head'], args['rope_base'], args['rope_scaling'], L, args['block_size'])
+    tok_files, eot, tok_lines = tokenizer_files(ds, M)
+    config = hf_config(args, L, eot, weights['gpt_neox.embed_in.weight'].dtype)
+    gen = {'bos_token_id': eot, 'eos_token_id': eot, 'pad_token_id': eot} if eot is not None else {}
+    files = {'config.json': json.dumps(config, indent=1) + '\n',
+             'generation_config.json': json.dumps({'_from_model_config': True, **gen}, indent=1) + '\n',
+             **tok_files,
+             'README.md': readme(ckpt_path, out_dir, config, scaling_name(args['rope_scaling']), tok_lines,
+                                 'folder' if 'vocab.json' in tok_files else
+                                 "'openai-community/gpt2'" if ds.get('tokenizer') == 'gpt2' else None,
+                                 ds.get('tokenizer') == 'char')}
+    os.makedirs(out_dir, exist_ok=True)
+    for stale in set(FILES) - set(files) - {'model.safetensors'}:  # a previous export's files we do not write now
+        if os.path.isfile(os.path.join(out_dir, stale)):
+            os.remove(os.path.join(out_dir, stale))
+    write_safetensors(os.path.join(out_dir, 'model.safetensors'), weights, {'source': 'longctx lab.hf_export'})
+    for name, content in files.items():
+        path = os.path.join(out_dir, name)
+        if isinstance(content, bytes):
+            atomic_write(path, lambda f, c=content: f.write(c))
+        else:
+            atomic_write_text(path, content)
+    return out_dir, config, model.get_num_params()
+
+
+def main(argv):
+    cfg = get_config(argv, DEFAULTS)
+    if not cfg['ckpt']:
+        raise ConfigError("pass --ckpt=<run folder> (written by train.py, finetune_long.py or search_longrope.py)")
+    out, config, n = export(cfg['ckpt'], cfg['out_dir'], cfg['overwrite'], cfg['rope_type'], cfg['factor'])
+    rp = config['rope_parameters']
+    print(f"wrote {out}: GPTNeoXForCausalLM, {n / 1e6:.2f}M params (tied head), rope_type '{rp['rope_type']}' "
+          f"theta {rp['rope_theta']:g}, max_position_embeddings {config['max_position_embeddings']}; "
+          f"files: {', '.join(sorted(os.listdir(out)))}")
+
+
+if __name__ == '__main__':
+    cli(main)
