@@ -14,6 +14,7 @@ import tarfile
 import tempfile
 import time
 import zipfile
+from pathlib import Path
 
 import numpy as np
 
@@ -318,7 +319,7 @@ def gpt2_files_on_disk(cache_dir=None):
         return gpt2_files_from_wheel(wheel)
     cached = _tiktoken_cache_paths()
     if cached and all(_file_ok(p, GPT2_FILES[name][1]) for p, name in zip(cached, GPT2_URLS)):
-        return {name: open(p, 'rb').read() for p, name in zip(cached, GPT2_URLS)}
+        return {name: Path(p).read_bytes() for p, name in zip(cached, GPT2_URLS)}
     return None
 
 
