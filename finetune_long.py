@@ -27,7 +27,7 @@ import os
 from configurator import ConfigError, autocast_context, check_seed, cli, ddp_ranks, get_config, pick_device
 from data.common import DataError, atomic_write_text, check_vocab, read_json
 from lab import copy_mix
-from model import checkpoint_args, load_checkpoint
+from model import checkpoint_args, load_checkpoint, train_len
 from rope_config import all_type_keys, parse_arms, rope_inv_freq, scaling_name, slug
 from train import DEFAULTS as TRAIN_DEFAULTS, check_settings, extended_model, load_data, run_config, train
 
@@ -70,7 +70,7 @@ def plan_arms(cfg, base, resuming=False):
     args = checkpoint_args(base)
     if args['pos_emb'] != 'rope':
         raise ConfigError(f"{cfg['init_from']} uses pos_emb={args['pos_emb']!r}; context extension needs a rope model")
-    L = base.get('lineage', {}).get('train_len', args['block_size'])
+    L = train_len(base)
     if cfg['factor'] < 1:
         raise ConfigError(f"factor={cfg['factor']} must be >= 1 (the new length over L={L})")
     if cfg['rope_type'] == 'keep':  # e.g. a searched longrope run: its scaling as it is, at its own factor

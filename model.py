@@ -371,6 +371,11 @@ def checkpoint_args(ckpt):
     return {k: v for k, v in args.items() if k in known}
 
 
+def train_len(ckpt):
+    """L: the length the run's base model was trained at (its lineage), else its block_size."""
+    return int((ckpt.get('lineage') or {}).get('train_len') or ckpt['model_args']['block_size'])
+
+
 def model_from_checkpoint(ckpt):
     """Rebuild the exact GPT stored in a checkpoint dict (config incl. rope scaling, then weights)."""
     model = GPT(GPTConfig(**checkpoint_args(ckpt)))

@@ -39,7 +39,7 @@ import time
 from configurator import ConfigError, check_out_dir, cli, get_config, setup_device
 from data.common import DataError, atomic_write_text, check_vocab, doc_windows, read_json
 from lab.longrope_search import UPPER, longrope_scaling, search, seed_curves
-from model import load_checkpoint, model_from_checkpoint
+from model import load_checkpoint, model_from_checkpoint, train_len
 from rope_config import parse_arms
 from train import DEFAULTS as TRAIN_DEFAULTS, estimate_loss, extended_model, load_data, train
 
@@ -161,7 +161,7 @@ def main(argv):
     args, s = base['model_args'], cfg['factor']
     if args['pos_emb'] != 'rope':
         raise ConfigError(f"{cfg['init_from']} uses pos_emb={args['pos_emb']!r}; the search needs a rope model")
-    L = base.get('lineage', {}).get('train_len', args['block_size'])
+    L = train_len(base)
     T, head_dim = round(s * L), args['n_embd'] // args['n_head']
     seeds = seed_curves(cfg['search_seeds'], s, L, head_dim, args['rope_base'])
     check_settings(cfg, len(seeds))

@@ -34,7 +34,7 @@ import torch
 from configurator import ConfigError, cli, get_config
 from data.common import atomic_write, atomic_write_text
 from data.sources import CHAR_EOT, GPT2_EOT, gpt2_files_on_disk
-from model import checkpoint_args, load_checkpoint, model_from_checkpoint
+from model import checkpoint_args, load_checkpoint, model_from_checkpoint, train_len
 from rope import ROPE_SCALING, plain_inv_freq
 from rope_config import ALIASES, DYNAMIC_TYPES, parse_arm, rope_inv_freq, scaling_name
 
@@ -55,11 +55,6 @@ POS_EMB_FIX = {'alibi': 'ALiBi', 'sinusoidal': 'sinusoidal positions', 'learned'
                'none': 'no positions (NoPE)'}
 FILES = ('config.json', 'generation_config.json', 'model.safetensors', 'README.md', 'vocab.json', 'merges.txt',
          'tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json')  # what an export may write
-
-
-def train_len(ckpt):
-    """L: the length the run's base model was trained at (its lineage), else its block_size."""
-    return int((ckpt.get('lineage') or {}).get('train_len') or ckpt['model_args']['block_size'])
 
 
 def check_exportable(args):
