@@ -14,12 +14,17 @@ An entry can also be a position map on the base's RoPE (lab/position_maps.py): r
 leaky_rerope:window=64:k=16, self_extend:window=32:group=4; --position_map=<such a spec> adds every fine-tuned arm
 once more with that map ('yarn s=4 ft100 + rerope w=256').
 
-Protocol: every arm is scored as it runs when generating. Position p is predicted by a forward over p + 1
-tokens; for static scalings one forward of T tokens gives exactly that at every position. A dynamic arm's
-scale follows the length, so positions where its scale is still the shortest-length one come from one forward
-of that length, and beyond it a grid of positions per bucket (--grid, evenly spaced) is scored exactly, each by
-its own forward of p + 1 tokens. ppl_at[n] is the YaRN paper's Table 1 form: one forward of the first n tokens
-(dynamic arms at s = n/L). Intervals: 95%, Student t over windows for losses, Wilson for exact match.
+Protocol: every arm is scored as it runs when generating: position p is predicted by a forward over p + 1 tokens.
+The forward lengths 1..T are cut into runs over which an arm's RoPE tables do not change (constant_runs), and each
+run is scored with one forward: a static arm is one run (one forward of T), LongRoPE two (short factors to L, long
+ones past it). Dynamic NTK / YaRN move at every length past L: there every window is scored at --samples random
+positions per bucket (stratified, seeded, the same for every arm), each at exactly its own length; --samples=0
+scores every position (exact, slow). Passkey tokens are scored the same way, each at the length it is emitted at.
+ppl_at[n] is the YaRN paper's Table 1 form: one forward of the first n tokens (dynamic arms at s = n/L).
+
+Comparisons (--contrasts, and every arm against the best of each column) are paired tests on the same windows or
+passkey examples, with seeds inside the interval (lab/stats.py), Holm-corrected per column, ending in better,
+worse, equivalent (inside --margin_loss / --margin_exact) or unresolved. Bucket intervals carry windows and seeds.
 
 Outputs in out_dir: position_loss.csv, attention_entropy.csv, retrieval.csv, finetune_curves.csv (when arms have
 fine-tune logs), summary.json, summary.md (printed), and plot.py's PNGs. Everything is validated before
@@ -32,6 +37,7 @@ import json
 import math
 import os
 import time
+import warnings
 
 import numpy as np
 import torch
@@ -42,8 +48,8 @@ from configurator import ConfigError, autocast_context, check_out_dir, cli, get_
 from data.common import atomic_write_text, check_vocab, data_dir_of, doc_windows, load_meta, load_split
 from lab.diagnostics import entropy_at
 from lab.position_maps import mapped_attention, mapped_logits
-from lab.retrieval import average_retrieval, passkey_examples, retrieval_scores
-from lab.stats import mean_ci, paired_vs_best
+from lab.retrieval import passkey_examples, retrieval_scores, summarize_retrieval
+from lab.stats import compare_family, seeds_mean_ci
 from model import model_from_checkpoint
 from rope_config import is_dynamic, rope_inv_freq, scaling_extras
 
@@ -56,10 +62,16 @@ DEFAULTS = dict(
     factor=0.0,             # zero-shot scale s; 0 = T/L (dynamic types: 1, the scale then follows l/L)
     eval_len=0,             # T; 0 = max(4 x the longest fine-tune length, 8 x L)
     num_windows=32,         # held-out windows of T tokens, the same for every arm
-    seed=1337,              # picks the windows and the passkey strings
+    seed=1337,              # picks the windows, the passkey strings and the dynamic arms' scored positions
+    split='val',            # 'val': the held-out plays; 'train' only to choose a method's knob (never on what is scored)
     dataset='',             # '' = the checkpoints' dataset (a name under data/ or a folder)
     batch_size=8,
-    grid=16,                # dynamic arms: positions per bucket scored exactly past their shortest-length scale
+    samples=32,             # moving-scale arms (Dynamic NTK/YaRN): random positions per bucket and window, each
+                            # scored at its own length; 0 = every position its own forward (exact; slow, cost printed)
+    grid=16,                # the entropy diagnostic of such arms: evenly spaced positions per bucket
+    contrasts='',           # named paired comparisons 'arm A | arm B; arm C | arm D' (arm names as in summary.md)
+    margin_loss=0.02,       # equivalence margin of a loss difference (nats)
+    margin_exact=0.10,      # equivalence margin of an exact-match difference (fraction)
     entropy_windows=4,      # windows for the attention entropy (manual attention, chunked)
     entropy_chunk=256,      # query chunk of that path: memory O(chunk x T)
     retrieval_examples=32,  # passkey examples per distance bucket, from their own windows (0 = skip the test)
@@ -74,10 +86,11 @@ DEFAULTS = dict(
 )
 FILES = ('position_loss.csv', 'attention_entropy.csv', 'retrieval.csv', 'finetune_curves.csv', 'summary.json',
          'summary.md')
-PROTOCOL = ("Every arm is scored as it generates: position p by a forward over p + 1 tokens (static scalings: one "
-            "forward of T; dynamic ones: exactly, on a grid past their shortest-length scale; passkey strings at the "
-            "scale of their last token); ppl_at[n] = one forward of the first n tokens; 95% intervals over windows "
-            "(t) and examples (Wilson).")
+PROTOCOL = ("Every arm is scored as it generates: position p by a forward over p + 1 tokens (one forward per run of "
+            "lengths with the same RoPE tables: static arms one of T, LongRoPE two; Dynamic NTK/YaRN at random "
+            "stratified positions per window, each at its own length; passkey tokens each at the length they are "
+            "emitted at); ppl_at[n] = one forward of the first n tokens; 95% intervals carry windows (or examples) "
+            "and seeds.")
 
 # ----------------------------------------------------------------------------- statistics
 
@@ -94,44 +107,97 @@ def bucket_ends(L, T):
     return ends + [T]
 
 
-def constant_len(model, T):
-    """The longest forward length <= T whose RoPE tables equal those of a 1-token forward: a dynamic arm scores
-    every position below it with one forward. T for static arms and other position encodings."""
+def constant_runs(model, T):
+    """The forward lengths 1..T cut into maximal runs (a, b) over which the arm's RoPE tables (inv_freq and attention
+    factor) stay the same, so one forward of any length in [a, b] scores positions a-1..b-1 exactly as generation
+    does: [(1, T)] for a static arm or another position encoding; LongRoPE [(1, L), (L + 1, T)] (short factors, then
+    long ones); Dynamic NTK / YaRN [(1, L)] and then one run per length. Found by bisection: the tables move
+    monotonically with the length, so the lengths sharing a's tables are one interval from a."""
     c = model.config
     if c.pos_emb != 'rope' or not is_dynamic(c.rope_scaling):
-        return T
-    table = lambda n: rope_inv_freq(model.head_dim, c.rope_base, c.rope_scaling, n)
-    ref, lo, hi = table(1), 1, T  # the tables change monotonically with the length: bisect
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        same = table(mid)
-        lo, hi = (mid, hi) if same[1] == ref[1] and torch.equal(same[0], ref[0]) else (lo, mid - 1)
-    return lo
+        return [(1, T)]
+    table = lambda n: rope_inv_freq(model.head_dim, c.rope_base, c.rope_scaling, n)  # noqa: E731
+    runs, a = [], 1
+    while a <= T:
+        ref, lo, hi = table(a), a, T
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            same = table(mid)
+            lo, hi = (mid, hi) if same[1] == ref[1] and torch.equal(same[0], ref[0]) else (lo, mid - 1)
+        runs.append((a, lo))
+        a = lo + 1
+    return runs
+
+
+def scoring_plan(model, T, samples, max_runs=16):
+    """(runs, moving_from): positions p < moving_from are scored exactly, one forward per constant run; positions
+    from moving_from on belong to a scale that moves at every length (more than max_runs runs: Dynamic NTK / YaRN
+    past their first run) and are scored at sampled positions, each at its own length. samples=0: everything
+    exact (moving_from = T), one forward per run; the cost is printed by eval.py."""
+    runs = constant_runs(model, T)
+    return runs, T if samples == 0 or len(runs) <= max_runs else runs[0][1]
+
+
+def design_positions(L, T, n, samples, seed):
+    """Where a moving-scale arm is scored: for each of n windows and each position bucket, `samples` positions drawn
+    at random, one per equal-width stratum of the bucket (every position when the bucket is smaller), seeded, the
+    same for every arm. Unbiased for the bucket's mean and, unlike a fixed grid, not tied to the same tokens in every
+    window. Returns a list of n sorted int lists."""
+    rng = np.random.default_rng([seed, 7])
+    out = [[] for _ in range(n)]
+    for lo, hi in zip([0] + bucket_ends(L, T), bucket_ends(L, T)):
+        m = min(samples, hi - lo)
+        edges = lo + (np.arange(m + 1) * (hi - lo)) // m
+        for w in range(n):
+            out[w] += (edges[:-1] + (rng.random(m) * (edges[1:] - edges[:-1])).astype(int)).tolist()
+    return out
 
 
 @torch.no_grad()
-def nll(model, seq, positions, n0, ctx, hits=False, attend=None):
-    """NLL of seq[:, p + 1] given seq[:, :p + 1] for each p in positions (B, len) on the CPU, each scored as the
-    model generates: positions below n0 (and every position of a static arm) from one forward; any other p by a
-    forward of exactly p + 1 tokens. With hits=True also whether the argmax is the target."""
-    positions = list(positions)
-    loss, hit = torch.empty(seq.size(0), len(positions)), torch.zeros(seq.size(0), len(positions), dtype=torch.bool)
-    near = [j for j, p in enumerate(positions) if p < n0]
-    groups = ([(max(positions[j] for j in near) + 1, near)] if near else []) + \
-        [(p + 1, [j]) for j, p in enumerate(positions) if p >= n0]
-    for n, cols in groups:
-        with ctx:
-            logits, l = model(seq[:, :n], seq[:, 1:n + 1], reduction='none', attend=attend)
-        idx = torch.tensor([positions[j] for j in cols], device=seq.device)
-        loss[:, cols] = l[:, idx].float().cpu()
-        if hits:
-            hit[:, cols] = (logits[:, idx].argmax(-1) == seq[:, idx + 1]).cpu()
+def score(model, rows, positions, plan, ctx, batch_size, attend=None):
+    """The NLL (and whether the argmax is the target) of rows[r, p + 1] given rows[r, :p + 1] for every p in
+    positions[r], each scored as the model generates (see scoring_plan): positions in one constant run share a
+    forward (of the run's longest needed length); a moving-scale position gets a forward of exactly p + 1 tokens,
+    the k-th such position of every row in one batched forward whose position ids stop at each row's own p (a
+    dynamic type scales each row for its own length; later tokens do not reach p through causal attention).
+    rows: LongTensor [R, n]; positions: R int lists. Returns (loss, hit): R float / bool numpy arrays."""
+    runs, moving_from = plan
+    ends, device = [b for _, b in runs], next(iter(model.parameters()), rows).device
+    jobs = {}
+    for r, ps in enumerate(positions):
+        k = 0
+        for j, p in enumerate(ps):
+            key = ('moving', k) if p >= moving_from else ('run', int(np.searchsorted(ends, p + 1)))
+            k += key[0] == 'moving'
+            jobs.setdefault(key, []).append((r, j, p))
+    loss = [np.full(len(ps), np.nan) for ps in positions]
+    hit = [np.zeros(len(ps), dtype=bool) for ps in positions]
+    for key, items in jobs.items():
+        for i in range(0, len(items), batch_size if key[0] == 'moving' else len(items)):
+            part = items[i:i + batch_size] if key[0] == 'moving' else items
+            rs = sorted({r for r, _, _ in part})
+            for c in range(0, len(rs), batch_size):
+                chunk = rs[c:c + batch_size]
+                mine = [it for it in part if it[0] in chunk]
+                n = max(p for _, _, p in mine) + 1
+                x = rows[chunk, :n + 1].to(device)
+                pos = None
+                if key[0] == 'moving':
+                    stop = torch.tensor([next(p for r2, _, p in mine if r2 == r) for r in chunk], device=x.device)
+                    pos = torch.minimum(torch.arange(n, device=x.device)[None], stop[:, None])
+                with ctx:
+                    logits, l = model(x[:, :-1], x[:, 1:], reduction='none', pos=pos, attend=attend)
+                at = torch.tensor([chunk.index(r) for r, _, _ in mine]), torch.tensor([p for _, _, p in mine])
+                got_l = l[at].float().cpu().numpy()
+                got_h = (logits[at].argmax(-1) == x[at[0], at[1] + 1]).cpu().numpy()
+                for (r, j, _), gl, gh in zip(mine, got_l, got_h):
+                    loss[r][j], hit[r][j] = gl, gh
     return loss, hit
 
 
-def scored_positions(L, T, n0, grid):
-    """Every position of a static arm; for a dynamic one, every position below n0 and `grid` evenly spaced ones
-    per bucket beyond it."""
+def grid_positions(L, T, n0, grid):
+    """The attention-entropy diagnostic's positions: every position below n0, then `grid` evenly spaced ones per
+    bucket (each needs its own forward when the scale moves)."""
     if n0 >= T:
         return list(range(T))
     out, lo = list(range(n0)), 0
@@ -143,71 +209,139 @@ def scored_positions(L, T, n0, grid):
     return out
 
 
-def measure_arm(arm, run, cfg, device, ctx):
-    """Everything measured for one arm (each of its seeds' runs): per-position losses, buckets with intervals,
-    ppl_at (Table 1 form), retrieval, entropy. Returns (result dict, per-window loss array [N, T])."""
+def measure_run(arm, r, run, cfg, device, ctx):
+    """One checkpoint of an arm (one seed): per-position losses [windows, T] (NaN where not scored), ppl_at,
+    attention entropy, passkey outcomes, and the number of forwards its scoring plan took."""
     L, T, B = run['L'], run['T'], cfg['batch_size']
-    per_run = []
-    for r in arm['runs']:
-        model = model_from_checkpoint(r['ckpt'])
-        if arm['kind'] == 'zero-shot':
-            model.set_rope_scaling(arm['scaling'])
-        pm = arm.get('position_map')
-        attend = mapped_attention(model, pm) if pm else None
-        model.to(device).eval()
-        n0 = constant_len(model, T)
-        where = scored_positions(L, T, n0, cfg['grid'])
-        loss = np.full((len(run['starts']), T), np.nan)
-        for i in range(0, len(run['starts']), B):
-            seq = run['seqs'][i:i + B].to(device)
-            loss[i:i + B, where] = nll(model, seq, where, n0, ctx, attend=attend)[0].numpy()
-        ppl = {}
-        for c in bucket_ends(L, T):
-            cut = loss[:, :c] if n0 >= T else np.concatenate(
-                [nll(model, run['seqs'][i:i + B].to(device), range(c), c, ctx, attend=attend)[0].numpy()
-                 for i in range(0, len(run['starts']), B)])
-            ppl[str(c)] = math.exp(float(np.mean(cut)))
-        ent = entropy_at(model, run['seqs'][:cfg['entropy_windows'], :T].to(device), where, n0,
-                         cfg['entropy_chunk'], ctx, mapped_logits(model, pm) if pm else None)
-        ret = retrieval_scores(model, run['buckets'], run['examples'], cfg['retrieval_len'], cfg['retrieval_cue'],
-                               n0, ctx, device, B, attend) if run['examples'] else []
-        per_run.append(dict(loss=loss, ppl=ppl, ent=ent, ret=ret, model=model))
-    loss = np.mean([p['loss'] for p in per_run], axis=0)
-    scored = np.isfinite(loss).all(axis=0)  # the positions this arm was scored at (all windows alike)
-    curve = np.full(T, np.nan)
-    curve[scored] = loss[:, scored].mean(axis=0)
-    return summarize_arm(arm, per_run, L, T), curve, per_run[0]['ent']
+    model = model_from_checkpoint(r['ckpt'])
+    if arm['kind'] == 'zero-shot':
+        model.set_rope_scaling(arm['scaling'])
+    pm = arm.get('position_map')
+    attend = mapped_attention(model, pm) if pm else None
+    model.to(device).eval()
+    plan = scoring_plan(model, T, cfg['samples'])
+    scorer = lambda rows, where, plan=plan: score(model, rows, where, plan, ctx, B, attend)  # noqa: E731
+    n0 = plan[1]
+    where = [list(range(T)) if n0 >= T else list(range(n0)) + [p for p in d if p >= n0] for d in run['design']]
+    loss = np.full((len(where), T), np.nan)
+    for w, got in enumerate(scorer(run['seqs'], where)[0]):
+        loss[w, where[w]] = got
+    ppl = {str(c): math.exp(float(np.mean(loss[:, :c] if len(plan[0]) == 1 else
+                                          np.concatenate(scorer(run['seqs'], [list(range(c))] * len(where),
+                                                                ([(1, c)], c))[0]))))
+           for c in bucket_ends(L, T)}  # Table 1 form: one forward of the first c tokens
+    first = plan[0][0][1]  # the entropy diagnostic: exact below the first run's end, a grid beyond
+    ent = entropy_at(model, run['seqs'][:cfg['entropy_windows'], :T].to(device), grid_positions(L, T, first, cfg['grid']),
+                     first, cfg['entropy_chunk'], ctx, mapped_logits(model, pm) if pm else None)
+    ret = retrieval_scores(scorer, run['buckets'], run['examples'], cfg['retrieval_len'], cfg['retrieval_cue']) \
+        if run['examples'] else []
+    return dict(loss=loss, ppl=ppl, ent=ent, ret=ret, model=model, runs=len(plan[0]), moving_from=n0)
 
 
-def summarize_arm(arm, per_run, L, T):
-    """One arm's summary.json entry; several seeds are averaged (mean, and sd across seeds)."""
+def measure_arm(arm, run, cfg, device, ctx):
+    """Everything measured for one arm, over its seeds' runs: (summary entry, per-position mean loss [T], entropy)."""
+    per_run = [measure_run(arm, r, run, cfg, device, ctx) for r in arm['runs']]
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', RuntimeWarning)  # positions no window scored stay NaN
+        curve = np.nanmean(np.stack([p['loss'] for p in per_run]), axis=(0, 1))
+        ent = np.nanmean(np.stack([p['ent'] for p in per_run]), axis=0)
+        return summarize_arm(arm, per_run, run, ent), curve, ent
+
+
+def bucket_windows(losses, mask, lo, hi):
+    """Per seed and window, a bucket's mean loss: over every position when all were scored ('exact'), and over the
+    design's sampled positions ('design'; every arm has those). losses [S, W, T], mask [W, T]. -> (exact or None,
+    design), each [S, W]."""
+    part, m = losses[:, :, lo:hi], mask[:, lo:hi]
+    design = np.stack([[row[mm].mean() for row, mm in zip(seed, m)] for seed in part])
+    return (part.mean(-1) if np.isfinite(part).all() else None), design
+
+
+def summarize_arm(arm, per_run, run, ent):
+    """One arm's summary.json entry. Bucket means are exact (every position) where the arm was scored everywhere,
+    else the design estimate (stratified sampled positions); the 95% interval carries windows and seeds
+    (lab.stats.seeds_mean_ci). per_window / per_window_design keep [seed][window] values for paired tests."""
+    L, T = run['L'], run['T']
     ends = bucket_ends(L, T)
-    loss = np.mean([p['loss'] for p in per_run], axis=0)  # [windows, T], seeds averaged per window
-    buckets, cis, per_window = {}, {}, {}
+    losses = np.stack([p['loss'] for p in per_run])
+    buckets, cis, exact, design, how = {}, {}, {}, {}, {}
     for lo, hi in zip([0] + ends, ends):
-        w = np.nanmean(loss[:, lo:hi], axis=1)
         label = f"{lo}-{hi}"
-        buckets[label], cis[label] = mean_ci(w)
-        per_window[label] = w
+        ex, de = bucket_windows(losses, run['mask'], lo, hi)
+        buckets[label], cis[label] = seeds_mean_ci(ex if ex is not None else de)
+        how[label] = 'exact' if ex is not None else 'sampled'
+        exact[label] = None if ex is None else ex.round(6).tolist()
+        design[label] = de.round(6).tolist()
     model = per_run[0]['model']
     sc = arm['scaling']
+    half = [L // 2] if L >= 2 else []
     out = dict(name=arm['name'], checkpoint=arm['checkpoint'], kind=arm['kind'], train_len=arm['L'],
                seq_len=arm['seq_len'], finetune_steps=arm['steps'], pose=arm['pose'], rope_scaling=sc,
                rope_type=(sc or {}).get('rope_type', 'default') if model.config.pos_emb == 'rope' else None,
                factor=(sc or {}).get('factor'), settings=scaling_extras(sc), pos_emb=model.config.pos_emb,
-               position_map=arm.get('position_map'),
+               position_map=arm.get('position_map'), seeds=arm['seeds'],
                head_dim=model.head_dim, rope_base=model.config.rope_base, dynamic=arm['dynamic'],
+               scoring=dict(constant_runs=per_run[0]['runs'], moving_from=per_run[0]['moving_from'], buckets=how),
                buckets=buckets, buckets_ci=cis,
                ppl_at={c: float(np.mean([p['ppl'][c] for p in per_run])) for c in per_run[0]['ppl']},
-               retrieval=per_run[0]['ret'] if len(per_run) == 1 else average_retrieval([p['ret'] for p in per_run]),
-               entropy_buckets={f"{lo}-{hi}": float(np.nanmean(per_run[0]['ent'][lo:hi]))
-                                for lo, hi in zip([0] + ([L // 2] if L >= 2 else []) + ends,
-                                                  ([L // 2] if L >= 2 else []) + ends)})
+               retrieval=summarize_retrieval([p['ret'] for p in per_run]) if per_run[0]['ret'] else [],
+               entropy_buckets={f"{lo}-{hi}": float(np.nanmean(ent[lo:hi]))
+                                for lo, hi in zip([0] + half + ends, half + ends)},
+               per_window=exact, per_window_design=design)
     if len(per_run) > 1:
-        out['seeds'] = arm['seeds']
-        out['buckets_seed_sd'] = {k: float(np.std([np.nanmean(p['loss'][:, int(k.split('-')[0]):int(k.split('-')[1])])
-                                                   for p in per_run], ddof=1)) for k in buckets}
-    out['_per_window'] = per_window
+        out['buckets_seed_sd'] = {k: float(np.std(np.mean(v if exact[k] is None else exact[k], axis=1), ddof=1))
+                                  for k, v in design.items()}
+    return out
+
+
+def unit_values(arm, column, kind):
+    """[seed][unit] values of one arm for a paired test: a loss bucket's per-window means (exact when the arm has
+    them, else the design's), or a passkey bucket's per-example exact match (0/1)."""
+    if kind == 'loss':
+        return np.array(arm['per_window'][column] if arm['per_window'][column] is not None
+                        else arm['per_window_design'][column])
+    return np.array(next(r for r in arm['retrieval'] if r['bucket'] == column)['per_example']['exact'], dtype=float)
+
+
+def paired(a, b, column, kind):
+    """(values of a, values of b) on the same units: both arms' exact bucket means when both have them, else both
+    arms' means over the same sampled positions."""
+    if kind == 'loss' and (a['per_window'][column] is None or b['per_window'][column] is None):
+        return np.array(a['per_window_design'][column]), np.array(b['per_window_design'][column])
+    return unit_values(a, column, kind), unit_values(b, column, kind)
+
+
+def columns(results):
+    """The compared columns: (kind, column) for every loss bucket and passkey distance bucket."""
+    return [('loss', c) for c in results[0]['buckets']] + [('exact_match', r['bucket']) for r in results[0]['retrieval']]
+
+
+def family(by, pairs, kind, column, margins):
+    """One table column's paired comparisons of arm pairs [(a, b), ...], Holm-corrected together
+    (lab.stats.compare_family): rows with a, b, diff = a - b, ci, p, p_holm and the verdict of a against b."""
+    fam = [(f"{x} vs {y}", *paired(by[x], by[y], column, kind)) for x, y in pairs]
+    rows = compare_family(fam, margins[kind], binary=kind == 'exact_match', higher_is_better=kind == 'exact_match')
+    return [dict(r, a=x, b=y) for r, (x, y) in zip(rows, pairs)]
+
+
+def compare(results, pairs, margins):
+    """The named contrasts in every column: {kind: {column: [row per pair]}}."""
+    by, out = {a['name']: a for a in results}, {}
+    for kind, c in columns(results):
+        out.setdefault(kind, {})[c] = family(by, pairs, kind, c, margins)
+    return out
+
+
+def vs_best(results, margins):
+    """Per column, every arm against the column's best mean (lowest loss, highest exact match), Holm within the
+    column: {kind: {column: dict(best=name, arms={name: row})}}."""
+    by, out = {a['name']: a for a in results}, {}
+    for kind, c in columns(results):
+        val = (lambda a: a['buckets'][c]) if kind == 'loss' else \
+            (lambda a: -next(r for r in a['retrieval'] if r['bucket'] == c)['exact_match'])
+        best = min(results, key=val)['name']
+        rows = family(by, [(a['name'], best) for a in results if a['name'] != best], kind, c, margins)
+        out.setdefault(kind, {})[c] = dict(best=best, arms={r['a']: r for r in rows})
     return out
 
 
@@ -231,7 +365,8 @@ def per_position_csv(names, cols):
 def write_outputs(cfg, run, results, pos_cols, ent_cols, timing, t0):
     """summary.json / .md and the CSVs, atomically, then the PNGs."""
     out_dir, arms = cfg['out_dir'], run['arms']
-    s = dict(T=run['T'], L=run['L'], num_windows=len(run['starts']), seed=cfg['seed'], windows=run['starts'],
+    s = dict(T=run['T'], L=run['L'], num_windows=len(run['starts']), seed=cfg['seed'], split=cfg['split'],
+             windows=run['starts'],
              window_docs=[next(t for t, a, b in run['docs'] if a <= w < b) for w in run['starts']],
              data_dir=os.path.abspath(run['data_dir']), dataset=run['meta']['dataset'],
              tokenizer=run['meta']['tokenizer'], vocab_size=run['meta']['vocab_size'],
@@ -240,15 +375,15 @@ def write_outputs(cfg, run, results, pos_cols, ent_cols, timing, t0):
              position_map=cfg['position_map'] or None,
              factor=cfg['factor'] or None, finetune_lengths=sorted({a['seq_len'] for a in arms if a['kind'] == 'fine-tuned'}),
              device=run['device'], dtype=run['dtype'], batch_size=cfg['batch_size'], torch=torch.__version__,
-             protocol=PROTOCOL, grid=cfg['grid'], vs_best=paired_vs_best(results),
+             protocol=PROTOCOL, samples=cfg['samples'], grid=cfg['grid'], design=run['design'],
+             margins=margins(cfg), vs_best=vs_best(results, margins(cfg)),
+             contrasts=compare(results, run['contrasts'], margins(cfg)) if run['contrasts'] else None,
              training_mix={a['name']: {k: v for k, v in (a['ckpt'].get('config') or {}).items() if k.startswith('copy_')}
                            for a in arms},
              entropy=dict(windows=cfg['entropy_windows'], chunk=cfg['entropy_chunk']),
              retrieval=dict(examples=cfg['retrieval_examples'], len=cfg['retrieval_len'], cue=cfg['retrieval_cue'],
                             pos=cfg['retrieval_pos'], windows=run['ret_starts'], buckets=[b[0] for b in run['buckets']]),
              plot=dict(log_x=cfg['log_x'], smooth=cfg['smooth']), arm_seconds=timing)
-    for r in results:  # each window's bucket mean (seeds averaged), so the paired differences can be recomputed
-        r['per_window'] = {k: [round(float(x), 6) for x in v] for k, v in r.pop('_per_window').items()}
     summary = dict(settings=s, arms=results)
     import plot
     md = plot.summary_markdown(summary)
@@ -289,7 +424,7 @@ def validate(cfg):
     for key in ('num_windows', 'batch_size', 'entropy_chunk', 'retrieval_len', 'retrieval_cue', 'entropy_windows', 'grid'):
         if cfg[key] < 1:
             raise ConfigError(f"{key}={cfg[key]} must be a positive integer")
-    for key in ('retrieval_pos', 'eval_len', 'smooth', 'retrieval_examples'):
+    for key in ('retrieval_pos', 'eval_len', 'smooth', 'retrieval_examples', 'samples'):
         if cfg[key] < 0:
             raise ConfigError(f"{key}={cfg[key]} must be >= 0")
     if cfg['entropy_windows'] > cfg['num_windows']:
@@ -297,8 +432,12 @@ def validate(cfg):
                           f"it uses the first eval windows")
     if cfg['factor'] and not cfg['factor'] >= 1:
         raise ConfigError(f"factor={cfg['factor']} must be >= 1 (s = T/L of the zero-shot rope arms), or 0 for T/L")
+    for key in ('margin_loss', 'margin_exact'):
+        if not cfg[key] > 0:
+            raise ConfigError(f"{key}={cfg[key]} must be > 0 (the equivalence margin of a paired difference)")
     check_out_dir(cfg['out_dir'])
     arms, base, T = plan_arms(cfg)
+    contrasts = parse_contrasts(cfg['contrasts'], [a['name'] for a in arms])
     first = (arms or [base])[0]
     data_dir = data_dir_of(cfg['dataset'] or (first['ckpt'].get('dataset') or {}).get('dataset', ''))
     meta = load_meta(data_dir)
@@ -310,7 +449,9 @@ def validate(cfg):
     if cfg['smooth'] > T:
         raise ConfigError(f"smooth={cfg['smooth']} is wider than the {T} positions evaluated; pass --smooth <= {T} "
                           f"(0: T/32)")
-    docs, val = meta['docs']['val'], load_split(data_dir, 'val', meta)
+    if cfg['split'] not in ('val', 'train'):
+        raise ConfigError(f"split={cfg['split']!r} must be 'val' (the held-out plays) or 'train' (to choose a knob)")
+    docs, val = meta['docs'][cfg['split']], load_split(data_dir, cfg['split'], meta)
     room = sum((end - start) // (T + 1) for _, start, end in docs)
     if cfg['num_windows'] > room:
         raise ConfigError(f"num_windows={cfg['num_windows']} windows of {T + 1} tokens need more held-out text than "
@@ -328,8 +469,32 @@ def validate(cfg):
     device = pick_device(cfg['device'])
     dtype, _ = autocast_context(device.split(':')[0], cfg['dtype'])
     seqs = torch.from_numpy(np.stack([np.asarray(val[s:s + T + 1], dtype=np.int64) for s in starts]))
+    design = design_positions(L, T, len(starts), cfg['samples'] or T, cfg['seed'])
+    mask = np.zeros((len(starts), T), dtype=bool)
+    for w, d in enumerate(design):
+        mask[w, d] = True
     return dict(arms=arms, base=base, T=T, L=L, data_dir=data_dir, meta=meta, docs=docs, starts=starts, seqs=seqs,
-                ret_starts=ret_starts, buckets=buckets, examples=examples, device=device, dtype=dtype)
+                ret_starts=ret_starts, buckets=buckets, examples=examples, device=device, dtype=dtype,
+                design=design, mask=mask, contrasts=contrasts)
+
+
+def margins(cfg):
+    return {'loss': cfg['margin_loss'], 'exact_match': cfg['margin_exact']}
+
+
+def parse_contrasts(text, names):
+    """'arm A | arm B; arm C | arm D' -> [(A, B), ...]; every name must be an arm of this eval."""
+    pairs = []
+    for item in [x.strip() for x in text.split(';') if x.strip()]:
+        parts = [p.strip() for p in item.split('|')]
+        if len(parts) != 2 or parts[0] == parts[1]:
+            raise ConfigError(f"contrast {item!r} must be two different arm names joined by '|', e.g. "
+                              f"'yarn s=8 zero-shot | linear s=8 zero-shot'")
+        for p in parts:
+            if p not in names:
+                raise ConfigError(f"contrast {item!r}: no arm is named {p!r}; the arms are: {', '.join(names)}")
+        pairs.append(tuple(parts))
+    return pairs
 
 
 def main(argv):

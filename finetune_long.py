@@ -16,9 +16,10 @@ weights with the same seed, data order and steps, so the comparison is apples to
 --rope_type=keep fine-tunes the init checkpoint's own rope_scaling at its own factor (a run of search_longrope.py,
 whose per-pair lists do not fit in an arm spec; --short_factor=[...] --long_factor=[...] also make a longrope arm).
 
-PoSE (--pose=True, Zhu et al. 2023): every arm trains on windows of pose_len tokens (0: the base's L) whose position
-ids skip across the new length in pose_chunks pieces (data.common.pose_positions); its evaluations still run the
-full new length with ordinary positions. Arms are named '<method> pose' ('yarn s=4 pose').
+PoSE (--pose=True, Zhu et al. 2023): every arm trains on windows of pose_len tokens (0: the base's L), each two
+chunks of text with the second chunk's text and position ids skipped forward at random, as the authors' code does
+(lab/pose.py); its evaluations still run the full new length with ordinary positions. Arms are named '<method> pose'
+('yarn s=4 pose').
 """
 
 import json

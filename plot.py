@@ -359,26 +359,57 @@ def table(title, cols, arms, cell):
         [f"| {a['name']} | " + ' | '.join(cell(a, c) for c in cols) + ' |' for a in arms]
 
 
+MARK = {'equivalent': ' ≈', 'unresolved': ' ?', 'worse': '', 'better': ' !'}  # against the column's best (*)
+
+
+def mark(s, kind, column, name):
+    vb = s['vs_best'][kind][column]
+    return ' *' if vb['best'] == name else MARK[vb['arms'][name]['verdict']]
+
+
+def contrast_table(title, rows_by_col, fmt):
+    cols = list(rows_by_col)
+    names = [f"{r['a']} vs {r['b']}" for r in rows_by_col[cols[0]]]
+    return ['', title, '', '| contrast | ' + ' | '.join(cols) + ' |', '|---' * (len(cols) + 1) + '|'] + \
+        [f"| {n} | " + ' | '.join(f"{fmt(r['diff'])} [{fmt(r['ci'][0])}, {fmt(r['ci'][1])}] {r['verdict']}"
+                                  for r in (rows_by_col[c][i] for c in cols)) + ' |' for i, n in enumerate(names)]
+
+
 def summary_markdown(summary):
     s, arms = summary['settings'], summary['arms']
+    m = s['margins']
+    rule = (f"Verdicts are paired tests on the same windows or examples, seeds inside the interval, Holm-corrected "
+            f"within each column: better/worse = adjusted p < 0.05; equivalent = the 95% paired interval inside "
+            f"±{m['loss']:g} nats (loss) or ±{100 * m['exact_match']:g} points (exact match); unresolved = neither.")
     lines = [f"# Loss by position: {s['dataset']}, {s['num_windows']} windows of T={s['T']} tokens, L={s['L']}", '',
-             f"Windows: seed {s['seed']}, inside held-out documents, the same for every arm. {s['protocol']}"]
-    lines += table('Mean loss (nats) per position bucket, with its 95% interval over windows '
-                   '(* = best in the column; = : tied with it, the paired difference is within its interval):',
+             f"Windows: seed {s['seed']}, inside {'held-out' if s.get('split', 'val') == 'val' else 'TRAINING'} "
+             f"documents, the same for every arm. {s['protocol']}", '', rule]
+    sampled = [f"{a['name']} ({', '.join(k for k, v in a['scoring']['buckets'].items() if v == 'sampled')})"
+               for a in arms if 'sampled' in a['scoring']['buckets'].values()]
+    lines += table('Mean loss (nats) per position bucket ± the half-width of its 95% interval over windows and seeds '
+                   '(* = best in the column; against it: ≈ equivalent, ? unresolved, no mark worse)' +
+                   (f"; sampled positions, not every one: {'; '.join(sampled)}" if sampled else '') + ':',
                    list(arms[0]['buckets']), arms,
                    lambda a, c: f"{a['buckets'][c]:.3f} ± {(a['buckets_ci'][c][1] - a['buckets_ci'][c][0]) / 2:.3f}"
-                   + (' *' if s['vs_best'][c]['best'] == a['name'] else
-                      ' =' if s['vs_best'][c]['arms'][a['name']]['tie'] else ''))
+                   + mark(s, 'loss', c, a['name']))
     lines += table('Perplexity with the context cut to n tokens (one forward of the first n tokens):',
                    list(arms[0]['ppl_at']), arms, lambda a, c: f"{a['ppl_at'][c]:.3f}")
     if arms[0].get('retrieval'):
         r = s['retrieval']
-        lines += table(f"Passkey ({r['len']} tokens, cue {r['cue']}, {r['examples']} examples per bucket): exact match "
-                       f"[95% interval] / gain over the no-copy control (nats), by distance:",
+        lines += table(f"Passkey ({r['len']} tokens, cue {r['cue']}, {r['examples']} examples per bucket, the same "
+                       f"for every arm and seed): exact match [95% interval, seeds as repeated looks] / gain over the "
+                       f"no-copy control (nats), by distance; marks as above:",
                        [x['bucket'] for x in arms[0]['retrieval']], arms,
                        lambda a, c: next(f"{100 * x['exact_match']:.0f}% [{100 * x['exact_match_ci'][0]:.0f}-"
                                          f"{100 * x['exact_match_ci'][1]:.0f}] / {x['gain']:+.2f}"
-                                         for x in a['retrieval'] if x['bucket'] == c))
-    lines += table('Mean attention entropy (nats) by query position:', list(arms[0]['entropy_buckets']), arms,
-                   lambda a, c: f"{a['entropy_buckets'][c]:.2f}")
+                                         for x in a['retrieval'] if x['bucket'] == c) + mark(s, 'exact_match', c,
+                                                                                             a['name']))
+    if s.get('contrasts'):
+        lines += contrast_table('Named contrasts, loss difference A − B (nats) [95% paired interval] verdict of A:',
+                                s['contrasts']['loss'], lambda v: f"{v:+.3f}")
+        if s['contrasts'].get('exact_match'):
+            lines += contrast_table('Named contrasts, exact-match difference A − B (points) [95% paired interval] '
+                                    'verdict of A:', s['contrasts']['exact_match'], lambda v: f"{100 * v:+.0f}")
+    lines += table('Mean attention entropy (nats) by query position (seeds averaged):',
+                   list(arms[0]['entropy_buckets']), arms, lambda a, c: f"{a['entropy_buckets'][c]:.2f}")
     return '\n'.join(lines) + '\n'

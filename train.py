@@ -27,7 +27,7 @@ from configurator import ConfigError, StopOnSignal, check_out_dir, cli, ddp_rank
 from data.common import (atomic_torch_save, atomic_write_text, check_vocab, data_dir_of, doc_windows, fetch_windows,
                          load_meta, load_split, to_device)
 from lab import bench, copy_mix
-from lab.pose import pose_positions
+from lab.pose import pose_draw, pose_offsets, pose_positions
 from model import GPT, GPTConfig, load_checkpoint, model_args, model_from_checkpoint
 
 DEFAULTS = dict(
@@ -44,7 +44,7 @@ DEFAULTS = dict(
     batch_size=32,                # sequences per micro-batch per process
     block_size=128,               # training length L
     gradient_accumulation_steps=1,  # micro-batches per optimizer step, summed over all processes
-    pose=False, pose_len=0, pose_chunks=2,  # PoSE: windows of pose_len (0: L), ids skip across block_size in chunks
+    pose=False, pose_len=0, pose_chunks=2,  # PoSE: windows of pose_len (0: L) in 2 chunks, ids skip across block_size
     copy_share=0.0,               # synthetic retrieval: share of windows where a random string is written twice
     copy_span_lo=8, copy_span_hi=32,  # its length range (tokens); the distance is uniform, both copies in the window
     copy_fixed_iters=0,           # warm-up: the first steps' windows are one random string written twice (offset ~T/2)
@@ -97,9 +97,11 @@ def check_settings(cfg, world):
     if not 0 <= cfg['dropout'] < 1:
         raise ConfigError(f"dropout={cfg['dropout']} is out of range; it must be in [0, 1), like 0.0 or 0.1")
     check_out_dir(cfg['out_dir'])
-    if cfg['pose'] and not 1 <= cfg['pose_chunks'] <= (cfg['pose_len'] or cfg['block_size']) <= cfg['block_size']:
+    W = cfg['pose_len'] or cfg['block_size']
+    if cfg['pose'] and not (cfg['pose_chunks'] == 2 and 1 <= W <= cfg['block_size']):
         raise ConfigError(f"pose_len={cfg['pose_len']}, pose_chunks={cfg['pose_chunks']} are out of range; PoSE needs "
-                          f"1 <= pose_chunks <= pose_len <= block_size={cfg['block_size']} (pose_len=0 means L)")
+                          f"1 <= pose_len <= block_size={cfg['block_size']} (pose_len=0 means L) and pose_chunks=2 "
+                          f"(the two chunks of the reference code, lab/pose.py)")
 
 
 def get_lr(it, cfg):
@@ -116,25 +118,51 @@ def get_lr(it, cfg):
 # ----------------------------------------------------------------------------- data
 
 class Batches:
-    """Random training windows (x, y, PoSE ids or None) from one seeded generator: PoSE ids when pose=(target len,
-    chunks) (lab/pose.py), synthetic copies written in when copy = lab.copy_mix.settings(...). Every process draws the
-    whole optimizer step and keeps its own micro-batches: DDP sees the single-process data."""
+    """Random training windows (x, y, PoSE ids or None) from one seeded generator: PoSE windows when pose=(target len,
+    the training documents) (lab/pose.py), synthetic copies written in when copy = lab.copy_mix.settings(...). Every
+    process draws the whole optimizer step and keeps its own micro-batches: DDP sees the single-process data."""
 
     def __init__(self, data, T, batch_size, seed, device, pose=None, copy=None):
         self.data, self.T, self.B, self.device, self.pose, self.copy = data, T, batch_size, device, pose, copy
         self.gen = torch.Generator().manual_seed(seed)
+        self.drawn = None  # PoSE: (raw span starts, PoseDraw) of the last step, each [n_micro, B]
+        if pose is not None and pose[0] > T:  # PoSE reads spans of target + 1 tokens inside one document
+            span = pose[0] + 1
+            docs = [(start, end - start - span + 1) for _, start, end in pose[1] if end - start >= span]
+            if not docs:
+                raise ConfigError(f"PoSE reads {span} tokens (the target length + 1) inside one training document, "
+                                  f"but the longest has {max(e - s for _, s, e in pose[1])}; lower the target length")
+            start, n = torch.tensor(docs).T  # n: the spans that fit in each document
+            self.doc_end = n.cumsum(0)  # span k (of all n.sum()) lies in the first document with k < doc_end,
+            self.doc_offset = start - (self.doc_end - n)  # and starts at doc_offset + k
 
     def step(self, n_micro, rank=0, world=1, it=0):
+        if self.pose is not None and self.pose[0] > self.T:
+            return self.pose_step(n_micro, rank, world, it)
         ix = torch.randint(len(self.data) - self.T - 1, (n_micro, self.B), generator=self.gen)
-        pos = None if self.pose is None else \
-            pose_positions(self.gen, (n_micro, self.B), self.T, *self.pose).to(self.device)
+        pos = None if self.pose is None else torch.arange(self.T).expand(self.B, self.T).to(self.device)  # no skips
         if self.copy is None:
             xy = [fetch_windows(self.data, ix[m].tolist(), self.T, self.device) for m in range(rank, n_micro, world)]
         else:
             w = torch.from_numpy(np.stack([self.data[s:s + self.T + 1] for s in ix.flatten().tolist()]).astype(np.int64))
             w = copy_mix.mix(w, self.gen, self.copy, it).view(n_micro, self.B, self.T + 1)
             xy = [to_device(w[m, :, :-1], w[m, :, 1:], self.device) for m in range(rank, n_micro, world)]
-        return [(x, y, None if pos is None else pos[m]) for m, (x, y) in zip(range(rank, n_micro, world), xy)]
+        return [(x, y, pos) for x, y in xy]
+
+    def pose_step(self, n_micro, rank, world, it):
+        """PoSE windows (lab/pose.py): a raw span of target + 1 tokens uniform over the spans inside the documents,
+        two chunks of it (the text between them skipped) with their position ids skipped by an independent draw."""
+        W, shape = self.T, (n_micro, self.B)
+        k = torch.randint(int(self.doc_end[-1]), shape, generator=self.gen)
+        starts = self.doc_offset[torch.searchsorted(self.doc_end, k, right=True)] + k
+        draw = pose_draw(self.gen, shape, W, self.pose[0])
+        self.drawn = (starts, draw)
+        w = torch.from_numpy(self.data[(starts.unsqueeze(-1) + pose_offsets(draw, W)).numpy()].astype(np.int64))
+        if self.copy is not None:
+            w = copy_mix.mix(w.view(-1, W + 1), self.gen, self.copy, it).view(n_micro, self.B, W + 1)
+        pos = pose_positions(draw, W)
+        return [(*to_device(w[m, :, :-1], w[m, :, 1:], self.device), pos[m].to(self.device))
+                for m in range(rank, n_micro, world)]
 
 
 @torch.no_grad()
@@ -282,7 +310,7 @@ def setup_run(cfg, model=None, lineage=None, ckpt=None):
     optimizer = model.configure_optimizers(cfg['weight_decay'], cfg['learning_rate'],
                                            (cfg['beta1'], cfg['beta2']), device_type)
     batches = Batches(train_data, W, cfg['batch_size'], cfg['seed'], device,
-                      (T, cfg['pose_chunks']) if cfg['pose'] else None, mix)
+                      (T, meta['docs']['train']) if cfg['pose'] else None, mix)
     state = restore_state(ckpt, optimizer, batches, rank == 0, device) if resume else \
         dict(iter_num=0, best_val=float('inf'), rows=[])
     if rank == 0:

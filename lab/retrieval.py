@@ -6,7 +6,7 @@ control with no earlier copy. eval.py measures every arm with it; per-example ou
 import numpy as np
 import torch
 
-from lab.stats import mean_ci, wilson
+from lab.stats import clustered_wilson, seeds_mean_ci
 
 
 def passkey_examples(val, starts, ends, T, L, K, pos, vocab_size, eot, seed):
@@ -33,47 +33,42 @@ def passkey_examples(val, starts, ends, T, L, K, pos, vocab_size, eot, seed):
     return buckets, examples
 
 
-@torch.no_grad()
-def retrieval_scores(model, buckets, examples, K, cue, n0, ctx, device, batch_size, attend=None):
-    """Per distance bucket: exact match (greedy reproduces every token after the cue, given the true prefix) with its
-    Wilson interval, the repeat loss, the control loss (same string, same place, no earlier copy) and the gain
-    control - repeat with its t-interval over examples. Examples that end below n0 share forwards; past it (a dynamic
-    arm) each example gets one forward ending at its last scored token, i.e. the scale it has when emitting it."""
+def retrieval_scores(score, buckets, examples, K, cue):
+    """Per distance bucket, each example's outcomes: exact (greedy reproduces every token after the cue, given the
+    true prefix) and gain = control loss - repeat loss over the scored tokens (same string, same place, no earlier
+    copy in the control). score(rows, positions) -> (loss, hit) is eval.score bound to an arm: it scores each token
+    as the model generates it (a dynamic arm at the scale it has when emitting that token). Returns per bucket
+    dict(bucket, distance_lo, distance_hi, exact [N] bools, gain [N], repeat_loss, control_loss)."""
     out = []
     for b, (label, lo, hi) in enumerate(buckets):
         group = [e for e in examples if e['bucket'] == b]
-        near = [e for e in group if e['repeat'] + K - 1 <= n0]
-        chunks = [near[i:i + batch_size] for i in range(0, len(near), batch_size)] + \
-            [[e] for e in group if e['repeat'] + K - 1 > n0]
-        rep, ctl, exact = [], [], []
-        for chunk in chunks:
-            n = max(e['repeat'] + K - 1 for e in chunk)  # token k of the repeat is the target at repeat + k - 1
-            seq = torch.from_numpy(np.stack([e['seq'][:n + 1] for e in chunk] + [e['control'][:n + 1] for e in chunk]))
-            seq = seq.to(device)
-            with ctx:
-                logits, loss = model(seq[:, :-1], seq[:, 1:], reduction='none', attend=attend)
-            for j, e in enumerate(chunk):
-                r = slice(e['repeat'] + cue - 1, e['repeat'] + K - 1)
-                rep.append(loss[j, r].float().mean().item())
-                ctl.append(loss[j + len(chunk), r].float().mean().item())
-                exact.append(bool((logits[j, r].argmax(-1) == seq[j, r.start + 1:r.stop + 1]).all()))
-        gain, gain_ci = mean_ci(np.array(ctl) - np.array(rep))
-        out.append(dict(bucket=label, distance_lo=lo, distance_hi=hi - 1, n=len(rep), exact_match=float(np.mean(exact)),
-                        exact_match_ci=wilson(sum(exact), len(exact)), repeat_loss=float(np.mean(rep)),
-                        control_loss=float(np.mean(ctl)), gain=gain, gain_ci=gain_ci))
+        rows = torch.from_numpy(np.stack([e['seq'] for e in group] + [e['control'] for e in group]))
+        where = [list(range(e['repeat'] + cue - 1, e['repeat'] + K - 1)) for e in group] * 2
+        loss, hit = score(rows, where)
+        rep, ctl = [float(x.mean()) for x in loss[:len(group)]], [float(x.mean()) for x in loss[len(group):]]
+        out.append(dict(bucket=label, distance_lo=lo, distance_hi=hi - 1, exact=[bool(h.all()) for h in hit[:len(group)]],
+                        gain=[c - r for c, r in zip(ctl, rep)], repeat_loss=float(np.mean(rep)),
+                        control_loss=float(np.mean(ctl))))
     return out
 
 
-def average_retrieval(rets):
-    """Retrieval entries of several seeds of one arm: means, with the sd across seeds of exact match and gain."""
+def summarize_retrieval(per_seed):
+    """One arm's passkey buckets from its seeds' retrieval_scores: exact match and gain with 95% intervals in which
+    the seeds count as repeated looks at the same examples (a 3-seed arm is N examples seen three times, not 3N:
+    lab.stats.clustered_wilson / seeds_mean_ci), plus the per-example outcomes [seeds][examples] for paired tests."""
     out = []
-    for rows in zip(*rets):
-        r = dict(rows[0])
-        for k in ('exact_match', 'repeat_loss', 'control_loss', 'gain'):
-            r[k] = float(np.mean([x[k] for x in rows]))
-        r['exact_match_seed_sd'] = float(np.std([x['exact_match'] for x in rows], ddof=1))
-        r['gain_seed_sd'] = float(np.std([x['gain'] for x in rows], ddof=1))
-        n = sum(x['n'] for x in rows)
-        r['n'], r['exact_match_ci'] = n, wilson(round(r['exact_match'] * n), n)
-        out.append(r)
+    for rows in zip(*per_seed):
+        exact = np.array([r['exact'] for r in rows], dtype=np.float64)
+        gain = np.array([r['gain'] for r in rows])
+        g, g_ci = seeds_mean_ci(gain)
+        out.append(dict(bucket=rows[0]['bucket'], distance_lo=rows[0]['distance_lo'],
+                        distance_hi=rows[0]['distance_hi'], n=exact.shape[1], seeds=len(rows),
+                        exact_match=float(exact.mean()), exact_match_ci=clustered_wilson(exact),
+                        repeat_loss=float(np.mean([r['repeat_loss'] for r in rows])),
+                        control_loss=float(np.mean([r['control_loss'] for r in rows])), gain=g, gain_ci=g_ci,
+                        per_example=dict(exact=exact.astype(int).tolist(),
+                                         gain=[[round(float(x), 6) for x in r] for r in gain])))
+        if len(rows) > 1:
+            out[-1]['exact_match_seed_sd'] = float(np.std(exact.mean(1), ddof=1))
+            out[-1]['gain_seed_sd'] = float(np.std(gain.mean(1), ddof=1))
     return out

@@ -1,6 +1,12 @@
 """
-Statistics for the lab's comparisons: 95% intervals of a mean (Student t) and of a proportion (Wilson), and the paired
-difference of every arm to the best one on the same windows. eval.py and the retrieval room both import this room.
+Statistics for the lab's comparisons. The room holds 95% intervals of one arm's mean (Student t, also over seeds x
+units) and of a proportion (Wilson, also clustered over seeds), a Student t CDF/quantile written from the regularized
+incomplete beta function, the exact McNemar test, Holm's step-down adjustment, and the paired comparison of two arms
+measured on the same units (eval windows or passkey examples, in the same order), with or without several seeds.
+The rule for a comparison of arm A to arm B (diff = A - B) within one table column (one family of comparisons):
+'better' / 'worse' when the Holm-adjusted paired p-value is < 0.05 (the sign of the difference says which, given
+whether higher is better); 'equivalent' when the whole 95% paired interval lies inside [-margin, +margin];
+'unresolved' otherwise. eval.py and the retrieval room import this room; only numpy and the standard library are used.
 """
 import math
 
@@ -49,3 +55,266 @@ def paired_vs_best(results):
             rows[a['name']] = dict(diff=d, ci=ci, tie=bool(ci[0] <= 0 <= ci[1]))
         out[label] = dict(best=best['name'], arms=rows)
     return out
+
+
+# ---- Student t from the regularized incomplete beta function ----------------------------------------------------
+
+def _betacf(a, b, x, eps=1e-15, tiny=1e-300, max_iter=100000):
+    """Continued fraction of I_x(a, b) (modified Lentz): I_x(a,b) = x^a (1-x)^b / (a B(a,b)) * 1/(1+ d1/(1+ d2/(1+ ...)))
+    with d_{2m+1} = -(a+m)(a+b+m) x / ((a+2m)(a+2m+1)) and d_{2m} = m (b-m) x / ((a+2m-1)(a+2m)); returns the fraction."""
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, max_iter + 1):
+        for aa in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                   -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+            d = 1.0 + aa * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + aa / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < eps:
+            return h
+    raise RuntimeError(f'betainc continued fraction did not converge (a={a}, b={b}, x={x})')
+
+
+def betainc(a, b, x):
+    """Regularized incomplete beta I_x(a, b) = B(x; a, b) / B(a, b) for a, b > 0, 0 <= x <= 1: the continued fraction
+    where it converges fast, x < (a+1)/(a+b+2), else the symmetry I_x(a, b) = 1 - I_{1-x}(b, a)."""
+    if not (a > 0 and b > 0) or not 0.0 <= x <= 1.0:
+        raise ValueError(f'betainc needs a, b > 0 and 0 <= x <= 1, got a={a}, b={b}, x={x}')
+    if x == 0.0 or x == 1.0:
+        return float(x)
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+
+
+def _check_df(df):
+    if not df > 0:
+        raise ValueError(f'degrees of freedom must be > 0, got {df}')
+
+
+def t_cdf(t, df):
+    """Student t CDF: F(t) = 1 - I_x(df/2, 1/2) / 2 for t >= 0 and I_x(df/2, 1/2) / 2 for t < 0, x = df / (df + t^2);
+    df may be fractional (Welch-Satterthwaite) or inf (the normal CDF, (1 + erf(t / sqrt 2)) / 2)."""
+    _check_df(df)
+    if math.isnan(t):
+        raise ValueError('t_cdf of NaN')
+    if math.isinf(df):
+        return 0.5 * math.erfc(-t / math.sqrt(2.0))
+    if math.isinf(t):
+        return 1.0 if t > 0 else 0.0
+    tail = 0.5 * betainc(df / 2.0, 0.5, df / (df + t * t))
+    return 1.0 - tail if t > 0 else tail
+
+
+def t_p(t, df):
+    """Two-sided p-value of a t statistic: P(|T| >= |t|) = I_x(df/2, 1/2), x = df / (df + t^2) (no 1 - F cancellation)."""
+    _check_df(df)
+    if math.isnan(t):
+        raise ValueError('t_p of NaN')
+    if math.isinf(df):
+        return math.erfc(abs(t) / math.sqrt(2.0))
+    if math.isinf(t):
+        return 0.0
+    return min(1.0, betainc(df / 2.0, 0.5, df / (df + t * t)))
+
+
+def t_quantile(p, df):
+    """The p-quantile of Student's t: the t with t_cdf(t, df) = p, by bisection (to ~1e-12 relative); the negative of
+    the (1-p)-quantile below p = 1/2. E.g. t_quantile(1 - 0.05 / (2 m), df) for a Bonferroni 1 - 0.05/m interval."""
+    _check_df(df)
+    if not 0.0 < p < 1.0:
+        raise ValueError(f't_quantile needs 0 < p < 1, got {p}')
+    if p == 0.5:
+        return 0.0
+    if p < 0.5:
+        return -t_quantile(1.0 - p, df)
+    lo, hi = 0.0, 1.0
+    while t_cdf(hi, df) < p:
+        lo, hi = hi, 2.0 * hi
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if t_cdf(mid, df) < p:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-12 * hi:
+            break
+    return 0.5 * (lo + hi)
+
+
+# ---- exact McNemar and Holm ------------------------------------------------------------------------------------
+
+def mcnemar_exact(b, c):
+    """Two-sided exact McNemar p on the discordant counts b (A right, B wrong) and c (A wrong, B right):
+    p = min(1, 2 P(X <= min(b, c))), X ~ Binomial(b + c, 1/2), i.e. 2 sum_{i <= min(b,c)} C(n, i) / 2^n; 1 when
+    b + c = 0. Exact integers up to n = 1000, above that P(X <= k) = I_{1/2}(n - k, k + 1)."""
+    if b < 0 or c < 0 or b != int(b) or c != int(c):
+        raise ValueError(f'mcnemar_exact needs counts (integers >= 0), got b={b}, c={c}')
+    n, k = int(b) + int(c), int(min(b, c))
+    if n == 0:
+        return 1.0
+    if n <= 1000:
+        p = 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
+    else:
+        p = 2.0 * betainc(n - k, k + 1, 0.5)
+    return min(1.0, float(p))
+
+
+def holm(pvals):
+    """Holm step-down adjusted p-values, in the order given: sort p ascending, p_(i) -> min(1, (m - i + 1) p_(i))
+    (i = 1..m), then the running maximum so the adjusted values keep the order of the raw ones."""
+    p = [float(v) for v in pvals]
+    if any(not 0.0 <= v <= 1.0 for v in p):
+        raise ValueError(f'holm needs p-values in [0, 1] (no NaN), got {p}')
+    m, out, run = len(p), [0.0] * len(p), 0.0
+    for rank, i in enumerate(sorted(range(m), key=lambda j: p[j])):
+        run = max(run, min(1.0, (m - rank) * p[i]))
+        out[i] = run
+    return out
+
+
+# ---- paired comparison of two arms on the same units -----------------------------------------------------------
+
+def _as_2d(x, name):
+    """A [S, N] float array (a 1-D array is one seed); ValueError for other shapes or any NaN / inf."""
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim == 1:
+        x = x[None, :]
+    if x.ndim != 2:
+        raise ValueError(f'{name} must be [seeds, units], got shape {x.shape}')
+    bad = int((~np.isfinite(x)).sum())
+    if bad:
+        raise ValueError(f'{name} (shape {x.shape}) has {bad} NaN/inf value(s)')
+    return x
+
+
+def _check_binary(x, name):
+    if not np.all((x == 0) | (x == 1)):
+        raise ValueError(f'{name} (shape {x.shape}) must hold 0/1 outcomes')
+
+
+def _satterthwaite(comps):
+    """Sum of variance components v = sum c_k and the Welch-Satterthwaite df = v^2 / sum (c_k^2 / df_k) over the
+    components with c_k > 0 (components with df_k < 1 are dropped); df = sum df_k when v = 0 (no information)."""
+    comps = [(float(c), float(k)) for c, k in comps if k >= 1]
+    v = sum(c for c, _ in comps)
+    den = sum(c * c / k for c, k in comps if c > 0)
+    return v, (v * v / den if den > 0 else float(sum(k for _, k in comps)))
+
+
+def _t_result(diff, v, df, scale, method):
+    """diff, its 95% t interval diff -/+ t_0.975(df) sqrt(v), se, df and the two-sided t p-value. Zero variance
+    (se <= 1e-12 scale, scale = the largest |value| compared): ci = [diff, diff], p = 0 if diff != 0 else 1."""
+    se, tol = math.sqrt(max(v, 0.0)), 1e-12 * max(scale, 1e-300)
+    if se <= tol:
+        p = 0.0 if abs(diff) > tol else 1.0
+        return dict(diff=diff, ci=[diff, diff], se=se, df=df, p=p, method=method)
+    h = t_quantile(0.975, df) * se
+    return dict(diff=diff, ci=[diff - h, diff + h], se=se, df=df, p=t_p(diff / se, df), method=method)
+
+
+def paired_diff(a, b, binary=False, paired_seeds=None):
+    """Paired difference diff = mean(a) - mean(b) of two arms measured on the same N units (same order); a is
+    [Sa, N] (seeds x units), b is [Sb, N]. Returns dict(diff, ci (95%), se, df, p (two-sided), method).
+    - Sa = Sb = 1 ('paired-t'): d = a - b over units, se^2 = var(d)/N, df = N - 1. binary=True (0/1 outcomes):
+      p = mcnemar_exact(#(a=1,b=0), #(a=0,b=1)) instead, the interval still the paired t one ('mcnemar').
+    - seeds paired (paired_seeds, default Sa = Sb > 1; 'seed-paired-t'): D = a - b [S, N], u = D.mean(0) per unit,
+      m = D.mean(1) per seed; se^2 = var(u)/N + var(m)/S, Welch-Satterthwaite df over (N-1, S-1). The unit x seed
+      residual is counted in both components, so the interval is conservative.
+    - otherwise ('seed-unpaired-t'): u = a.mean(0) - b.mean(0); se^2 = var(u)/N + var(ma)/Sa [Sa > 1] + var(mb)/Sb
+      [Sb > 1] with ma, mb the arms' seed means; Satterthwaite df over the components present.
+    All variances ddof = 1. The interval is diff -/+ t_0.975(df) se, p = 2 P(T_df >= |diff| / se); zero variance gives
+    ci = [diff, diff] and p = 0 (diff != 0) or 1 (diff = 0) (the McNemar p is kept in the binary case)."""
+    a, b = _as_2d(a, 'a'), _as_2d(b, 'b')
+    (sa, n), (sb, nb) = a.shape, b.shape
+    if n != nb:
+        raise ValueError(f'a {a.shape} and b {b.shape} must hold the same units (same N)')
+    if n < 2:
+        raise ValueError(f'paired_diff needs N >= 2 units, got a {a.shape}, b {b.shape}')
+    if binary:
+        _check_binary(a, 'a'), _check_binary(b, 'b')
+    if paired_seeds is None:
+        paired_seeds = sa == sb > 1
+    if paired_seeds and sa != sb:
+        raise ValueError(f'paired seeds need the same seed count, got a {a.shape}, b {b.shape}')
+    diff = float(a.mean() - b.mean())
+    scale = float(max(np.abs(a).max(), np.abs(b).max()))
+    if sa == sb == 1:
+        d = a[0] - b[0]
+        res = _t_result(diff, float(d.var(ddof=1)) / n, n - 1, scale, 'mcnemar' if binary else 'paired-t')
+        if binary:
+            res['p'] = mcnemar_exact(int(((a[0] == 1) & (b[0] == 0)).sum()), int(((a[0] == 0) & (b[0] == 1)).sum()))
+        return res
+    if paired_seeds:
+        D = a - b
+        comps = [(D.mean(0).var(ddof=1) / n, n - 1), (D.mean(1).var(ddof=1) / sa, sa - 1)]
+        method = 'seed-paired-t'
+    else:
+        comps = [((a.mean(0) - b.mean(0)).var(ddof=1) / n, n - 1)]
+        comps += [(x.mean(1).var(ddof=1) / s, s - 1) for x, s in ((a, sa), (b, sb)) if s > 1]
+        method = 'seed-unpaired-t'
+    v, df = _satterthwaite(comps)
+    return _t_result(diff, v, df, scale, method)
+
+
+def seeds_mean_ci(x):
+    """One arm's mean and 95% interval from x [S, N] (seeds x units): se^2 = var(unit means)/N + var(seed means)/S
+    (ddof = 1), Satterthwaite df over (N-1, S-1), mean -/+ t_0.975(df) se. S = 1: exactly mean_ci over the units."""
+    x = _as_2d(x, 'x')
+    s, n = x.shape
+    if s == 1:
+        return mean_ci(x[0])
+    comps = [(x.mean(1).var(ddof=1) / s, s - 1)] + ([(x.mean(0).var(ddof=1) / n, n - 1)] if n > 1 else [])
+    v, df = _satterthwaite(comps)
+    m = float(x.mean())
+    h = 0.0 if v <= 0 else t_quantile(0.975, df) * math.sqrt(v)
+    return m, [m - h, m + h]
+
+
+def clustered_wilson(outcomes):
+    """95% interval of exact match from 0/1 outcomes [S, N] (S seeds on the same N examples). S = 1: wilson(k, N).
+    S > 1: Wilson at p = mean with an effective size n_eff = p (1 - p) / v clipped into [1, S N], where
+    v = var0(example means)/N + var(seed means)/S; var0 is ddof = 0 (the binomial p(1-p) convention of Wilson, so S
+    identical copies of one seed give exactly that seed's wilson(k, N)), the seed variance ddof = 1. v = 0 gives
+    n_eff = S N; p = 0 or 1 gives n = N (the examples, not S N)."""
+    x = _as_2d(outcomes, 'outcomes')
+    _check_binary(x, 'outcomes')
+    s, n = x.shape
+    if s == 1 or n == 0:
+        return wilson(int(x.sum()), n)
+    p = float(x.mean())
+    if p in (0.0, 1.0):
+        return wilson(p * n, n)
+    v = float(x.mean(0).var()) / n + float(x.mean(1).var(ddof=1)) / s
+    n_eff = s * n if v <= 0 else min(max(p * (1 - p) / v, 1.0), float(s * n))
+    return wilson(p * n_eff, n_eff)
+
+
+# ---- verdicts ----------------------------------------------------------------------------------------------------
+
+def verdict(ci, p_adj, margin, higher_is_better=False, alpha=0.05):
+    """Verdict for arm A relative to B (diff = A - B): 'better' / 'worse' when p_adj < alpha, by the sign of the ci
+    midpoint (loss: lower is better; higher_is_better for accuracy); else 'equivalent' when -margin <= lo and
+    hi <= margin; else 'unresolved'."""
+    lo, hi = float(ci[0]), float(ci[1])
+    if math.isnan(lo) or math.isnan(hi) or math.isnan(p_adj) or not margin >= 0:
+        raise ValueError(f'verdict needs a finite ci, a p-value and margin >= 0, got {ci}, {p_adj}, {margin}')
+    mid = 0.5 * (lo + hi)
+    if p_adj < alpha and mid != 0:
+        return 'better' if (mid > 0) == bool(higher_is_better) else 'worse'
+    return 'equivalent' if -margin <= lo and hi <= margin else 'unresolved'
+
+
+def compare_family(pairs, margin, binary=False, higher_is_better=False):
+    """One family (one table column): paired_diff(a, b, binary) for each (name, a [Sa, N], b [Sb, N]) in pairs, the
+    p-values Holm-adjusted across the list, and each row's verdict(ci, p_holm, margin, higher_is_better). Returns a
+    list of dict(name, diff, ci, se, df, p, p_holm, verdict, method), in the order given."""
+    rows = [dict(name=name, **paired_diff(a, b, binary=binary)) for name, a, b in pairs]
+    for r, ph in zip(rows, holm([r['p'] for r in rows])):
+        r['p_holm'] = ph
+        r['verdict'] = verdict(r['ci'], ph, margin, higher_is_better)
+    return [{k: r[k] for k in ('name', 'diff', 'ci', 'se', 'df', 'p', 'p_holm', 'verdict', 'method')} for r in rows]

@@ -19,7 +19,7 @@ import eval as ev  # noqa: E402
 import finetune_long  # noqa: E402
 import train  # noqa: E402
 from data.common import doc_windows, fetch_windows, load_meta, load_split  # noqa: E402
-from lab.retrieval import passkey_examples, retrieval_scores  # noqa: E402
+from lab.retrieval import passkey_examples, retrieval_scores, summarize_retrieval  # noqa: E402
 from lab.stats import mean_ci, t975, wilson  # noqa: E402
 from model import GPT, GPTConfig, load_checkpoint, model_from_checkpoint  # noqa: E402
 
@@ -109,17 +109,56 @@ def test_position_loss_equals_direct_computation_on_shared_windows(lab):
             model.set_rope_scaling(scaling)
         np.testing.assert_allclose(cols[name], direct_nll(model, x, y).mean(0).numpy(), atol=2e-5)
     # a dynamic arm is scored as it generates: position p by a forward of p + 1 tokens; below L (scale 1) that is
-    # one forward of L, past it a grid of 5 positions per bucket, each by its own forward; the rest is not scored
+    # one forward of L, past it each window's own random stratified positions, each at its own length
     model = model_from_checkpoint(load_checkpoint(lab['base'])).eval()
     model.set_rope_scaling(arm(s, 'dynamic zero-shot')['rope_scaling'])
     got = cols['dynamic zero-shot']
-    grid = [16, 20, 24, 27, 31, 32, 40, 48, 55, 63]
-    assert list(np.flatnonzero(np.isfinite(got))) == list(range(16)) + grid
+    design = s['settings']['design']
+    assert sorted({p for d in design for p in d if p >= L}) == list(np.flatnonzero(np.isfinite(got[L:])) + L)
     np.testing.assert_allclose(got[:16], direct_nll(model, x[:, :16], y[:, :16]).mean(0).numpy(), atol=2e-5)
-    for p in grid:
-        assert got[p] == pytest.approx(direct_nll(model, x[:, :p + 1], y[:, :p + 1])[:, p].mean().item(), abs=2e-5)
+    for p in (L, 40, T - 1):
+        rows = [w for w, d in enumerate(design) if p in d]
+        assert got[p] == pytest.approx(np.mean([direct_nll(model, x[w:w + 1, :p + 1], y[w:w + 1, :p + 1])[0, p].item()
+                                                for w in rows]), abs=2e-5)
     whole = direct_nll(model, x, y).mean(0).numpy()  # one forward of 64 would differ inside L: not what is scored
     assert np.abs(whole[:16] - got[:16]).max() > 1e-3
+
+
+def test_design_positions_are_stratified_random_and_seeded():
+    d = ev.design_positions(16, 64, 5, 8, 1337)
+    assert d == ev.design_positions(16, 64, 5, 8, 1337) and d != ev.design_positions(16, 64, 5, 8, 1338)
+    for w in d:  # buckets 0-16, 16-32, 32-64: 8 strata each (width 2, 2, 4), one position in each
+        assert len(w) == 24 and all(lo + k * (hi - lo) // 8 <= w[b * 8 + k] < lo + (k + 1) * (hi - lo) // 8
+                                    for b, (lo, hi) in enumerate([(0, 16), (16, 32), (32, 64)]) for k in range(8))
+    assert len({tuple(w) for w in d}) == 5  # each window its own draw, not one fixed grid
+    assert ev.design_positions(16, 64, 2, 64, 1)[0] == list(range(64))  # more samples than positions: all of them
+
+
+def test_constant_runs_and_the_exact_paths(lab):
+    """Exact scoring: a static arm is one run, LongRoPE two (its bucket past L equals the mean of one forward of T),
+    a dynamic one a run per length; a static arm scored through the moving-scale path equals its one-forward score."""
+    val = load_split(lab['data'], 'val')
+    x, y = fetch_windows(val, lab['summary']['settings']['windows'][:4], T, 'cpu')
+    rows = torch.cat([x, y[:, -1:]], 1)
+    model = model_from_checkpoint(load_checkpoint(lab['base'])).eval()
+    assert ev.constant_runs(model, T) == [(1, T)]
+    where = [list(range(T))] * 4
+    exact = ev.score(model, rows, where, ([(1, T)], T), torch.no_grad(), 8)[0]
+    moving = ev.score(model, rows, [[3, 17, 40, 63]] * 4, ([(1, T)], 0), torch.no_grad(), 8)[0]
+    np.testing.assert_allclose(np.stack(exact), direct_nll(model, x, y).numpy(), atol=2e-5)
+    np.testing.assert_allclose(np.stack(moving), np.stack(exact)[:, [3, 17, 40, 63]], atol=2e-5)
+    hd = model.head_dim // 2
+    model.set_rope_scaling({'rope_type': 'longrope', 'factor': 4.0, 'original_max_position_embeddings': L,
+                            'short_factor': [1.0] * hd, 'long_factor': [1.0 + i for i in range(hd)]})
+    plan = ev.scoring_plan(model, T, 32)
+    assert plan == ([(1, L), (L + 1, T)], T)  # two runs, both exact
+    got = np.stack(ev.score(model, rows, where, plan, torch.no_grad(), 8)[0])
+    np.testing.assert_allclose(got[:, L:], direct_nll(model, x, y)[:, L:].numpy(), atol=2e-5)  # one forward of T
+    np.testing.assert_allclose(got[:, :L], direct_nll(model, x[:, :L], y[:, :L]).numpy(), atol=2e-5)  # short factors
+    model.set_rope_scaling(arm(lab['summary'], 'dynamic zero-shot')['rope_scaling'])
+    runs = ev.constant_runs(model, T)
+    assert runs[0] == (1, L) and runs[1:] == [(n, n) for n in range(L + 1, T + 1)]
+    assert ev.scoring_plan(model, T, 32)[1] == L and ev.scoring_plan(model, T, 0)[1] == T
 
 
 def test_dynamic_arm_at_T_equals_the_static_arm_at_s_T_over_L(lab):
@@ -182,7 +221,7 @@ class CopyOracle(torch.nn.Module):
     """A model that copies: predicts the token that followed the latest earlier occurrence of the longest
     suffix (up to 8 tokens) of its input; no idea where the passkey is."""
 
-    def forward(self, idx, targets, reduction='none', attend=None):
+    def forward(self, idx, targets, reduction='none', pos=None, attend=None):
         assert attend is None  # retrieval_scores hands on the arm's attention (none here: plain causal)
         B, n = idx.shape
         logits = torch.zeros(B, n, 128)
@@ -223,12 +262,14 @@ def test_passkey_positions_control_and_copy_oracle(lab):
         ctl = e['control']  # the control: the same string at the same place, the earlier copy left as text
         assert (ctl[pos:pos + K] == orig[pos:pos + K]).all() and (ctl[e['repeat']:e['repeat'] + K] == e['key']).all()
         assert (ctl[keep] == orig[keep]).all()
-    res = retrieval_scores(CopyOracle(), buckets, examples, K, cue, T, torch.no_grad(), 'cpu', 4)
+    oracle = CopyOracle()
+    score = lambda plan: lambda rows, where: ev.score(oracle, rows, where, plan, torch.no_grad(), 4)  # noqa: E731
+    res = summarize_retrieval([retrieval_scores(score(([(1, T)], T)), buckets, examples, K, cue)])
     assert [r['exact_match'] for r in res] == [1.0, 1.0, 1.0]
     assert all(r['repeat_loss'] < 1e-6 and r['gain'] > 5 and r['gain_ci'][0] > 0 for r in res)
     assert all(r['exact_match_ci'][0] > 0.5 and r['exact_match_ci'][1] == 1.0 for r in res)
-    # one forward per example (a dynamic arm past its shortest-length scale) scores the same for a static model
-    assert retrieval_scores(CopyOracle(), buckets, examples, K, cue, 0, torch.no_grad(), 'cpu', 4) == res
+    # token by token at its own length (a moving scale) scores the same for a model whose scale does not move
+    assert summarize_retrieval([retrieval_scores(score(([(1, T)], 0)), buckets, examples, K, cue)]) == res
     real = lab['summary']['arms'][0]['retrieval']  # 12 examples per bucket
     assert [r['bucket'] for r in real] == ['6-8', '16-32', '32-64'] and all(r['n'] == 12 for r in real)
 

@@ -53,4 +53,5 @@ def test_pipeline_end_to_end(tmp_path):
         with open(os.path.join(ev, name)) as f:
             rows = list(csv.reader(f))
         assert len(rows) == 129 and all(math.isfinite(float(v)) for r in rows[1:] for v in r if v != '')
-        assert sum(r[-1] != '' for r in rows[1:]) == 16 + 3 * 4  # dynamic_yarn: every position < L, then its grid
+        scored = {p for d in summary['settings']['design'] for p in d if p >= 16}  # past L: the random positions
+        assert sum(r[-1] != '' for r in rows[1:]) == 16 + (len(scored) if name == 'position_loss.csv' else 3 * 4)

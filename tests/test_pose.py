@@ -3,6 +3,7 @@ ordinary training bit for bit, and a PoSE fine-tune end to end at the short leng
 import json
 import os
 
+import numpy as np
 import pytest
 import torch
 
@@ -10,7 +11,8 @@ import finetune_long
 import train as train_mod
 from arms import ckpt_arm
 from configurator import ConfigError
-from lab.pose import pose_positions
+from data.common import load_meta
+from lab.pose import PoseDraw, pose_draw, pose_offsets, pose_positions
 from model import GPT, GPTConfig, load_checkpoint
 from rope import rope_cos_sin
 from rope_config import rope_inv_freq
@@ -18,47 +20,65 @@ from rope_config import rope_inv_freq
 FT = ['--max_iters=3', '--eval_interval=3', '--eval_iters=2', '--batch_size=4', '--progress=False']
 
 
-def chunk_starts(W, chunks):
-    lens = [W // chunks + (k < W % chunks) for k in range(chunks)]
-    return [sum(lens[:k]) for k in range(chunks)], lens
+def draw(d):
+    return PoseDraw(*(torch.tensor(v) for v in d))
 
 
-@pytest.mark.parametrize('chunks', [1, 2, 3, 5])
-def test_position_ids(chunks):
-    W, T = 32, 128
-    ids = pose_positions(torch.Generator().manual_seed(0), (3, 5), W, T, chunks)
-    assert ids.shape == (3, 5, W) and ids.dtype == torch.long
-    assert (ids[..., 0] == 0).all() and ids.min() == 0 and ids.max() < T
-    starts, lens = chunk_starts(W, chunks)
-    skips = torch.stack([ids[..., s] - s for s in starts], -1)  # u_k = first id of piece k - its offset
-    assert (skips[..., 0] == 0).all() and (skips.diff(dim=-1) >= 0).all()  # u_1 = 0, non-decreasing
-    for s, n, k in zip(starts, lens, range(chunks)):  # contiguous inside a piece: its offsets + u_k
-        assert torch.equal(ids[..., s:s + n], torch.arange(s, s + n) + skips[..., k:k + 1])
-    if chunks == 1:
-        assert torch.equal(ids, torch.arange(W).expand(3, 5, W))
-    # reproducible from the generator's seed
-    assert torch.equal(ids, pose_positions(torch.Generator().manual_seed(0), (3, 5), W, T, chunks))
-    if chunks > 1:
-        assert not torch.equal(ids, pose_positions(torch.Generator().manual_seed(1), (3, 5), W, T, chunks))
+def test_a_known_window():
+    """W = 8, first chunk 3 tokens, 5 tokens of text skipped, ids skipped by 2 (independent of the text skip)."""
+    d = draw((3, 5, 2))
+    assert pose_offsets(d, 8).tolist() == [0, 1, 2, 8, 9, 10, 11, 12, 13]  # 9 tokens: inputs [:8], targets [1:]
+    assert pose_positions(d, 8).tolist() == [0, 1, 2, 5, 6, 7, 8, 9]
+    raw = torch.arange(100, 114)  # a raw span of T + 1 = 14 tokens (T = 13 = W + 5)
+    seq = raw[pose_offsets(d, 8)]
+    x, y = seq[:-1], seq[1:]
+    assert x.tolist() == [100, 101, 102, 108, 109, 110, 111, 112]
+    # the reference's labels = input_ids (shifted in the model): chunk 1's last token predicts chunk 2's first
+    assert y.tolist() == [101, 102, 108, 109, 110, 111, 112, 113]
 
 
-def test_skips_are_uniform_as_in_the_paper():
-    """u_2 ~ U{0..T-W}; u_3 ~ U{u_2..T-W}: with T - W = 96, E[u_2] = 48 and E[u_3] = 48 + 24 = 72, both ends reached."""
-    ids = pose_positions(torch.Generator().manual_seed(0), (20000,), 30, 126, 3)  # pieces of 10
-    u2, u3 = ids[:, 10] - 10, ids[:, 20] - 20
-    assert u2.min() == 0 and u2.max() == 96 and u3.max() == 96
-    assert abs(u2.float().mean() - 48) < 1.0 and abs(u3.float().mean() - 72) < 1.0
-    assert ids[:, -1].max() == 125  # the last id reaches T - 1
+@pytest.mark.parametrize('W,T,span', [(32, 128, None), (32, 128, 160), (31, 40, None), (1, 8, None), (2, 2, None)])
+def test_draws_offsets_and_ids(W, T, span):
+    d = pose_draw(torch.Generator().manual_seed(0), (3, 500), W, T, span)
+    L = T if span is None else span
+    assert all(v.shape == (3, 500) and v.dtype == torch.long for v in d)
+    assert d.first.min() >= 1 and d.first.max() <= (W + 1) // 2  # the reference's randint(1, (W+1)//2)
+    assert d.text_skip.min() >= 0 and d.text_skip.max() <= L - W and d.id_skip.min() >= 0 and d.id_skip.max() <= T - W
+    ids, off = pose_positions(d, W), pose_offsets(d, W)
+    assert ids.shape == (3, 500, W) and off.shape == (3, 500, W + 1)
+    assert (ids[..., 0] == 0).all() and (ids.diff(dim=-1) >= 1).all() and ids.max() <= T - 1  # strictly increasing
+    assert (off[..., 0] == 0).all() and (off.diff(dim=-1) >= 1).all() and off.max() <= L  # inside the raw span
+    j = torch.arange(W + 1)
+    for i in range(500):
+        l, v, u = d.first[0, i], d.text_skip[0, i], d.id_skip[0, i]
+        assert torch.equal(ids[0, i, :l], j[:l]) and torch.equal(ids[0, i, l:], j[l:W] + u)  # contiguous per chunk
+        assert torch.equal(off[0, i, :l], j[:l]) and torch.equal(off[0, i, l:], j[l:] + v)
+    # reproducible from the generator's seed, and a different seed draws differently
+    again = pose_draw(torch.Generator().manual_seed(0), (3, 500), W, T, span)
+    assert all(torch.equal(a, b) for a, b in zip(d, again))
+    if W > 2:
+        assert not torch.equal(d.first, pose_draw(torch.Generator().manual_seed(1), (3, 500), W, T, span).first)
 
 
-def test_no_room_draws_nothing_and_bad_input():
-    gen = torch.Generator().manual_seed(0)
-    state = gen.get_state()
-    assert torch.equal(pose_positions(gen, (2,), 16, 16, 4), torch.arange(16).expand(2, 16))
-    assert torch.equal(gen.get_state(), state)  # so PoSE at T = W keeps the ordinary data order
-    for W, T, chunks in ((16, 8, 2), (4, 16, 5), (16, 32, 0)):
-        with pytest.raises(ValueError, match='pose_chunks'):
-            pose_positions(gen, (2,), W, T, chunks)
+def test_draws_are_uniform_and_independent():
+    """l ~ U{1..16} (W = 31), v ~ U{0..96} (span 127), u ~ U{0..64} (T = 95): both ends reached, the means in the
+    middle, and the text skip uncorrelated with the id skip (the reference draws them separately)."""
+    d = pose_draw(torch.Generator().manual_seed(0), (40000,), 31, 95, 127)
+    for v, hi, lo in ((d.first, 16, 1), (d.text_skip, 96, 0), (d.id_skip, 64, 0)):
+        assert v.min() == lo and v.max() == hi and abs(v.double().mean() - (lo + hi) / 2) < 0.01 * hi
+    assert abs(torch.corrcoef(torch.stack([d.text_skip, d.id_skip]).double())[0, 1]) < 0.02
+    assert pose_positions(d, 31)[:, -1].max() == 94  # the last id reaches T - 1
+
+
+def test_without_room_nothing_is_skipped():
+    """T = W (and so a raw span of W): the text is contiguous and the ids are 0..W-1, whatever the first chunk."""
+    d = pose_draw(torch.Generator().manual_seed(0), (200,), 16, 16)
+    assert (d.text_skip == 0).all() and (d.id_skip == 0).all() and d.first.unique().numel() == 8
+    assert torch.equal(pose_offsets(d, 16), torch.arange(17).expand(200, 17))
+    assert torch.equal(pose_positions(d, 16), torch.arange(16).expand(200, 16))
+    for W, T, span in ((16, 8, None), (16, 32, 8), (0, 16, None)):
+        with pytest.raises(ValueError, match='window length'):
+            pose_draw(torch.Generator(), (2,), W, T, span)
 
 
 def test_model_reads_position_ids():
@@ -66,7 +86,7 @@ def test_model_reads_position_ids():
     m = GPT(GPTConfig(block_size=16, vocab_size=50, n_layer=2, n_head=2, n_embd=32)).eval()
     x = torch.randint(0, 50, (3, 16))
     plain = m(x)[0]
-    skipped = pose_positions(torch.Generator().manual_seed(0), (1,), 16, 64, 2)[0]
+    skipped = pose_positions(draw((8, 0, 20)), 16)
     pos = torch.stack([torch.arange(16), torch.arange(16) + 7, skipped])  # one row of ids per sequence
     out = m(x, pos=pos)[0]
     assert torch.equal(out[0], plain[0])  # the ordinary ids give the ordinary forward bit for bit
@@ -83,18 +103,73 @@ def test_model_reads_position_ids():
     assert torch.equal(m.rope_tables(skipped)[0], rope_cos_sin(inv_freq, skipped, af)[0])
 
 
-def test_batches_draw_ids_from_their_seeded_generator():
-    data = torch.arange(1000).numpy()
-    a, b = (train_mod.Batches(data, 16, 3, 7, 'cpu', pose=(64, 2)) for _ in range(2))
-    step_a, step_b = a.step(4), b.step(4)
-    for (xa, ya, pa), (xb, yb, pb) in zip(step_a, step_b):
-        assert torch.equal(xa, xb) and torch.equal(pa, pb) and pa.shape == (3, 16) and pa.max() < 64
-        assert torch.equal(ya, xa + 1)  # targets are the next tokens, as without PoSE
+DOCS = [('a', 0, 300), ('b', 300, 360), ('c', 360, 1000)]  # 'b' (60 tokens) cannot hold a span of T + 1 = 65
+
+
+def pose_batches(data, seed=7, T=64, copy=None):
+    return train_mod.Batches(data, 16, 3, seed, 'cpu', pose=(T, DOCS), copy=copy)
+
+
+def test_batches_read_two_chunks_of_one_document():
+    """Windows of W = 16 for T = 64: a raw span of 65 tokens inside one document, chunk 2 taken from later in it."""
+    data = torch.arange(1000).numpy().astype(np.uint16)  # every token is its own offset
+    b = pose_batches(data)
+    step = b.step(200)
+    starts, d = b.drawn
+    assert starts.shape == d.first.shape == (200, 3)
+    doc = [next(i for i, (_, s, e) in enumerate(DOCS) if s <= v < e) for v in starts.flatten().tolist()]
+    assert 1 not in doc and {0, 2} <= set(doc)  # never the short document, both long ones
+    assert all(starts.flatten()[i] + 65 <= DOCS[k][2] for i, k in enumerate(doc))  # the span stays inside it
+    assert d.text_skip.max() == 48 and d.id_skip.max() == 48 and d.first.max() == 8 and d.first.min() == 1
+    j = torch.arange(16)
+    for m, (x, y, pos) in enumerate(step):
+        for i in range(3):
+            s, l, v, u = starts[m, i], d.first[m, i], d.text_skip[m, i], d.id_skip[m, i]
+            assert torch.equal(x[i, :l], s + j[:l]) and torch.equal(x[i, l:], s + v + j[l:])  # chunk 2 skips v tokens
+            assert torch.equal(pos[i, :l], j[:l]) and torch.equal(pos[i, l:], j[l:] + u)
+            assert y[i, -1] == s + v + 16  # the raw token after chunk 2
+        assert torch.equal(y[:, :-1], x[:, 1:])  # the next token of the assembled window: chunk 2's first at the seam
+    # on real-looking text too: x and y are the raw tokens at the reported offsets
+    rnd = torch.randint(0, 65, (1000,), generator=torch.Generator().manual_seed(3)).numpy().astype(np.uint16)
+    b = pose_batches(rnd)
+    (x, y, pos), = b.step(1)
+    starts, d = b.drawn
+    off = starts[0].unsqueeze(-1) + pose_offsets(PoseDraw(*(t[0] for t in d)), 16)
+    assert torch.equal(x, torch.from_numpy(rnd[off[:, :-1].numpy()]).long())
+    assert torch.equal(y, torch.from_numpy(rnd[off[:, 1:].numpy()]).long())
+
+
+def test_batches_are_seeded():
+    data = torch.randint(0, 65, (1000,), generator=torch.Generator().manual_seed(3)).numpy().astype(np.uint16)
+    a, b, c = pose_batches(data), pose_batches(data), pose_batches(data, seed=8)
+    step_a, step_b, step_c = a.step(4), b.step(4), c.step(4)
+    assert all(torch.equal(p, q) for sa, sb in zip(step_a, step_b) for p, q in zip(sa, sb))  # same seed: same batches
+    assert not all(torch.equal(p[2], q[2]) for p, q in zip(step_a, step_c))
     # DDP: rank 1 of 2 gets micro-batches 1 and 3 of the single-process step, ids included
-    c = train_mod.Batches(data, 16, 3, 7, 'cpu', pose=(64, 2))
-    ranked = c.step(4, rank=1, world=2)
-    assert all(torch.equal(r[2], s[2]) and torch.equal(r[0], s[0]) for r, s in zip(ranked, step_a[1::2]))
+    ranked = pose_batches(data).step(4, rank=1, world=2)
+    assert all(torch.equal(p, q) for r, s in zip(ranked, step_a[1::2]) for p, q in zip(r, s))
     assert train_mod.Batches(data, 16, 3, 7, 'cpu').step(1)[0][2] is None  # no PoSE: no ids
+
+
+def test_batches_without_room_are_the_ordinary_ones():
+    """T = W: the ordinary windows and data order, ids 0..W-1 (what makes PoSE at pose_len = T ordinary training)."""
+    data = torch.randint(0, 65, (1000,), generator=torch.Generator().manual_seed(3)).numpy().astype(np.uint16)
+    plain, pose = train_mod.Batches(data, 16, 3, 7, 'cpu'), pose_batches(data, T=16)
+    for (x, y, _), (px, py, pos) in zip(plain.step(2), pose.step(2)):
+        assert torch.equal(x, px) and torch.equal(y, py) and torch.equal(pos, torch.arange(16).expand(3, 16))
+    assert torch.equal(plain.gen.get_state(), pose.gen.get_state()) and pose.drawn is None
+    with pytest.raises(ConfigError, match='PoSE reads 1001 tokens'):
+        pose_batches(data, T=1000)
+
+
+def test_batches_write_copies_into_pose_windows(char_data):
+    from lab.copy_mix import settings
+    data = torch.randint(0, 65, (1000,), generator=torch.Generator().manual_seed(3)).numpy().astype(np.uint16)
+    mix = settings(dict(train_mod.DEFAULTS, block_size=16, copy_share=1.0, copy_span_lo=3, copy_span_hi=6),
+                   load_meta(char_data), 16)
+    plain, copied = pose_batches(data).step(2), pose_batches(data, copy=mix).step(2)
+    for (x, y, pos), (cx, cy, cpos) in zip(plain, copied):
+        assert torch.equal(pos, cpos) and torch.equal(cx[:, 1:], cy[:, :-1]) and (cx != x).any(1).all()
 
 
 def test_pose_without_skips_equals_ordinary_training(tiny_run, tmp_path):
@@ -131,7 +206,8 @@ def test_pose_finetune_runs_at_the_short_length(tiny_run, tmp_path, monkeypatch)
 
 
 @pytest.mark.parametrize('args,msg', [(['--pose_len=256'], 'pose_len=256'), (['--pose_chunks=0'], 'pose_chunks=0'),
-                                      (['--pose_len=4', '--pose_chunks=5'], 'pose_chunks=5')])
+                                      (['--pose_len=4', '--pose_chunks=5'], 'pose_chunks=5'),
+                                      (['--pose_chunks=3'], 'pose_chunks=3')])
 def test_bad_pose_settings_fail_before_anything_is_written(tiny_run, tmp_path, args, msg):
     with pytest.raises(ConfigError, match=msg):
         finetune_long.main([f'--init_from={tiny_run}', '--rope_type=linear,yarn', '--pose=True', *args,

@@ -1,0 +1,267 @@
+"""Tests of lab/stats.py against hand-computed numbers and textbook values (t tables, closed-form t CDFs for
+df = 1, 2, 4, exact binomial sums, Holm by hand). Pure numpy/math, well under a second; no torch."""
+import importlib.util
+import math
+import os
+
+import numpy as np
+import pytest
+
+# lab/stats.py is pure numpy + math: load it by path so this file does not pay for lab/__init__.py, which imports
+# torch (lab.copy_mix) -- ~3 s of a < 1 s test. Same file that `from lab.stats import ...` gives everyone else.
+_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'lab', 'stats.py')
+_spec = importlib.util.spec_from_file_location('lab_stats_standalone', _PATH)
+S = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(S)
+(betainc, clustered_wilson, compare_family, holm, mcnemar_exact, mean_ci, paired_diff, seeds_mean_ci, t975, t_cdf,
+ t_p, t_quantile, verdict, wilson) = (S.betainc, S.clustered_wilson, S.compare_family, S.holm, S.mcnemar_exact,
+                                      S.mean_ci, S.paired_diff, S.seeds_mean_ci, S.t975, S.t_cdf, S.t_p,
+                                      S.t_quantile, S.verdict, S.wilson)
+
+approx = pytest.approx
+T2_975 = 0.95 / math.sqrt(2 * 0.975 * 0.025)  # df = 2 closed form: t_p = (2p - 1) / sqrt(2 p (1 - p)) = 4.302653
+T4_975, T6_975, T7_975 = 2.776445, 2.446912, 2.364624  # textbook 6-digit t_0.975 for df = 4, 6, 7
+
+
+def cdf_df2(t):
+    """Student t CDF, df = 2, closed form."""
+    return 0.5 + t / (2 * math.sqrt(2 + t * t))
+
+
+def cdf_df4(t):
+    """Student t CDF, df = 4, closed form."""
+    return 0.5 + 3 / 8 * t / math.sqrt(1 + t * t / 4) * (1 - t * t / (12 * (1 + t * t / 4)))
+
+
+# ---- betainc / t ---------------------------------------------------------------------------------------------------
+
+def test_betainc_closed_forms():
+    for x in (0.01, 0.2, 0.5, 0.73, 0.99):
+        assert betainc(1, 1, x) == approx(x, abs=1e-13)
+        assert betainc(2.5, 1, x) == approx(x ** 2.5, abs=1e-13)
+        assert betainc(1, 3.5, x) == approx(1 - (1 - x) ** 3.5, abs=1e-13)
+        assert betainc(2, 2, x) == approx(3 * x * x - 2 * x ** 3, abs=1e-13)
+    assert betainc(7.3, 7.3, 0.5) == approx(0.5, abs=1e-13)
+    assert betainc(3, 4, 0.0) == 0.0 and betainc(3, 4, 1.0) == 1.0
+    with pytest.raises(ValueError):
+        betainc(0, 1, 0.5)
+
+
+def test_t_cdf_known_values():
+    assert t_cdf(2.042, 30) == approx(0.975, abs=1e-4)  # table value rounded to 3 decimals
+    assert t_cdf(0, 5) == 0.5
+    for t in (0.1, 0.7, 1.5, 4.0, 25.0):
+        assert t_cdf(t, 1) == approx(0.5 + math.atan(t) / math.pi, abs=1e-12)  # Cauchy
+        assert t_cdf(t, 2) == approx(cdf_df2(t), abs=1e-12)
+        assert t_cdf(t, 4) == approx(cdf_df4(t), abs=1e-12)
+        for df in (1, 3, 7.5, 40):
+            assert t_cdf(-t, df) == approx(1 - t_cdf(t, df), abs=1e-12)
+    assert t_cdf(1.959964, 1e6) == approx(0.975, abs=1e-6)  # large df: the normal
+    assert t_cdf(1.959964, math.inf) == approx(0.975, abs=1e-7)
+    assert t_cdf(2.0, 2.5) > t_cdf(2.0, 2) and t_cdf(2.0, 2.5) < t_cdf(2.0, 3)  # fractional df lies between
+
+
+def test_t_p_and_quantile_match_tables():
+    assert t_p(2.228, 10) == approx(0.05, abs=2e-4)
+    assert t_p(0.0, 3) == 1.0
+    assert t_p(-3.0, math.inf) == approx(0.0026998, abs=1e-7)
+    t = 1.7
+    assert t_p(t, 2) == approx(1 - t / math.sqrt(2 + t * t), abs=1e-12)
+    assert t_quantile(0.975, 2) == approx(T2_975, abs=1e-9)
+    for df in (4, 6, 7):
+        assert t_quantile(0.975, df) == approx({4: T4_975, 6: T6_975, 7: T7_975}[df], abs=1e-6)
+    for df in range(1, 31):  # the 3-decimal table in t975
+        assert abs(t_quantile(0.975, df) - t975(df)) < 6e-4
+    assert t_quantile(0.995, 10) == approx(3.169, abs=6e-4)
+    assert t_quantile(0.025, 5) == approx(-2.571, abs=6e-4)
+    assert t_quantile(0.975, 120) == approx(1.980, abs=6e-4)
+    assert t_quantile(0.5, 3) == 0.0
+    assert t_cdf(t_quantile(1 - 0.05 / 8, 9.3), 9.3) == approx(1 - 0.05 / 8, abs=1e-10)
+
+
+# ---- McNemar / Holm ------------------------------------------------------------------------------------------------
+
+def test_mcnemar_exact_hand_values():
+    assert mcnemar_exact(0, 5) == 2 / 32
+    assert mcnemar_exact(5, 0) == 2 / 32
+    assert mcnemar_exact(1, 9) == approx(2 * 11 / 1024, abs=1e-15)
+    assert mcnemar_exact(2, 8) == approx(2 * (1 + 10 + 45) / 1024, abs=1e-15)
+    assert mcnemar_exact(4, 4) == 1.0 and mcnemar_exact(0, 0) == 1.0
+    assert mcnemar_exact(0, 1) == 1.0  # 2 * 1/2
+    # n > 1000 takes the betainc route; compare to the exact integer sum
+    b, c = 480, 570
+    exact = 2 * sum(math.comb(1050, i) for i in range(481)) / 2 ** 1050
+    assert mcnemar_exact(b, c) == approx(exact, rel=1e-9)
+    with pytest.raises(ValueError):
+        mcnemar_exact(1.5, 3)
+
+
+def test_holm_hand_values():
+    assert holm([0.01, 0.04, 0.03, 0.005]) == approx([0.03, 0.06, 0.06, 0.02], abs=1e-15)
+    assert holm([0.2, 0.3, 0.4]) == approx([0.6, 0.6, 0.6], abs=1e-15)  # monotone: 0.4 lifted to 0.6
+    assert holm([0.6, 0.7]) == [1.0, 1.0]  # capped
+    assert holm([0.5]) == [0.5] and holm([]) == []
+    with pytest.raises(ValueError):
+        holm([0.1, float('nan')])
+
+
+# ---- paired_diff ---------------------------------------------------------------------------------------------------
+
+def test_paired_diff_one_seed_paired_t():
+    a, b = np.array([[2., 4, 9]]), np.array([[1., 2, 3]])  # d = [1, 2, 6]: mean 3, var 7
+    r = paired_diff(a, b)
+    se = math.sqrt(7 / 3)
+    assert r['method'] == 'paired-t' and r['df'] == 2
+    assert r['diff'] == approx(3) and r['se'] == approx(se, abs=1e-12)
+    assert r['ci'] == approx([3 - T2_975 * se, 3 + T2_975 * se], abs=1e-8)  # [-3.5725, 9.5725]
+    t = 3 / se
+    assert r['p'] == approx(1 - t / math.sqrt(2 + t * t), abs=1e-10)  # 0.188497
+    assert r['p'] == approx(0.188497, abs=1e-6)
+
+
+def test_paired_diff_binary_mcnemar():
+    a = np.array([1, 1, 1, 1, 1, 0, 1, 0])
+    b = np.array([0, 0, 0, 0, 0, 0, 1, 1])  # discordant: 5 (A only), 1 (B only)
+    r = paired_diff(a[None], b[None], binary=True)
+    assert r['method'] == 'mcnemar'
+    assert r['p'] == approx(2 * 7 / 64, abs=1e-15)  # 0.21875
+    se = math.sqrt(4 / 7 / 8)  # d = [1,1,1,1,1,0,0,-1]: mean 0.5, sum of squares about it 4.0
+    assert r['diff'] == approx(0.5) and r['se'] == approx(se, abs=1e-12)
+    assert r['ci'] == approx([0.5 - T7_975 * se, 0.5 + T7_975 * se], abs=1e-6)
+    with pytest.raises(ValueError):
+        paired_diff(a[None] * 0.5, b[None], binary=True)
+
+
+GRID = np.array([[1., 2, 3], [2, 3, 4], [3, 4, 5]])  # row means [2,3,4], column means [2,3,4]: both variances 1
+
+
+def test_paired_diff_paired_seeds():
+    b = np.array([[0., 1, 0], [2, 0, 1], [1, 1, 1]])
+    r = paired_diff(b + GRID, b)  # D = GRID: var(u)/N = var(m)/S = 1/3
+    se = math.sqrt(2 / 3)
+    assert r['method'] == 'seed-paired-t'
+    assert r['diff'] == approx(3) and r['se'] == approx(se, abs=1e-12)
+    assert r['df'] == approx((2 / 3) ** 2 / ((1 / 3) ** 2 / 2 + (1 / 3) ** 2 / 2), abs=1e-12)  # = 4
+    assert r['df'] == approx(4.0, abs=1e-12)
+    assert r['ci'] == approx([3 - T4_975 * se, 3 + T4_975 * se], abs=1e-5)
+    assert r['p'] == approx(2 * (1 - cdf_df4(3 / se)), abs=1e-10)
+
+
+def test_paired_diff_paired_seeds_fractional_df():
+    D = np.array([[1., 2, 3], [3, 4, 5]])  # u = [2,3,4] -> 1/3; m = [2,4] -> var 2 / S = 1
+    r = paired_diff(D, np.zeros((2, 3)))
+    assert r['se'] == approx(math.sqrt(4 / 3), abs=1e-12)
+    assert r['df'] == approx(32 / 19, abs=1e-12)  # (4/3)^2 / ((1/3)^2/2 + 1^2/1)
+    half = r['ci'][1] - r['diff']
+    assert half == approx(r['diff'] - r['ci'][0])
+    assert t_cdf(half / r['se'], 32 / 19) == approx(0.975, abs=1e-10)
+    assert half / r['se'] > T2_975  # df < 2: wider than the df = 2 quantile
+
+
+def test_paired_diff_unpaired_seed_counts():
+    r = paired_diff(GRID, np.array([[1., 1, 1]]))  # 3 seeds vs 1 run: u = [1,2,3] -> 1/3, A's seeds -> 1/3
+    se = math.sqrt(2 / 3)
+    assert r['method'] == 'seed-unpaired-t'
+    assert r['diff'] == approx(2) and r['se'] == approx(se, abs=1e-12) and r['df'] == approx(4, abs=1e-12)
+    assert r['ci'] == approx([2 - T4_975 * se, 2 + T4_975 * se], abs=1e-5)
+    assert r['p'] == approx(2 * (1 - cdf_df4(2 / se)), abs=1e-10)
+    with pytest.raises(ValueError):
+        paired_diff(GRID, np.array([[1., 1, 1]]), paired_seeds=True)
+
+
+def test_paired_vs_unpaired_seeds_on_shared_seed_effects():
+    b = np.array([[0., 0, 0], [1, 1, 1], [2, 2, 2]])  # seed offsets shared with a: a - b = [1,2,3] in every seed
+    p = paired_diff(GRID, b)
+    assert p['method'] == 'seed-paired-t'
+    assert p['diff'] == approx(2) and p['se'] == approx(math.sqrt(1 / 3), abs=1e-12) and p['df'] == approx(2)
+    assert p['ci'] == approx([2 - T2_975 / math.sqrt(3), 2 + T2_975 / math.sqrt(3)], abs=1e-8)
+    u = paired_diff(GRID, b, paired_seeds=False)  # three components of 1/3 each: se = 1, df = 1 / (3 (1/9) / 2) = 6
+    assert u['method'] == 'seed-unpaired-t'
+    assert u['se'] == approx(1.0, abs=1e-12) and u['df'] == approx(6.0, abs=1e-12)
+    assert u['ci'] == approx([2 - T6_975, 2 + T6_975], abs=1e-5)
+    assert p['se'] < u['se']  # pairing the seeds removes the shared seed offsets (here N = 3 so df 2 vs 6 offsets it)
+
+
+def test_paired_diff_zero_variance_and_errors():
+    a = np.array([[1., 2, 3, 4]])
+    r = paired_diff(a, a - 0.5)
+    assert r['ci'] == [0.5, 0.5] and r['p'] == 0.0 and r['diff'] == approx(0.5)
+    r = paired_diff(a, a)
+    assert r['ci'] == [0.0, 0.0] and r['p'] == 1.0
+    r = paired_diff(GRID, GRID - 1)  # paired seeds, constant shift
+    assert r['ci'] == [1.0, 1.0] and r['p'] == 0.0
+    with pytest.raises(ValueError, match='NaN'):
+        paired_diff(np.array([[1., np.nan, 3]]), np.ones((1, 3)))
+    with pytest.raises(ValueError, match='N >= 2'):
+        paired_diff(np.ones((2, 1)), np.ones((2, 1)))
+    with pytest.raises(ValueError, match='same N'):
+        paired_diff(np.ones((1, 3)), np.ones((1, 4)))
+    with pytest.raises(ValueError, match='shape'):
+        paired_diff(np.ones((1, 2, 3)), np.ones((1, 2, 3)))
+
+
+# ---- one arm -------------------------------------------------------------------------------------------------------
+
+def test_seeds_mean_ci():
+    x = np.array([0.3, 1.1, 2.0, 0.7])
+    assert seeds_mean_ci(x[None]) == mean_ci(x)
+    m, ci = seeds_mean_ci(GRID)  # 1/3 + 1/3, df 4
+    half = T4_975 * math.sqrt(2 / 3)
+    assert m == approx(3) and ci == approx([3 - half, 3 + half], abs=1e-5)
+    m, ci = seeds_mean_ci(np.array([[1., 2, 3], [1, 2, 3]]))  # seed means equal: units only, df 2
+    assert m == approx(2) and ci == approx([2 - T2_975 / math.sqrt(3), 2 + T2_975 / math.sqrt(3)], abs=1e-8)
+
+
+def wilson_by_hand(p, n, z=1.959964):
+    """Wilson: (p + z^2/2n -/+ z sqrt(p(1-p)/n + z^2/4n^2)) / (1 + z^2/n)."""
+    c, h = p + z * z / (2 * n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return [(c - h) / (1 + z * z / n), (c + h) / (1 + z * z / n)]
+
+
+def test_clustered_wilson():
+    one = np.array([1, 1, 0, 1, 0, 0, 1, 1, 1, 0])  # 6 / 10
+    assert clustered_wilson(one[None]) == approx([0.312671, 0.831819], abs=1e-5)  # textbook Wilson 6/10
+    copies = clustered_wilson(np.stack([one] * 3))
+    assert copies == approx(wilson(6, 10), abs=1e-12)  # identical seeds add no information
+    naive = wilson(18, 30)
+    assert copies[1] - copies[0] > naive[1] - naive[0] + 0.1
+    # S = 2, N = 4: p = 3/8; example means [1, .5, 0, 0] -> var0 .171875 / 4; seed means [.5, .25] -> .03125 / 2
+    # v = .05859375, p(1-p) = .234375 -> n_eff = 4
+    x = np.array([[1, 1, 0, 0], [1, 0, 0, 0]])
+    assert clustered_wilson(x) == approx(wilson_by_hand(3 / 8, 4), abs=1e-12)
+    assert clustered_wilson(np.zeros((3, 5))) == approx([0.0, 0.434482], abs=1e-6)  # wilson(0, 5), not n = 15
+    assert clustered_wilson(np.ones((3, 5)))[0] == approx(1 - 0.434482, abs=1e-6)
+    assert clustered_wilson(np.array([[1, 0], [0, 1]])) == approx(wilson_by_hand(0.5, 4), abs=1e-12)  # v = 0: S N
+    assert clustered_wilson(np.array([[1, 1], [0, 0]])) == approx(wilson_by_hand(0.5, 1), abs=1e-12)  # n_eff = 1
+
+
+# ---- verdicts ------------------------------------------------------------------------------------------------------
+
+def test_verdict_all_four():
+    assert verdict([-0.3, -0.1], 0.01, 0.05) == 'better'  # loss went down
+    assert verdict([0.1, 0.3], 0.01, 0.05) == 'worse'
+    assert verdict([-0.3, -0.1], 0.01, 0.05, higher_is_better=True) == 'worse'
+    assert verdict([0.1, 0.3], 0.049, 0.05, higher_is_better=True) == 'better'
+    assert verdict([-0.05, 0.04], 0.5, 0.1) == 'equivalent'
+    assert verdict([-0.1, 0.1], 0.5, 0.1) == 'equivalent'  # inclusive
+    assert verdict([-0.05, 0.2], 0.3, 0.1) == 'unresolved'
+    assert verdict([-0.3, -0.1], 0.05, 0.05) == 'unresolved'  # p must be < alpha
+    assert verdict([-0.03, -0.01], 0.05, 0.05) == 'equivalent'
+
+
+def test_compare_family_holm_flips_a_verdict():
+    n = 20
+    strong = (np.r_[np.ones(10), np.zeros(10)], np.zeros(n))  # 10 discordant, all for A: p = 2/1024
+    weak = (np.r_[np.ones(13), np.zeros(7)], np.r_[np.zeros(6), np.ones(7), np.zeros(7)])  # 6 vs 0: p = 2/64
+    none = (np.r_[1, 0, np.zeros(18)], np.r_[0, 1, np.zeros(18)])  # 1 vs 1: p = 1
+    pairs = [(name, a[None], b[None]) for name, (a, b) in (('strong', strong), ('weak', weak), ('none', none))]
+    rows = compare_family(pairs, margin=0.05, binary=True, higher_is_better=True)
+    assert [r['name'] for r in rows] == ['strong', 'weak', 'none']
+    assert [r['p'] for r in rows] == approx([2 / 1024, 2 / 64, 1.0], abs=1e-15)
+    assert [r['p_holm'] for r in rows] == approx([3 * 2 / 1024, 2 * 2 / 64, 1.0], abs=1e-15)
+    assert [r['diff'] for r in rows] == approx([0.5, 0.3, 0.0])
+    weak_row = rows[1]
+    assert verdict(weak_row['ci'], weak_row['p'], 0.05, higher_is_better=True) == 'better'  # before Holm
+    assert [r['verdict'] for r in rows] == ['better', 'unresolved', 'unresolved']
+    assert all(r['method'] == 'mcnemar' for r in rows)
+    assert set(rows[0]) == {'name', 'diff', 'ci', 'se', 'df', 'p', 'p_holm', 'verdict', 'method'}
