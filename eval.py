@@ -49,7 +49,7 @@ from data.common import atomic_write_text, check_vocab, data_dir_of, doc_windows
 from lab.diagnostics import entropy_at
 from lab.position_maps import mapped_attention, mapped_logits
 from lab.retrieval import passkey_examples, retrieval_scores, summarize_retrieval
-from lab.stats import compare_family, seeds_mean_ci
+from lab.stats import compare, seeds_mean_ci, vs_best
 from model import model_from_checkpoint
 from rope_config import is_dynamic, rope_inv_freq, scaling_extras
 
@@ -291,57 +291,6 @@ def summarize_arm(arm, per_run, run, ent):
     if len(per_run) > 1:
         out['buckets_seed_sd'] = {k: float(np.std(np.mean(v if exact[k] is None else exact[k], axis=1), ddof=1))
                                   for k, v in design.items()}
-    return out
-
-
-def unit_values(arm, column, kind):
-    """[seed][unit] values of one arm for a paired test: a loss bucket's per-window means (exact when the arm has
-    them, else the design's), or a passkey bucket's per-example exact match (0/1)."""
-    if kind == 'loss':
-        return np.array(arm['per_window'][column] if arm['per_window'][column] is not None
-                        else arm['per_window_design'][column])
-    return np.array(next(r for r in arm['retrieval'] if r['bucket'] == column)['per_example']['exact'], dtype=float)
-
-
-def paired(a, b, column, kind):
-    """(values of a, values of b) on the same units: both arms' exact bucket means when both have them, else both
-    arms' means over the same sampled positions."""
-    if kind == 'loss' and (a['per_window'][column] is None or b['per_window'][column] is None):
-        return np.array(a['per_window_design'][column]), np.array(b['per_window_design'][column])
-    return unit_values(a, column, kind), unit_values(b, column, kind)
-
-
-def columns(results):
-    """The compared columns: (kind, column) for every loss bucket and passkey distance bucket."""
-    return [('loss', c) for c in results[0]['buckets']] + [('exact_match', r['bucket']) for r in results[0]['retrieval']]
-
-
-def family(by, pairs, kind, column, margins):
-    """One table column's paired comparisons of arm pairs [(a, b), ...], Holm-corrected together
-    (lab.stats.compare_family): rows with a, b, diff = a - b, ci, p, p_holm and the verdict of a against b."""
-    fam = [(f"{x} vs {y}", *paired(by[x], by[y], column, kind)) for x, y in pairs]
-    rows = compare_family(fam, margins[kind], binary=kind == 'exact_match', higher_is_better=kind == 'exact_match')
-    return [dict(r, a=x, b=y) for r, (x, y) in zip(rows, pairs)]
-
-
-def compare(results, pairs, margins):
-    """The named contrasts in every column: {kind: {column: [row per pair]}}."""
-    by, out = {a['name']: a for a in results}, {}
-    for kind, c in columns(results):
-        out.setdefault(kind, {})[c] = family(by, pairs, kind, c, margins)
-    return out
-
-
-def vs_best(results, margins):
-    """Per column, every arm against the column's best mean (lowest loss, highest exact match), Holm within the
-    column: {kind: {column: dict(best=name, arms={name: row})}}."""
-    by, out = {a['name']: a for a in results}, {}
-    for kind, c in columns(results):
-        val = (lambda a: a['buckets'][c]) if kind == 'loss' else \
-            (lambda a: -next(r for r in a['retrieval'] if r['bucket'] == c)['exact_match'])
-        best = min(results, key=val)['name']
-        rows = family(by, [(a['name'], best) for a in results if a['name'] != best], kind, c, margins)
-        out.setdefault(kind, {})[c] = dict(best=best, arms={r['a']: r for r in rows})
     return out
 
 

@@ -43,22 +43,6 @@ def wilson(k, n):
     return [max(0.0, c - h), min(1.0, c + h)]
 
 
-def paired_vs_best(results):
-    """Per bucket: the arm with the lowest mean loss, and every arm's paired difference to it (same windows) with
-    its 95% interval; an interval that contains 0 is a tie."""
-    out = {}
-    for label in results[0]['buckets']:
-        best = min(results, key=lambda a: a['buckets'][label])
-        rows = {}
-        for a in results:
-            d, ci = mean_ci(a['_per_window'][label] - best['_per_window'][label])
-            rows[a['name']] = dict(diff=d, ci=ci, tie=bool(ci[0] <= 0 <= ci[1]))
-        out[label] = dict(best=best['name'], arms=rows)
-    return out
-
-
-# ---- Student t from the regularized incomplete beta function ----------------------------------------------------
-
 def _betacf(a, b, x, eps=1e-15, tiny=1e-300, max_iter=100000):
     """Continued fraction of I_x(a, b) (modified Lentz): I_x(a,b) = x^a (1-x)^b / (a B(a,b)) * 1/(1+ d1/(1+ d2/(1+ ...)))
     with d_{2m+1} = -(a+m)(a+b+m) x / ((a+2m)(a+2m+1)) and d_{2m} = m (b-m) x / ((a+2m-1)(a+2m)); returns the fraction."""
@@ -318,3 +302,57 @@ def compare_family(pairs, margin, binary=False, higher_is_better=False):
         r['p_holm'] = ph
         r['verdict'] = verdict(r['ci'], ph, margin, higher_is_better)
     return [{k: r[k] for k in ('name', 'diff', 'ci', 'se', 'df', 'p', 'p_holm', 'verdict', 'method')} for r in rows]
+
+
+# ----------------------------------------------------------------------------- eval.py's arms compared
+
+
+def unit_values(arm, column, kind):
+    """[seed][unit] values of one arm for a paired test: a loss bucket's per-window means (exact when the arm has
+    them, else the design's), or a passkey bucket's per-example exact match (0/1)."""
+    if kind == 'loss':
+        return np.array(arm['per_window'][column] if arm['per_window'][column] is not None
+                        else arm['per_window_design'][column])
+    return np.array(next(r for r in arm['retrieval'] if r['bucket'] == column)['per_example']['exact'], dtype=float)
+
+
+def paired(a, b, column, kind):
+    """(values of a, values of b) on the same units: both arms' exact bucket means when both have them, else both
+    arms' means over the same sampled positions."""
+    if kind == 'loss' and (a['per_window'][column] is None or b['per_window'][column] is None):
+        return np.array(a['per_window_design'][column]), np.array(b['per_window_design'][column])
+    return unit_values(a, column, kind), unit_values(b, column, kind)
+
+
+def columns(results):
+    """The compared columns: (kind, column) for every loss bucket and passkey distance bucket."""
+    return [('loss', c) for c in results[0]['buckets']] + [('exact_match', r['bucket']) for r in results[0]['retrieval']]
+
+
+def family(by, pairs, kind, column, margins):
+    """One table column's paired comparisons of arm pairs [(a, b), ...], Holm-corrected together
+    (lab.stats.compare_family): rows with a, b, diff = a - b, ci, p, p_holm and the verdict of a against b."""
+    fam = [(f"{x} vs {y}", *paired(by[x], by[y], column, kind)) for x, y in pairs]
+    rows = compare_family(fam, margins[kind], binary=kind == 'exact_match', higher_is_better=kind == 'exact_match')
+    return [dict(r, a=x, b=y) for r, (x, y) in zip(rows, pairs)]
+
+
+def compare(results, pairs, margins):
+    """The named contrasts in every column: {kind: {column: [row per pair]}}."""
+    by, out = {a['name']: a for a in results}, {}
+    for kind, c in columns(results):
+        out.setdefault(kind, {})[c] = family(by, pairs, kind, c, margins)
+    return out
+
+
+def vs_best(results, margins):
+    """Per column, every arm against the column's best mean (lowest loss, highest exact match), Holm within the
+    column: {kind: {column: dict(best=name, arms={name: row})}}."""
+    by, out = {a['name']: a for a in results}, {}
+    for kind, c in columns(results):
+        val = (lambda a: a['buckets'][c]) if kind == 'loss' else \
+            (lambda a: -next(r for r in a['retrieval'] if r['bucket'] == c)['exact_match'])
+        best = min(results, key=val)['name']
+        rows = family(by, [(a['name'], best) for a in results if a['name'] != best], kind, c, margins)
+        out.setdefault(kind, {})[c] = dict(best=best, arms={r['a']: r for r in rows})
+    return out

@@ -265,3 +265,30 @@ def test_compare_family_holm_flips_a_verdict():
     assert [r['verdict'] for r in rows] == ['better', 'unresolved', 'unresolved']
     assert all(r['method'] == 'mcnemar' for r in rows)
     assert set(rows[0]) == {'name', 'diff', 'ci', 'se', 'df', 'p', 'p_holm', 'verdict', 'method'}
+
+
+# ---- eval.py's arms compared ----------------------------------------------------------------------------------------
+
+def fake_arm(name, exact, design, hits, seeds=(1,)):
+    """A summary.json arm entry with one loss bucket 'b' (exact per-window means or None, and the design's) and one
+    passkey bucket 'd' (per-example outcomes)."""
+    return dict(name=name, seeds=list(seeds), buckets={'b': float(np.mean(exact if exact is not None else design))},
+                per_window={'b': exact}, per_window_design={'b': design},
+                retrieval=[dict(bucket='d', exact_match=float(np.mean(hits)), per_example=dict(exact=hits))])
+
+
+def test_compare_uses_exact_means_only_when_both_arms_have_them():
+    a = fake_arm('a', [[1.0, 2.0, 3.0, 4.0]], [[1.5, 2.5, 3.0, 4.0]], [[1, 1, 1, 1, 1, 1]])
+    b = fake_arm('b', [[1.5, 2.1, 3.7, 4.1]], [[1.0, 2.5, 3.5, 4.5]], [[0, 0, 0, 0, 0, 1]])
+    c = fake_arm('c', None, [[1.2, 2.2, 3.2, 4.2]], [[1, 1, 1, 1, 1, 1]])
+    m = {'loss': 0.02, 'exact_match': 0.10}
+    out = S.compare([a, b, c], [('a', 'b'), ('a', 'c')], m)
+    ab, ac = out['loss']['b']
+    assert ab['diff'] == approx(-0.35) and ab['a'] == 'a' and ab['b'] == 'b'  # exact: (-.5 -.1 -.7 -.1) / 4
+    assert ac['diff'] == approx((0.3 + 0.3 - 0.2 - 0.2) / 4)  # c has no exact means: both on the design positions
+    em = out['exact_match']['d'][0]  # 5 discordant pairs all for a: McNemar 2/32, Holm over 2 -> 0.125: unresolved
+    assert em['diff'] == approx(5 / 6) and em['p'] == approx(0.0625) and em['verdict'] == 'unresolved'
+    assert out['exact_match']['d'][1]['verdict'] == 'equivalent'  # identical outcomes: interval [0, 0]
+    best = S.vs_best([a, b, c], m)
+    assert best['loss']['b']['best'] == 'a' and set(best['loss']['b']['arms']) == {'b', 'c'}
+    assert best['exact_match']['d']['best'] == 'a' and best['exact_match']['d']['arms']['c']['verdict'] == 'equivalent'
