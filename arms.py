@@ -12,6 +12,7 @@ import os
 from configurator import ConfigError
 from data.common import DataError, data_dir_of, read_json, read_jsonl
 from model import load_checkpoint
+from lab.crop import crop_name, is_crop_spec, parse_crop
 from lab.position_maps import POSITION_MAPS, is_position_map_spec, parse_position_map, position_map_name
 from rope_config import ALIASES, ROPE_TYPES, is_dynamic, parse_arm, scaling_name
 
@@ -85,6 +86,13 @@ def zero_shot_arms(cfg, base, arms, T):
         if base is None:
             raise ConfigError("--rope_types needs a base model; pass --base=<run folder> or a base in --ckpt")
         rope_type = entry.split(':')[0]
+        if is_crop_spec(entry):  # the crop control (lab/crop.py): the base held to its last w tokens, two forms
+            try:
+                crops = parse_crop(entry, base['L'])
+            except ValueError as e:
+                raise ConfigError(str(e)) from None
+            arms += [dict(base, name=crop_name(c), kind='zero-shot', crop=c, steps=0) for c in crops]
+            continue
         if rope_type not in ('default', 'plain') and base['ckpt']['model_args']['pos_emb'] != 'rope':
             raise ConfigError(f"the base {base['checkpoint']} has no RoPE; --rope_types needs a rope model")
         if is_position_map_spec(entry):
@@ -93,8 +101,8 @@ def zero_shot_arms(cfg, base, arms, T):
                              steps=0))
             continue
         if ALIASES.get(rope_type, rope_type) not in ROPE_TYPES:
-            raise ConfigError(f"arm {entry!r}: {rope_type!r} is neither a rope type ({', '.join(ROPE_TYPES)}) nor a "
-                              f"position map ({', '.join(POSITION_MAPS)})")
+            raise ConfigError(f"arm {entry!r}: {rope_type!r} is neither a rope type ({', '.join(ROPE_TYPES)}), a "
+                              f"position map ({', '.join(POSITION_MAPS)}) nor the crop control (crop)")
         factor = cfg['factor'] or (1.0 if is_dynamic({'rope_type': rope_type}) else T / base['L'])
         sc = parse_arm(entry, factor, base['L'])
         if sc is None:

@@ -46,10 +46,11 @@ from tqdm import tqdm
 from arms import plan_arms
 from configurator import ConfigError, autocast_context, check_out_dir, cli, get_config, pick_device
 from data.common import atomic_write_text, check_vocab, data_dir_of, doc_windows, load_meta, load_split
+from lab.crop import truncated_entropy, truncated_scores, window_attention, window_logits
 from lab.diagnostics import entropy_at
 from lab.position_maps import mapped_attention, mapped_logits
 from lab.retrieval import passkey_examples, retrieval_scores, summarize_retrieval
-from lab.stats import compare, seeds_mean_ci, vs_best
+from lab.stats import compare, seeds_mean_ci, vs_best, vs_reference
 from model import model_from_checkpoint
 from rope_config import is_dynamic, rope_inv_freq, scaling_extras
 
@@ -216,23 +217,31 @@ def measure_run(arm, r, run, cfg, device, ctx):
     model = model_from_checkpoint(r['ckpt'])
     if arm['kind'] == 'zero-shot':
         model.set_rope_scaling(arm['scaling'])
-    pm = arm.get('position_map')
-    attend = mapped_attention(model, pm) if pm else None
+    pm, crop = arm.get('position_map'), arm.get('crop') or {}
+    w, truncated = crop.get('window'), crop.get('form') == 'truncated'
+    attend = mapped_attention(model, pm) if pm else window_attention(model, w) if crop and not truncated else None
     model.to(device).eval()
     plan = scoring_plan(model, T, cfg['samples'])
-    scorer = lambda rows, where, plan=plan: score(model, rows, where, plan, ctx, B, attend)  # noqa: E731
-    n0 = plan[1]
+    scorer = (lambda rows, where: truncated_scores(model, rows, where, w, ctx, B)) if truncated else \
+        (lambda rows, where, plan=plan: score(model, rows, where, plan, ctx, B, attend))  # noqa: E731
+    n0 = w if truncated else plan[1]  # the truncated crop costs a forward per position: sampled past its window
     where = [list(range(T)) if n0 >= T else list(range(n0)) + [p for p in d if p >= n0] for d in run['design']]
     loss = np.full((len(where), T), np.nan)
-    for w, got in enumerate(scorer(run['seqs'], where)[0]):
-        loss[w, where[w]] = got
-    ppl = {str(c): math.exp(float(np.mean(loss[:, :c] if len(plan[0]) == 1 else
-                                          np.concatenate(scorer(run['seqs'], [list(range(c))] * len(where),
-                                                                ([(1, c)], c))[0]))))
-           for c in bucket_ends(L, T)}  # Table 1 form: one forward of the first c tokens
+    for i, got in enumerate(scorer(run['seqs'], where)[0]):
+        loss[i, where[i]] = got
+    if len(plan[0]) > 1:  # Table 1 form: one forward of the first c tokens (the scale of a c-token input)
+        ppl = {str(c): math.exp(float(np.mean(np.concatenate(
+            score(model, run['seqs'], [list(range(c))] * len(where), ([(1, c)], c), ctx, B, attend)[0]))))
+            for c in bucket_ends(L, T)}
+    else:  # one forward of T is every cut at once (causal); a sampled arm: each bucket weighted by its size
+        ppl = {str(c): math.exp(float(np.mean(sum(np.nanmean(loss[:, lo:hi], axis=1) * (hi - lo) for lo, hi in
+                                                  zip([0] + bucket_ends(L, c), bucket_ends(L, c))) / c)))
+               for c in bucket_ends(L, T)}
     first = plan[0][0][1]  # the entropy diagnostic: exact below the first run's end, a grid beyond
-    ent = entropy_at(model, run['seqs'][:cfg['entropy_windows'], :T].to(device), grid_positions(L, T, first, cfg['grid']),
-                     first, cfg['entropy_chunk'], ctx, mapped_logits(model, pm) if pm else None)
+    x = run['seqs'][:cfg['entropy_windows'], :T].to(device)
+    ent = truncated_entropy(model, x, grid_positions(L, T, w, cfg['grid']), w, ctx, B, cfg['entropy_chunk']) \
+        if truncated else entropy_at(model, x, grid_positions(L, T, first, cfg['grid']), first, cfg['entropy_chunk'],
+                                     ctx, mapped_logits(model, pm) if pm else window_logits(model, w) if crop else None)
     ret = retrieval_scores(scorer, run['buckets'], run['examples'], cfg['retrieval_len'], cfg['retrieval_cue']) \
         if run['examples'] else []
     return dict(loss=loss, ppl=ppl, ent=ent, ret=ret, model=model, runs=len(plan[0]), moving_from=n0)
@@ -279,7 +288,7 @@ def summarize_arm(arm, per_run, run, ent):
                seq_len=arm['seq_len'], finetune_steps=arm['steps'], pose=arm['pose'], rope_scaling=sc,
                rope_type=(sc or {}).get('rope_type', 'default') if model.config.pos_emb == 'rope' else None,
                factor=(sc or {}).get('factor'), settings=scaling_extras(sc), pos_emb=model.config.pos_emb,
-               position_map=arm.get('position_map'), seeds=arm['seeds'],
+               position_map=arm.get('position_map'), crop=arm.get('crop'), seeds=arm['seeds'],
                head_dim=model.head_dim, rope_base=model.config.rope_base, dynamic=arm['dynamic'],
                scoring=dict(constant_runs=per_run[0]['runs'], moving_from=per_run[0]['moving_from'], buckets=how),
                buckets=buckets, buckets_ci=cis,
@@ -327,6 +336,7 @@ def write_outputs(cfg, run, results, pos_cols, ent_cols, timing, t0):
              protocol=PROTOCOL, samples=cfg['samples'], grid=cfg['grid'], design=run['design'],
              margins=margins(cfg), vs_best=vs_best(results, margins(cfg)),
              contrasts=compare(results, run['contrasts'], margins(cfg)) if run['contrasts'] else None,
+             vs_crop={a['name']: vs_reference(results, a['name'], margins(cfg)) for a in results if a.get('crop')},
              training_mix={a['name']: {k: v for k, v in (a['ckpt'].get('config') or {}).items() if k.startswith('copy_')}
                            for a in arms},
              entropy=dict(windows=cfg['entropy_windows'], chunk=cfg['entropy_chunk']),

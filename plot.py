@@ -267,6 +267,60 @@ def plot_retrieval(out_dir, summary):
         return save(fig, os.path.join(out_dir, 'retrieval.png'))
 
 
+def plot_retrieval_depth(out_dir, summary, room='passkey_depth', most=3):
+    """retrieval_depth.png: exact match over (depth, distance) cells of the depth-and-distance passkey
+    (lab.retrieval.passkey_depth_examples), from summary.json: each arm's settings[room] and arms[i][room] buckets
+    with per_example exact [seeds][examples], depth and distance [examples]. One panel per arm shown: the base, the
+    zero-shot arm and the fine-tuned arm with the highest mean exact match beyond L (at most `most`). Depth bins
+    0, L/2, L, 2L, ... T (the first copy's position); a cell gives its exact match over examples and seeds and its
+    number of examples; cells with no example are left grey."""
+    s, arms = summary['settings'], summary['arms']
+    L, T, path = s['L'], s['T'], os.path.join(out_dir, 'retrieval_depth.png')
+    have = [a for a in arms if a.get(room)]
+    beyond = lambda a: np.mean([b['exact_match'] for b in a[room] if b['distance_lo'] >= L] or [0.0])  # noqa: E731
+    shown = [next((a for a in have if a['kind'] == kind), None) if kind == 'base' else
+             max((a for a in have if a['kind'] == kind), key=beyond, default=None)
+             for kind in ('base', 'zero-shot', 'fine-tuned')]
+    shown = ([a for a in shown if a is not None] or have)[:most]
+    with plt.rc_context(RC):
+        fig, axes = plt.subplots(1, max(1, len(shown)), figsize=(6.5 * max(1, len(shown)) + 1.5, 6), squeeze=False)
+        if not shown:
+            axes[0, 0].text(0.5, 0.5, f'no {room} results (test skipped)', ha='center', transform=axes[0, 0].transAxes)
+            return save(fig, path)
+        edges = [0, L // 2] + [e for e in (L * 2 ** k for k in range(32)) if e < T] + [T]
+        edges = sorted(set(edges))
+        cmap = matplotlib.colormaps['viridis'].with_extremes(bad='0.88')
+        for ax, a in zip(axes[0], shown):
+            labels = [b['bucket'] for b in a[room]]
+            hits, counts = np.zeros((len(edges) - 1, len(labels))), np.zeros((len(edges) - 1, len(labels)), int)
+            for j, b in enumerate(a[room]):
+                pe = b['per_example']
+                exact = np.asarray(pe['exact'], dtype=float).mean(0)  # each example over the arm's seeds
+                rows = np.searchsorted(edges, np.asarray(pe['depth']), side='right') - 1
+                for i, x in zip(rows, exact):
+                    hits[i, j] += x
+                    counts[i, j] += 1
+            grid = np.ma.masked_where(counts == 0, 100 * hits / np.maximum(counts, 1))
+            im = ax.imshow(grid, origin='lower', aspect='auto', cmap=cmap, vmin=0, vmax=100)
+            for i, j in zip(*np.nonzero(counts)):
+                ax.text(j, i, f"{grid[i, j]:.0f}%\nn={counts[i, j]}", ha='center', va='center', fontsize=9,
+                        color='white' if grid[i, j] < 60 else 'black')
+            ax.set_xticks(np.arange(len(labels)), labels, rotation=30)
+            ax.set_yticks(np.arange(len(edges) - 1), [f"{lo}-{hi}" for lo, hi in zip(edges, edges[1:])])
+            first_beyond = next((j for j, b in enumerate(a[room]) if b['distance_lo'] >= L), None)
+            if first_beyond is not None:
+                ax.axvline(first_beyond - 0.5, color='white', lw=2)
+            ax.set_title(a['name'], fontsize=13)
+            ax.set_xlabel('distance between the copies (tokens)')
+            ax.spines[['top', 'right']].set_visible(True)
+        axes[0, 0].set_ylabel("depth: the first copy's position")
+        fig.colorbar(im, ax=axes[0].tolist(), label='exact match (%)', fraction=0.03)
+        r = s[room]
+        fig.suptitle(f"Passkey by depth and distance: a random {r.get('len', '?')}-token string at a random depth "
+                     f"and again at a distance, {r.get('examples', '?')} examples per distance bucket (L={L})")
+        return save(fig, path)
+
+
 def plot_finetune(out_dir, summary):
     path = os.path.join(out_dir, 'finetune_curves.csv')
     if not os.path.isfile(path):
@@ -297,8 +351,10 @@ NEEDS = {'settings': ('T', 'L', 'dataset', 'num_windows'),
                  'train_len', 'rope_scaling', 'dynamic')}
 SOURCES = {'loss_vs_position.png': 'position_loss.csv', 'rope_ramp.png': 'summary.json',
            'attention_entropy.png': 'attention_entropy.csv', 'retrieval.png': 'retrieval.csv',
+           'retrieval_depth.png': 'summary.json',
            'finetune_curves.png': 'finetune_curves.csv'}  # the file each picture is drawn from
-OPTIONAL = {'attention_entropy.png': ('entropy',), 'retrieval.png': ('retrieval',)}
+OPTIONAL = {'attention_entropy.png': ('entropy',), 'retrieval.png': ('retrieval',),
+            'retrieval_depth.png': ('passkey_depth',)}
 
 
 def read_summary(out_dir):
@@ -333,6 +389,7 @@ def plot_all(out_dir, log_x=False, smooth=0):
              ('rope_ramp.png', lambda: plot_ramp(out_dir, summary)),
              ('attention_entropy.png', lambda: plot_positions(out_dir, summary, w, log_x, 'entropy')),
              ('retrieval.png', lambda: plot_retrieval(out_dir, summary)),
+             ('retrieval_depth.png', lambda: plot_retrieval_depth(out_dir, summary)),
              ('finetune_curves.png', lambda: plot_finetune(out_dir, summary))]
     out = []
     for name, draw in steps:
@@ -410,6 +467,12 @@ def summary_markdown(summary):
         if s['contrasts'].get('exact_match'):
             lines += contrast_table('Named contrasts, exact-match difference A − B (points) [95% paired interval] '
                                     'verdict of A:', s['contrasts']['exact_match'], lambda v: f"{100 * v:+.0f}")
+    for crop, rows in (s.get('vs_crop') or {}).items():
+        lines += table(f"Against the crop control {crop}: loss difference (nats) and its verdict per bucket; 'better' "
+                       f"past L means the arm uses context the crop cannot see:", list(rows['loss']),
+                       [a for a in arms if a['name'] != crop],
+                       lambda a, c, rows=rows: f"{rows['loss'][c][a['name']]['diff']:+.3f} "
+                                               f"{rows['loss'][c][a['name']]['verdict']}")
     lines += table('Mean attention entropy (nats) by query position (seeds averaged):',
                    list(arms[0]['entropy_buckets']), arms, lambda a, c: f"{a['entropy_buckets'][c]:.2f}")
     return '\n'.join(lines) + '\n'

@@ -8,7 +8,7 @@ Sample from a trained model (nanoGPT's sample.py), with any RoPE scaling switche
 --start is the prompt, taken verbatim, or FILE:<path> to read it from a file. The tokenizer is the one the
 checkpoint was trained with (its 'dataset' entry: characters, or GPT-2 BPE).
 --rope_type is one arm spec of eval.py (default, linear, ntk, dynamic, yarn, yarn:beta_fast=8, dynamic_yarn, ...) or
-a position map (rerope:window=64, leaky_rerope:window=64:k=16, self_extend:window=32:group=12) switched on the model
+a position map (rerope:window=64, leaky_rerope:window=64:k=16, self_extend:window=64:group=32) switched on the model
 without training; empty keeps the model as it was trained. Its factor is --factor, or when
 that is 0: (prompt + new tokens) / L, at least 1, for the static types, and 1 for the dynamic ones (their scale
 then follows l / L as the text grows). L is the checkpoint's training length.

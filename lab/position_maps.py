@@ -8,6 +8,13 @@ q rotated at i, k at j, the ordinary RoPE score). Farther keys are scored with q
 distance >= w is no longer exact. `mapped_attention(model, pm)` is the exact attention under a map, for the model's
 `attend` seam: both score maps, merged by the mask i - j < w, one chunk of queries at a time (memory O(chunk x T)).
 
+Log scale (key log_scale). bojone/rerope's patches multiply every query, before both the near and the far product,
+by max(1, log(p + 1)/log L) at its absolute position p (L: the training length; x10/7 = 1.4286 at p = 1023 with
+L = 128), to keep attention as sharp as the sequence grows: on by default for ReRoPE and Leaky ReRoPE
+('rerope:window=64:log_scale=0' turns it off, arm 'rerope w=64 no-log'). LongLM ships the same scale for Self-Extend
+as an option off by default (scale_base=-1; 'self_extend:window=32:group=4:log_scale=1', arm '... log'). Queries at
+p < L are unchanged; past L the scale changes scores inside the window too.
+
 Composition. The frequencies and attention factor come from the model's rope_scaling, so a map works on a plain
 model (the zero-shot arms) and on a fine-tuned scaled one (e.g. YaRN fine-tuned at s*L plus ReRoPE with w < s*L, to
 go past s*L). It does not make sense over a zero-shot frequency scaling of a model trained at L (the map already keeps
@@ -22,6 +29,7 @@ from model import chunked_attention
 from rope import apply_rope, rope_cos_sin
 from rope_config import spec_settings
 
+
 def rerope_positions(pos, w):
     """ReRoPE (Su 2023): relative position min(i - j, w). Far: q at w, k at 0, so every far key sits at distance w."""
     return torch.full_like(pos, w), torch.zeros_like(pos)
@@ -30,51 +38,84 @@ def rerope_positions(pos, w):
 def leaky_rerope_positions(pos, w, k):
     """Leaky ReRoPE: i - j below w, else w + (i - j - w)/k = (i/k + w(1 - 1/k)) - j/k, so q sits at i/k + w(1 - 1/k)
     and k at j/k (fractional positions; rope.rope_cos_sin takes floats). k = 1 is plain RoPE. T tokens reach
-    w + (T - 1 - w)/k, which stays below L for k >= (T - 1 - w)/(L - 1 - w)."""
+    w + (T - 1 - w)/k, which stays below L for k >= (T - 1 - w)/(L - 1 - w). This is bojone/rerope's
+    leaky_rerope_patch.py: its second rotary table is PI-scaled by k, with q at position i + w(k - 1)."""
     return pos / k + w * (1 - 1 / k), pos / k
 
 
 def self_extend_positions(pos, w, G):
-    """Self-Extend (Jin et al. 2024): exact inside the neighbour window w; beyond it floor(i/G) - floor(j/G) + (w -
-    floor(w/G)): q at floor(i/G) + w - floor(w/G), k at floor(j/G). Unlike ReRoPE it depends on i and j, not only on
-    i - j. G = 1 is plain RoPE. T tokens reach about (T - 1)/G + w - w/G: inside L up to T ~ (L - w)*G + w."""
+    """Self-Extend (Jin et al. 2024): exact inside the neighbour window w; beyond it floor(i/G) - floor(j/G) + w - w/G:
+    q at floor(i/G) + w - w/G, k at floor(j/G). w - w/G is the shift of datamllab/LongLM's prefill
+    (self_extend_patch/Llama.py, self_extend_forward: `_re_group_size_2 - _re_group_size_2 / group_size_1`; Gemma.py
+    and the flash prefills alike); its decode paths, the legacy patches and its last commit (715c1e3, which calls `/`
+    a mistake and changes Llama_4_40.py's prefill) use w - floor(w/G). check_position_map requires G | w, where all of
+    them agree. Unlike ReRoPE it depends on i and j, not only on i - j. G = 1 is plain RoPE. T tokens reach
+    (T - 1)//G + w - w/G: inside L up to T ~ (L - w)*G + w."""
     g = torch.div(pos, G, rounding_mode='floor')
-    return g + (w - w // G), g
+    return g + (w - w / G), g
 
 
-# method -> ({key: (type, meaning)}, far(positions, cfg) -> (query positions, key positions)). Every key is required.
+def log_scales(pos, L):
+    """The query scale of the reference patches: max(1, log(p + 1)/log L) at absolute position p, for a model trained
+    at L. 1 up to p = L - 1; log(1024)/log(128) = 10/7 at p = 1023 with L = 128."""
+    return (torch.log1p(pos.double()) / math.log(L)).clamp(min=1.0)
+
+
+LOG_SCALE = {'log_scale': (int, 'scale each query by max(1, log(p + 1)/log L) (1 = on, 0 = off)')}
+
+# method -> ({key: (type, meaning)}, far(positions, cfg) -> (query positions, key positions), {key: default}). A key
+# without a default is required.
 POSITION_MAPS = {
-    'rerope': ({'window': (int, 'the near window w')}, lambda p, c: rerope_positions(p, c['window'])),
-    'leaky_rerope': ({'window': (int, 'the near window w'), 'k': (float, 'the slope divisor beyond w; 1 = plain RoPE')},
-                     lambda p, c: leaky_rerope_positions(p, c['window'], c['k'])),
-    'self_extend': ({'window': (int, 'the neighbour window w'), 'group': (int, 'the group size G; 1 = plain RoPE')},
-                    lambda p, c: self_extend_positions(p, c['window'], c['group'])),
+    'rerope': ({'window': (int, 'the near window w'), **LOG_SCALE}, lambda p, c: rerope_positions(p, c['window']),
+               {'log_scale': 1}),
+    'leaky_rerope': ({'window': (int, 'the near window w'), 'k': (float, 'the slope divisor beyond w; 1 = plain RoPE'),
+                      **LOG_SCALE}, lambda p, c: leaky_rerope_positions(p, c['window'], c['k']), {'log_scale': 1}),
+    'self_extend': ({'window': (int, 'the neighbour window w'), 'group': (int, 'the group size G, a divisor of w; '
+                     '1 = plain RoPE'), **LOG_SCALE},
+                    lambda p, c: self_extend_positions(p, c['window'], c['group']), {'log_scale': 0}),
 }
+FLAGS = {'log_scale'}  # 0 or 1; every other key is a number >= 1
 SHORT = {'window': 'w', 'group': 'G'}  # in arm names
 
 
 def check_position_map(pm):
     """Validate a position map: {'method': 'rerope', 'window': 64}, {'method': 'leaky_rerope', 'window': 64, 'k': 16},
-    {'method': 'self_extend', 'window': 32, 'group': 4}. Returns a normalized copy (None for None). Every key is
-    required and >= 1 (window and group ints, k a number). Raises ValueError naming the field and the fix."""
+    {'method': 'self_extend', 'window': 32, 'group': 4}, each with an optional 'log_scale' (0 or 1; on by default for
+    ReRoPE and Leaky ReRoPE as in bojone/rerope, off for Self-Extend as in LongLM's scale_base=-1). Returns a
+    normalized copy with every key set (None for None). window, group and k are >= 1 (window and group ints, k a
+    number), and group divides window. Raises ValueError naming the field and the fix."""
     if pm is None:
         return None
     method = pm.get('method') if isinstance(pm, dict) else None
     if method not in POSITION_MAPS:
         raise ValueError(f"position_map = {pm!r}: 'method' is missing or unknown; give a dict like "
                          f"{{'method': 'rerope', 'window': 64}} with method one of {', '.join(POSITION_MAPS)}")
-    keys = POSITION_MAPS[method][0]
+    keys, _, defaults = POSITION_MAPS[method]
     for k in pm:
         if k != 'method' and k not in keys:
             raise ValueError(f"position_map key {k!r} is not used by method {method!r}; "
                              f"accepted keys: method, {', '.join(keys)}")
+    pm = {**defaults, **pm}
     for k, (typ, meaning) in keys.items():
         v = pm.get(k)
+        if k in FLAGS:
+            if v not in (0, 1):  # True and False too
+                raise ValueError(f"position_map['{k}'] = {v!r} for method {method!r}: set 0 or 1 ({meaning})")
+            continue
         number = not isinstance(v, bool) and isinstance(v, (int, float) if typ is float else int)
         if not number or not 1 <= v < math.inf:
             raise ValueError(f"position_map['{k}'] {'= ' + repr(v) if k in pm else 'is missing'} for method "
                              f"{method!r}: set {'a number' if typ is float else 'an int'} >= 1 ({meaning})")
+    if method == 'self_extend' and pm['window'] % pm['group']:
+        w, G = pm['window'], pm['group']
+        raise ValueError(f"position_map['group'] = {G} for method 'self_extend' does not divide window = {w}: set a group "
+                         f"among {divisors(w)} (LongLM's prefill shifts far keys by w - w/G and its decode by "
+                         f"w - floor(w/G), equal only when G divides w)")
     return {'method': method, **{k: typ(pm[k]) for k, (typ, _) in keys.items()}}
+
+
+def divisors(n):
+    return ', '.join(str(d) for d in range(1, n + 1) if n % d == 0)
 
 
 def position_map_positions(pm, positions):
@@ -88,7 +129,8 @@ def is_position_map_spec(entry):
 
 
 def parse_position_map(entry):
-    """Arm spec -> position map: 'rerope:window=64', 'leaky_rerope:window=64:k=16', 'self_extend:window=32:group=4'."""
+    """Arm spec -> position map: 'rerope:window=64', 'leaky_rerope:window=64:k=16', 'self_extend:window=32:group=4',
+    'rerope:window=64:log_scale=0' (ReRoPE without the query's log scale)."""
     method, *pairs = entry.strip().split(':')
     if method not in POSITION_MAPS:
         raise ValueError(f"arm {entry!r}: {method!r} is not a position map; use one of {', '.join(POSITION_MAPS)}")
@@ -96,16 +138,22 @@ def parse_position_map(entry):
 
 
 def position_map_name(pm):
-    """'rerope w=64', 'leaky_rerope w=64 k=16', 'self_extend w=32 G=4'."""
-    return pm['method'] + ''.join(f" {SHORT.get(k, k)}={v:g}" for k, v in pm.items() if k != 'method')
+    """'rerope w=64', 'leaky_rerope w=64 k=16', 'self_extend w=32 G=4'; the log scale only where it differs from the
+    method's default: 'rerope w=64 no-log', 'self_extend w=32 G=4 log'."""
+    defaults = POSITION_MAPS[pm['method']][2]
+    return pm['method'] + ''.join(f" {SHORT.get(k, k)}={v:g}" for k, v in pm.items() if k not in ('method', *FLAGS)) \
+        + ''.join(f" {'log' if pm[k] else 'no-log'}" for k in FLAGS if k in pm and pm[k] != defaults.get(k))
 
 
-
-def far_logits(q, k, pm, inv_freq, s, e):
+def far_logits(q, k, pm, inv_freq, s, e, L=None):
     """Scaled float32 scores of queries s..e-1 against keys 0..e-1 under the map pm: q.k as given (q, k rotated at their
     own positions i, j, the near map) where i - j < window, else q turned on to pq(i) and k to pk(j) (the far map);
     -inf where j > i. RoPE rotations add up, so the far q is the near q turned by pq(i) - i more (unit factor: the
-    attention factor already sits in q and k). The near scores are computed only on the band of keys that can be near."""
+    attention factor already sits in q and k). The near scores are computed only on the band of keys that can be near.
+    With pm['log_scale'] on, every score of query i, near and far, is multiplied by log_scales(i, L) (the reference
+    multiplies q before both products; here the float32 scores, the same up to rounding): L, the length the model was
+    trained at, is then required. pm is normalized first (a key left out takes the method's default)."""
+    pm = check_position_map(pm)
     w = pm['window']
     pos = torch.arange(e, device=q.device)
     q_pos, k_pos = position_map_positions(pm, pos)
@@ -115,22 +163,29 @@ def far_logits(q, k, pm, inv_freq, s, e):
     att = (qf @ kf.transpose(-2, -1)).float()
     band = (q[:, :, s:e] @ k[:, :, lo:e].transpose(-2, -1)).float()
     att[..., lo:] = torch.where(pos[s:e, None] - pos[None, lo:e] < w, band, att[..., lo:])
+    if pm['log_scale']:
+        if L is None:
+            raise ValueError("far_logits: position map with log_scale=1 needs L, the length the model was trained at")
+        att.mul_(log_scales(pos[s:e], L).float()[:, None])
     future = pos[None, :] > pos[s:e, None]
     return att.div_(math.sqrt(q.size(-1))).masked_fill_(future, float('-inf'))
 
 
-def mapped_logits(model, pm):
+def mapped_logits(model, pm, L=None):
     """fn(layer, q, k, s, e) -> far_logits under pm with the model's frequencies for the forward's length (a dynamic
-    type at length T): the score function that mapped_attention and the attention diagnostics use."""
+    type at length T): the score function that mapped_attention and the attention diagnostics use. L (for the log
+    scale): the length the model was trained at, by default model.config.block_size (a base: its L; a fine-tune: the
+    length it was fine-tuned at)."""
     pm = check_position_map(pm)
     if model.config.pos_emb != 'rope':
         raise ValueError(f"a position map re-rotates RoPE's queries and keys; this model has pos_emb="
                          f"{model.config.pos_emb!r}")
-    return lambda layer, q, k, s, e: far_logits(q, k, pm, model.rope_freqs(q.size(2))[0], s, e)
+    L = L or model.config.block_size
+    return lambda layer, q, k, s, e: far_logits(q, k, pm, model.rope_freqs(q.size(2))[0], s, e, L)
 
 
-def mapped_attention(model, pm, chunk=128):
-    """The model's `attend` under position map pm: fn(layer, q, k, v) -> y, exact, in query chunks.
-    Use: logits = model(x, attend=mapped_attention(model, pm))[0]."""
-    logits = mapped_logits(model, pm)
+def mapped_attention(model, pm, chunk=128, L=None):
+    """The model's `attend` under position map pm: fn(layer, q, k, v) -> y, exact, in query chunks (L: as in
+    mapped_logits). Use: logits = model(x, attend=mapped_attention(model, pm))[0]."""
+    logits = mapped_logits(model, pm, L)
     return lambda layer, q, k, v: chunked_attention(q, k, v, lambda s, e: logits(layer, q, k, s, e), chunk)

@@ -356,3 +356,13 @@ def vs_best(results, margins):
         rows = family(by, [(a['name'], best) for a in results if a['name'] != best], kind, c, margins)
         out.setdefault(kind, {})[c] = dict(best=best, arms={r['a']: r for r in rows})
     return out
+
+
+def vs_reference(results, ref, margins):
+    """Every arm against one reference arm (the crop control) in every column, Holm within the column:
+    {kind: {column: {name: row}}}, the verdict that of the arm against the reference."""
+    by, out = {a['name']: a for a in results}, {}
+    for kind, c in columns(results):
+        rows = family(by, [(a['name'], ref) for a in results if a['name'] != ref], kind, c, margins)
+        out.setdefault(kind, {})[c] = {r['a']: r for r in rows}
+    return out

@@ -1,0 +1,35 @@
+# The demo's evaluation (make eval): every arm at T = 1024 = 8 x L on 32 held-out windows, and the named contrasts the
+# README and docs/results.md discuss, each a paired test with a verdict (better / worse / equivalent / unresolved).
+# python eval.py config/eval_char_cpu.py
+ckpt = 'out/char-base-copy,out/char-ft,out/char-ft20,out/char-pose,out/char-longrope-s8'
+rope_types = ','.join([
+    'default', 'crop',                                    # the base, and the base held to its last L tokens
+    'linear', 'ntk', 'dynamic', 'ntk_by_parts',          # s = T/L = 8 unless dynamic
+    'yarn', 'yarn:beta_fast=8', 'yarn:beta_fast=8:attention_factor=1', 'dynamic_yarn', 'llama3',
+    'rerope:window=64', 'rerope:window=64:log_scale=0',  # the reference's query log-scaling on, and off
+    'leaky_rerope:window=64:k=16', 'self_extend:window=64:group=32',
+])
+eval_len = 1024
+num_windows = 32
+out_dir = 'out/char-eval'
+_Y8 = 'yarn s=8 β_fast=8 zero-shot'
+contrasts = '; '.join(f"{a} | {b}" for a, b in [
+    (_Y8, 'linear s=8 zero-shot'),                                   # YaRN vs PI, zero-shot
+    ('yarn s=4 β_fast=8 ft100', 'linear s=4 ft100'),                  # YaRN vs PI, fine-tuned
+    ('linear s=4 ft100', 'linear s=4 ft20'),                          # does PI gain from 80 more steps?
+    (_Y8, 'yarn s=8 β_fast=8 attention_factor=1 zero-shot'),          # what YaRN's temperature is worth
+    ('yarn s=8 zero-shot', 'ntk_by_parts s=8 zero-shot'),             # the same, at beta_fast = 32
+    (_Y8, 'yarn s=8 zero-shot'),                                      # beta_fast 8 vs 32
+    ('longrope s=8 zero-shot', _Y8),                                  # a searched curve vs the formula
+    ('dynamic_yarn zero-shot', _Y8),                                  # dynamic vs static YaRN
+    ('dynamic zero-shot', 'ntk s=8 zero-shot'),                       # dynamic vs static NTK
+    ('llama3 s=8 zero-shot', _Y8),
+    ('rerope w=64 zero-shot', 'rerope w=64 no-log zero-shot'),        # what ReRoPE's log scaling is worth
+    ('rerope w=64 zero-shot', 'dynamic_yarn zero-shot'),
+    ('rerope w=64 zero-shot', _Y8),
+    ('leaky_rerope w=64 k=16 zero-shot', 'rerope w=64 zero-shot'),
+    ('self_extend w=64 G=32 zero-shot', 'rerope w=64 zero-shot'),
+    ('yarn s=4 β_fast=8 pose ft100', 'yarn s=4 β_fast=8 ft100'),      # PoSE vs full-length fine-tuning
+    ('default pose ft100', 'default ft100'),
+    ('yarn s=4 β_fast=8 ft100', 'default ft100'),                     # a scaled fine-tune vs the plain control
+])

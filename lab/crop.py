@@ -1,0 +1,186 @@
+"""
+The crop control (issue #20): the base model held to the last w tokens (w = L by default), the same weights, no
+scaling. Does a context-extension method USE tokens more than L back, or does it merely stop breaking past L? The
+crop is the model that cannot use them: an arm that beats it past L reads the far context; one that only matches
+it has learned to ignore that context gracefully.
+
+Two forms, as eval.py arms 'crop w=128 (sliding)' and 'crop w=128 (truncated)':
+
+  sliding    `window_attention(model, w)`: every layer's query i sees only keys j with i - w < j <= i (its own score
+             function, masked; one forward of T tokens through the model's `attend` seam). Each layer sees at most w
+             keys, but the layers stack: layer 1 at j already summarizes tokens back to j - w + 1, so the final
+             output at i can depend on tokens back to i - n_layer x (w - 1) (the receptive field). A sliding window
+             is a weak crop: information from beyond w still flows up through the layers.
+  truncated  `truncated_scores(model, rows, positions, w, ...)`: the prediction at p comes from a fresh forward over
+             ONLY rows[max(0, p - w + 1) : p + 1], at position ids 0..n-1. Nothing before p - w + 1 exists for it,
+             at any layer: the strict crop, and the honest "cannot use tokens more than w back" baseline.
+
+Both agree with the base at p < w (the whole prefix fits) and differ past w for a model of more than one layer. RoPE
+(and ALiBi) are relative, so inside the window both see the true distances i - j < w, exactly what the model was
+trained on; only the absolute position ids differ (the truncated crop restarts at 0), which relative encodings do not
+see (learned / sinusoidal absolute encodings would: there the truncated crop is the model as trained, the sliding
+one runs positions it never saw). A model with one layer gives the same numbers in both forms (up to rounding).
+
+Cost: sliding = one forward of T (chunked attention, memory O(chunk x T)); truncated = one forward of w tokens per
+scored position (T x w tokens per row instead of T), batched by crop length into forwards of about batch_size x T
+tokens (the budget of one eval forward of batch_size rows). Both are exact for every scored position.
+"""
+from contextlib import nullcontext
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from model import chunked_attention
+
+FORMS = ('sliding', 'truncated')
+CROP_KEYS = {'window': (int, 'the window w: each prediction sees its last w tokens (default L)'),
+             'form': (str, f"{' | '.join(FORMS)} | both (default both: two arms)")}
+
+
+def check_window(window):
+    if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 1:
+        raise ValueError(f"crop window={window!r} must be an int >= 1 (the number of tokens each prediction sees, "
+                         f"itself included; L for the crop control)")
+    return int(window)
+
+
+# ----------------------------------------------------------------------------- sliding window
+
+
+def window_logits(model, window):
+    """fn(layer, q, k, s, e) -> the layer's own scaled float32 scores of queries s..e-1 against keys 0..e-1 (causal,
+    ALiBi's bias, ...), -inf also where j <= i - window: query i sees keys i - window < j <= i. The score function of
+    window_attention; also what lab.diagnostics.attention_entropy / eval's entropy_at take as `logits`."""
+    window = check_window(window)
+
+    def logits(layer, q, k, s, e):
+        att = model.transformer.h[layer].attn.logits(q, k, s, e)
+        if e <= window:  # every key j < e is within reach of every query s..e-1
+            return att
+        i = torch.arange(s, e, device=att.device)[:, None]
+        j = torch.arange(e, device=att.device)[None, :]
+        return att.masked_fill(j <= i - window, float('-inf'))
+    return logits
+
+
+def window_attention(model, window, chunk=256):
+    """The model's `attend` with a sliding window: fn(layer, q, k, v) -> y, exact (softmax over the layer's own scores
+    restricted to the last `window` keys, one chunk of queries at a time, memory O(chunk x T)). window >= T is the
+    ordinary causal forward; window = 1 returns v. No attention dropout (an eval path).
+    Use: logits = model(x, attend=window_attention(model, L))[0]."""
+    logits = window_logits(model, window)
+    return lambda layer, q, k, v: chunked_attention(q, k, v, lambda s, e: logits(layer, q, k, s, e), chunk)
+
+
+# ----------------------------------------------------------------------------- truncated input
+
+
+def crop_batches(rows, items, window, batch_size, extra):
+    """Group (key, r, p) items by crop length n = min(p + 1, window) and yield (items, x) batches, x[b] =
+    rows[r, p - n + 1 : p + 1 + extra] (extra = 1 adds the target), about batch_size x (rows.size(1) - 1) tokens per
+    batch (the budget of one eval forward of batch_size full rows)."""
+    groups = {}
+    for it in items:
+        groups.setdefault(min(it[2] + 1, window), []).append(it)
+    budget = batch_size * max(1, rows.size(1) - 1)
+    for n, group in sorted(groups.items()):
+        per = max(1, budget // n)
+        for i in range(0, len(group), per):
+            part = group[i:i + per]
+            r = torch.tensor([it[1] for it in part], device=rows.device)
+            p = torch.tensor([it[2] for it in part], device=rows.device)
+            yield part, rows[r[:, None], (p - n + 1)[:, None] + torch.arange(n + extra, device=rows.device)]
+
+
+def check_positions(positions, n_rows, limit, what):
+    if len(positions) != n_rows:
+        raise ValueError(f"positions has {len(positions)} lists for {n_rows} rows; give one list per row")
+    for r, ps in enumerate(positions):
+        bad = [p for p in ps if not 0 <= p < limit]
+        if bad:
+            raise ValueError(f"row {r}: position {bad[0]} is outside 0..{limit - 1} ({what})")
+
+
+@torch.no_grad()
+def truncated_scores(model, rows, positions, window, ctx=None, batch_size=8):
+    """The truncated crop in eval.score's format: for every p in positions[r], the NLL of rows[r, p + 1] (and whether
+    the argmax is that target) from a forward over ONLY rows[r, max(0, p - window + 1) : p + 1], a fresh input at
+    position ids 0..n-1 (n = min(p + 1, window)). Crops of one length share a forward (all of length `window` in
+    big batches, see crop_batches); p < window is the model's ordinary forward over the whole prefix.
+    rows: LongTensor [R, n_tokens]; positions: R int lists, each p <= n_tokens - 2. Returns (loss, hit): R float /
+    bool numpy arrays, in the order of positions[r]."""
+    window = check_window(window)
+    ctx = nullcontext() if ctx is None else ctx
+    check_positions(positions, rows.size(0), rows.size(1) - 1, "each p needs its target p + 1 in the row")
+    device = next(iter(model.parameters()), rows).device
+    loss = [np.full(len(ps), np.nan) for ps in positions]
+    hit = [np.zeros(len(ps), dtype=bool) for ps in positions]
+    items = [(j, r, int(p)) for r, ps in enumerate(positions) for j, p in enumerate(ps)]
+    for part, x in crop_batches(rows, items, window, batch_size, extra=1):
+        x = x.to(device)
+        with ctx:
+            logits = model(x[:, :-1])[0][:, -1]
+        target = x[:, -1]
+        got_l = F.cross_entropy(logits.float(), target, reduction='none').cpu().numpy()
+        got_h = (logits.argmax(-1) == target).cpu().numpy()
+        for (j, r, _), gl, gh in zip(part, got_l, got_h):
+            loss[r][j], hit[r][j] = gl, gh
+    return loss, hit
+
+
+@torch.no_grad()
+def truncated_entropy(model, x, positions, window, ctx=None, batch_size=8, chunk=256):
+    """eval's attention-entropy diagnostic (lab.diagnostics.entropy_at) for the truncated crop: the mean entropy (over
+    layers, heads and rows of x) of query p's attention in the forward over x[:, max(0, p - window + 1) : p + 1]
+    (its last query). x: LongTensor [B, T]. Returns a float array [T], NaN where not asked."""
+    from lab.diagnostics import attention_entropy
+    window = check_window(window)
+    ctx = nullcontext() if ctx is None else ctx
+    check_positions([positions], 1, x.size(1), "a query position of x")
+    out = np.full(x.size(1), np.nan)
+    items = [(j, r, int(p)) for j, p in enumerate(positions) for r in range(x.size(0))]  # every row at each p
+    sums = {}
+    for part, crops in crop_batches(x, items, window, batch_size, extra=0):
+        with ctx:
+            ent = attention_entropy(model, crops.to(next(model.parameters()).device), chunk)[..., -1]  # (layers, N, H)
+        per = ent.float().mean(dim=(0, 2)).cpu().numpy()
+        for (_, _, p), e in zip(part, per):
+            sums.setdefault(p, []).append(float(e))
+    for p, es in sums.items():
+        out[p] = np.mean(es)
+    return out
+
+
+# ----------------------------------------------------------------------------- arms
+
+
+def is_crop_spec(entry):
+    """True when a --rope_types entry names the crop control ('crop', 'crop:window=64', 'crop:form=sliding')."""
+    return entry.strip().split(':')[0] == 'crop'
+
+
+def parse_crop(entry, L):
+    """--rope_types entry -> crop dicts, one per form: 'crop' -> [{'window': L, 'form': 'sliding'}, {..., 'form':
+    'truncated'}]; 'crop:window=64', 'crop:form=truncated', 'crop:window=64:form=sliding'."""
+    from rope_config import spec_settings
+    name, *pairs = entry.strip().split(':')
+    if name != 'crop':
+        raise ValueError(f"arm {entry!r} is not a crop spec; write crop[:window=W][:form={'|'.join(FORMS)}|both]")
+    try:
+        given = spec_settings(entry, pairs, CROP_KEYS)
+    except ValueError as e:
+        raise ValueError(str(e) if entry in str(e) else f"arm {entry!r}: {e}") from None
+    got = {'window': L, 'form': 'both', **given}
+    if got['form'] not in FORMS + ('both',):
+        raise ValueError(f"arm {entry!r}: form={got['form']!r} must be one of {', '.join(FORMS)}, both")
+    try:
+        window = check_window(got['window'])
+    except ValueError as e:
+        raise ValueError(f"arm {entry!r}: {e}") from None
+    return [{'window': window, 'form': f} for f in (FORMS if got['form'] == 'both' else (got['form'],))]
+
+
+def crop_name(crop):
+    """'crop w=128 (sliding)', 'crop w=128 (truncated)'."""
+    return f"crop w={crop['window']} ({crop['form']})"
