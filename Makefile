@@ -1,9 +1,8 @@
 # The CPU pipeline, one visible step per target; `make demo` runs them all (28 min 2 s on 2 idle cores, measured as one command from a clean clone).
 # Every step is a plain command you can copy and change. PY=python3 make demo to pick another interpreter.
 PY ?= $(shell command -v python >/dev/null && echo python || echo python3)
-ZERO_SHOT = default,linear,ntk,dynamic,ntk_by_parts,yarn,yarn:beta_fast=8,yarn:beta_fast=8:attention_factor=1,dynamic_yarn,llama3,rerope:window=64,leaky_rerope:window=64:k=16,self_extend:window=32:group=12
 
-.PHONY: demo install data train train-copy finetune pose longrope longrope4 eval ape test
+.PHONY: demo install data train train-copy finetune pose longrope longrope-ref longrope4 eval ape test
 
 demo: install data train-copy finetune pose longrope eval
 
@@ -26,8 +25,11 @@ finetune:             # PI, YaRN + the plain control, 128 -> 512, 100 steps on n
 pose:                 # PoSE at L=128 (plain, YaRN s=4 beta_fast=8), same steps and seeds, ids skipping across 512 (~75 s: 11-13 s a run)
 	$(PY) finetune_long.py config/finetune_pose_char_cpu.py --overwrite=True
 
-longrope:             # LongRoPE's evolutionary search of per-pair factors at s=8 on training windows (34 s)
+longrope:             # LongRoPE's evolutionary search of per-pair factors and n-hat at s=8, 56 candidates on 16 training windows (2 min 14 s on 1 busy core; ~1 min est. on 2 idle)
 	$(PY) search_longrope.py --init_from=out/char-base-copy --factor=8 --out_dir=out/char-longrope-s8 --overwrite=True
+
+longrope-ref:         # optional: the same search at the reference's budget (population 64, 40 generations: 1344 candidates, ~27 CPU-min; --init_from=resume extends a cut run)
+	$(PY) search_longrope.py config/search_longrope_ref.py --overwrite=True
 
 longrope4:            # optional: search at s=4, fine-tune the searched arm like the others (3 seeds), evaluate beside them (~5 min)
 	$(PY) search_longrope.py --init_from=out/char-base-copy --factor=4 --out_dir=out/char-longrope-s4 --overwrite=True
@@ -35,7 +37,7 @@ longrope4:            # optional: search at s=4, fine-tune the searched arm like
 	$(PY) eval.py --ckpt=out/char-base-copy,out/char-ft,out/char-ft-longrope --eval_len=1024 --num_windows=32 --out_dir=out/char-eval-longrope
 
 eval:                 # every arm under one protocol to 1024 = 8 x L: loss, ppl, passkey, entropy, plots (4 min 13 s)
-	$(PY) eval.py --ckpt=out/char-base-copy,out/char-ft,out/char-ft20,out/char-pose,out/char-longrope-s8 --rope_types=$(ZERO_SHOT) --eval_len=1024 --num_windows=32 --out_dir=out/char-eval
+	$(PY) eval.py config/eval_char_cpu.py
 
 out/char-base/ckpt.pt:  # the pure-text RoPE base that `make ape` compares against, trained once if it is missing (~7 min)
 	$(PY) train.py config/train_shakespeare_char_cpu.py --overwrite=True

@@ -18,7 +18,7 @@ import torch
 import torch.nn as nn
 from torch.nn import functional as F
 
-from rope import apply_rope, rope_cos_sin
+from rope import apply_rope, longrope_start_tokens, plain_inv_freq, rope_cos_sin
 from rope_config import check_scaling, is_dynamic, rope_inv_freq
 
 POS_EMBS = ('rope', 'sinusoidal', 'learned', 'alibi', 'none')
@@ -256,13 +256,22 @@ class GPT(nn.Module):
 
     def rope_tables(self, positions):
         """cos/sin in float32 for position ids: an int T (0..T-1) or a tensor (T,) or (B, T); shape (T, head_dim), or
-        (B, 1, T, head_dim) to broadcast over the heads. A dynamic type scales for max position + 1 tokens."""
+        (B, 1, T, head_dim) to broadcast over the heads. A dynamic type scales for max position + 1 tokens, each row
+        of a (B, T) tensor for its own (eval.py scores rows at different lengths in one forward this way)."""
+        if self.rope_dynamic and not isinstance(positions, int) and positions.dim() == 2 and \
+                len(set(positions.amax(-1).tolist())) > 1:
+            rows = [self.rope_tables(row) for row in positions]
+            return tuple(torch.stack([r[i] for r in rows])[:, None] for i in (0, 1))
         if isinstance(positions, int):
             positions, span = torch.arange(positions, device=self.rope_inv_freq.device), positions
         else:
             span = int(positions.max()) + 1 if self.rope_dynamic else None
         inv_freq, attention_factor = self.rope_freqs(span)
         cos, sin = rope_cos_sin(inv_freq, positions, attention_factor)
+        n_hat = (self.config.rope_scaling or {}).get('start_token_idx', 0)  # longrope: positions < n_hat stay plain
+        if n_hat:
+            cos, sin = longrope_start_tokens(cos, sin, positions, plain_inv_freq(self.head_dim, self.config.rope_base),
+                                             n_hat)
         return (cos, sin) if cos.dim() == 2 else (cos[:, None], sin[:, None])
 
     def forward(self, idx, targets=None, reduction='mean', pos=None, attend=None):

@@ -148,13 +148,29 @@ def longrope_inv_freq(head_dim, base, short_factor, long_factor, L, seq_len):
     """LongRoPE (Ding et al. 2024; Phi-3; Hugging Face 'longrope'): one rescale factor per pair, searched rather
     than drawn by a formula: theta'_i = theta_i / f_i with f = long_factor when the current length l > L, else
     short_factor (l <= L). The switch moves EVERY pair at once, so it is a dynamic type: keys cached with the
-    short factors are stale once an input grows past L. search_longrope.py finds long_factor for a model."""
+    short factors are stale once an input grows past L. search_longrope.py finds long_factor for a model.
+    The optional start_token_idx (n-hat) acts on the cos/sin rows, not on theta: see longrope_start_tokens."""
     f = long_factor if seq_len > L else short_factor
     for name, fs in (('short_factor', short_factor), ('long_factor', long_factor)):
         if len(fs) != head_dim // 2:
             raise ValueError(f"rope_scaling['{name}'] has {len(fs)} values but head_dim = {head_dim} has "
                              f"{head_dim // 2} pairs; give one factor per pair")
     return plain_inv_freq(head_dim, base) / torch.tensor(f, dtype=torch.float64)
+
+def longrope_start_tokens(cos, sin, positions, plain_inv_freq, start_token_idx):
+    """LongRoPE's n-hat (the paper's retained start tokens; the reference's start_token_idx, applied by its
+    MixedLongRoPEScaledRotaryEmbedding): the rows of positions < n-hat take plain RoPE's cos/sin, WITHOUT the
+    attention factor (the reference copies the model's original, unscaled table into them); positions >= n-hat keep
+    the scaled rows. So a logit between two start tokens is plain, one between a start token and a later token carries
+    the factor once, two later tokens twice. positions: an int T (0..T-1) or the position ids the table was built for;
+    0 returns the tables untouched."""
+    if not start_token_idx:
+        return cos, sin
+    if isinstance(positions, int):
+        positions = torch.arange(positions, device=cos.device)
+    plain_cos, plain_sin = rope_cos_sin(plain_inv_freq.to(device=cos.device, dtype=torch.float32), positions)
+    keep = (positions.to(cos.device) < start_token_idx)[..., None]
+    return torch.where(keep, plain_cos.to(cos.dtype), cos), torch.where(keep, plain_sin.to(sin.dtype), sin)
 
 def longrope_attention_factor(s, L):
     """LongRoPE's temperature: sqrt(1 + ln s / ln L) (1 for s <= 1); sqrt(9/7) = 1.1338934 at s=4, L=128.
@@ -197,6 +213,7 @@ ROPE_SCALING = {
     'llama3': ({'low_freq_factor': (float, 1.0), 'high_freq_factor': (float, 4.0)},
                lambda d, b, c, l: (llama3_inv_freq(d, b, c['factor'], c['original_max_position_embeddings'],
                                                    c['low_freq_factor'], c['high_freq_factor']), 1.0), False),
-    'longrope': ({'short_factor': (list, None), 'long_factor': (list, None), 'attention_factor': (float, None)},
+    'longrope': ({'short_factor': (list, None), 'long_factor': (list, None), 'attention_factor': (float, None),
+                  'start_token_idx': (int, None)},  # n-hat; 0 / absent: every position scaled (model.rope_tables)
                  _longrope, True),
 }

@@ -84,6 +84,9 @@ def check_scaling(scaling, base=None):
             sc[k] = float(v)
         if typ is list:
             sc[k] = _check_factors(v, lambda want: bad(k, want))
+        if typ is int and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+            bad(k, "must be a whole number >= 0 (longrope's n-hat: the first positions, which keep plain RoPE; "
+                   "0 = none)")
     for k, (typ, _) in allowed.items():
         if typ is list and k not in sc:
             bad(k, "missing; give a list of numbers, one per pair (head_dim / 2 of them), e.g. from search_longrope.py")
@@ -108,6 +111,8 @@ def check_scaling(scaling, base=None):
         bad('low_freq_factor', f"must be < high_freq_factor = {sc['high_freq_factor']}")
     if ('mscale' in sc) != ('mscale_all_dim' in sc):
         bad('mscale_all_dim' if 'mscale' in sc else 'mscale', "mscale and mscale_all_dim must be given together")
+    if sc.get('start_token_idx') == 0:
+        del sc['start_token_idx']  # n-hat = 0 is every position scaled: the same config as without the key
     return sc
 
 

@@ -10,18 +10,23 @@ gradient), written as a run that eval.py evaluates and finetune_long.py fine-tun
 
 Candidate: long_factor f (f_i = theta_i / theta'_i), non-decreasing from the fastest pair to the slowest
 (f_i >= f_{i-1}: a slower pair is never squeezed less than a faster one) and inside [1, 1.25 s], the paper's
-search space. short_factor stays all 1, as for a base model used at lengths <= L; every candidate runs with
-LongRoPE's temperature sqrt(1 + ln s / ln L) (rope.longrope_attention_factor).
+search space, together with n-hat (start_token_idx): the first n-hat positions keep plain RoPE (the paper's
+retained start tokens), drawn from search_start_tokens (the paper's {0, 1, 2, 4, ..., 256}; '0' searches f alone).
+short_factor stays all 1, as for a base model used at lengths <= L; every candidate runs with LongRoPE's temperature
+sqrt(1 + ln s / ln L) (rope.longrope_attention_factor) on the positions >= n-hat.
 Score: mean next-token loss over search_windows fixed windows of s x L tokens, drawn (seeded, each inside one
-document) from the TRAINING split. The held-out documents are never looked at by the search.
-Search (the paper's Algorithm 1): generation 0 is the search_seeds curves (PI, NTK, YaRN written as per-pair
-factors) plus mutants of them, search_population in all. Every later generation keeps the search_parents best
-candidates so far and adds search_population - search_parents children: a share search_crossover by crossover
-(each factor from one of two parents, then a running maximum), the rest by mutation (each factor moves with
-probability search_mutation by exp(search_step x N(0, 1)), pushing its neighbours along). Both keep the curve
-non-decreasing (the paper rejects and redraws instead). The best score cannot get worse from one generation to
-the next. Not searched here: the paper's n-hat (the first tokens left unscaled), which Hugging Face's longrope
-has no key for.
+document) from the TRAINING split (meta['docs']['train'] and the train tokens). The held-out plays are never looked
+at by the search; only the run written at the end is evaluated on them, once (train.py's row in log.jsonl).
+Search: the reference implementation's (microsoft/LongRoPE evolution/, dim_mono; details in lab/longrope_search.py).
+Generation 0 is the search_seeds curves (PI, NTK, YaRN written as per-pair factors, n-hat 0) plus mutants of them,
+search_population in all. Every later generation keeps the search_parents best candidates so far and adds
+search_population - search_parents children: a share search_crossover by crossover, the rest by mutation (each
+factor redrawn with probability search_mutation from the search_grid steps between its neighbours, n-hat from its
+set). Candidates that are not non-decreasing or were scored before are rejected and redrawn, so every one scored is
+new, and the best score cannot get worse from one generation to the next.
+Budgets: the defaults are the demo's (16 + 5 x 8 = 56 candidates on 16 windows, under a minute on 2 cores);
+config/search_longrope_ref.py is the reference's (population 64, 32 parents, 40 generations: 64 + 40 x 32 = 1344).
+Hugging Face's longrope has no n-hat: lab/hf_export.py refuses a run with start_token_idx > 0.
 
 Outputs in out_dir: search.jsonl (one row per generation: best loss, where it came from, cost so far),
 search_state.json (every candidate and its score, rewritten atomically after each generation; --init_from=resume
@@ -38,7 +43,7 @@ import time
 
 from configurator import ConfigError, check_out_dir, cli, get_config, setup_device
 from data.common import DataError, atomic_write_text, check_vocab, doc_windows, read_json
-from lab.longrope_search import UPPER, longrope_scaling, search, seed_curves
+from lab.longrope_search import UPPER, longrope_scaling, parse_start_tokens, search, seed_curves
 from model import load_checkpoint, model_from_checkpoint, train_len
 from rope_config import parse_arms
 from train import DEFAULTS as TRAIN_DEFAULTS, estimate_loss, extended_model, load_data, train
@@ -48,13 +53,15 @@ DEFAULTS = dict(
     out_dir='out/longrope',
     dataset='',               # empty: the base run's dataset
     factor=8.0,               # the target scale s: candidates are scored at s x L tokens
-    search_population=16,     # candidates per generation (the paper's P)
-    search_parents=4,         # the best candidates kept as parents from one generation to the next (top-k)
-    search_generations=8,     # generations after the initial population
-    search_mutation=0.3,      # probability that a factor moves in a mutation (the paper's p)
-    search_step=0.3,          # size of a move: f_i x exp(search_step x N(0, 1))
-    search_crossover=0.5,     # share of the children made by crossover, the rest by mutation
-    search_windows=8,         # training windows of s x L tokens that score a candidate
+    search_population=16,     # candidates per generation (the paper's P; the reference 64)
+    search_parents=8,         # the best candidates kept as parents from one generation to the next (top-k; ref. 32)
+    search_generations=5,     # generations after the initial population (the reference's iterations: 40)
+    search_mutation=0.3,      # probability that a gene (a factor, n-hat) is redrawn, in mutation and crossover (ref.)
+    search_crossover=0.5,     # share of the children made by crossover, the rest by mutation (ref. 16 + 16)
+    search_crossover_tries=20,  # passes over the genes before a crossover gives up (ref. max_crossover_try)
+    search_grid=0.01,         # a redrawn factor is its lower neighbour + a whole number of these steps (ref. list_step)
+    search_start_tokens='0,1,2,4,8,12,16,20,24,28,32,64,128,256',  # n-hat's candidates (the paper's); '0': not searched
+    search_windows=16,        # training windows of s x L tokens that score a candidate
     search_seeds='linear,ntk,yarn,yarn:beta_fast=8',  # generation 0's curves, as arm specs (default s, L)
     batch_size=8,             # windows per forward
     eval_iters=8,             # held-out batches of the final checkpoint's one evaluation (train.py's)
@@ -98,7 +105,7 @@ def settings(argv):
     return dict(cfg, init_from=stored['init_from']), state
 
 
-def check_settings(cfg, n_seeds):
+def check_settings(cfg, n_seeds, T):
     P, k = cfg['search_population'], cfg['search_parents']
     if not cfg['factor'] > 1:
         raise ConfigError(f"factor={cfg['factor']} must be > 1: the search scores candidates at factor x L tokens")
@@ -107,15 +114,19 @@ def check_settings(cfg, n_seeds):
                           f"search_population={P} (room for children)")
     if n_seeds > P:
         raise ConfigError(f"search_seeds has {n_seeds} curves but search_population={P}; list fewer or raise it")
-    for key in ('search_windows', 'batch_size', 'eval_iters'):
+    for key in ('search_windows', 'batch_size', 'eval_iters', 'search_crossover_tries'):
         if cfg[key] < 1:
             raise ConfigError(f"{key}={cfg[key]} must be a positive integer")
     check_out_dir(cfg['out_dir'])
     if cfg['search_generations'] < 0:
         raise ConfigError(f"search_generations={cfg['search_generations']} must be >= 0 (0: the initial population only)")
-    if not (0 < cfg['search_mutation'] <= 1 and cfg['search_step'] > 0 and 0 <= cfg['search_crossover'] <= 1):
-        raise ConfigError(f"search_mutation={cfg['search_mutation']} must be in (0, 1], search_step="
-                          f"{cfg['search_step']} > 0 and search_crossover={cfg['search_crossover']} in [0, 1]")
+    if not (0 < cfg['search_mutation'] <= 1 and 0 < cfg['search_grid'] <= 1 and 0 <= cfg['search_crossover'] <= 1):
+        raise ConfigError(f"search_mutation={cfg['search_mutation']} must be in (0, 1], search_grid="
+                          f"{cfg['search_grid']} in (0, 1] and search_crossover={cfg['search_crossover']} in [0, 1]")
+    try:
+        return parse_start_tokens(cfg['search_start_tokens'], T)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
 
 
 def check_state(state, path, cfg, L, T, head_dim):
@@ -139,10 +150,14 @@ def check_state(state, path, cfg, L, T, head_dim):
     if not isinstance(cands, list) or g >= 0 and not cands:
         bad("candidates must be a list of the candidates scored")
     n, upper = head_dim // 2, UPPER * cfg['factor']
+    start_tokens = parse_start_tokens(cfg['search_start_tokens'], T)  # checked by check_settings already
     for i, c in enumerate(cands):
         if not isinstance(c, dict) or type(c.get('generation')) is not int or not isinstance(c.get('origin'), str) \
                 or not num(c.get('loss')):
             bad(f"candidates[{i}] lacks an integer generation, an origin or a numeric loss")
+        if c.get('start_token_idx') not in start_tokens or type(c['start_token_idx']) is not int:
+            bad(f"candidates[{i}].start_token_idx is {c.get('start_token_idx')!r}, not one of search_start_tokens "
+                f"({cfg['search_start_tokens']})")
         f = c['long_factor'] if isinstance(c.get('long_factor'), list) else []
         if len(f) != n or not all(num(x) and 1 <= x <= upper for x in f):
             bad(f"candidates[{i}].long_factor must be {n} numbers in [1, {upper:g}] (one per pair of head_dim "
@@ -164,7 +179,7 @@ def main(argv):
     L = train_len(base)
     T, head_dim = round(s * L), args['n_embd'] // args['n_head']
     seeds = seed_curves(cfg['search_seeds'], s, L, head_dim, args['rope_base'])
-    check_settings(cfg, len(seeds))
+    start_tokens = check_settings(cfg, len(seeds), T)
     if state is not None:
         check_state(state, os.path.join(cfg['out_dir'], STATE), cfg, L, T, head_dim)
     dataset = cfg['dataset'] or base['dataset']['dataset']
@@ -191,13 +206,15 @@ def main(argv):
         refs = {name: loss_of(sc) for name, sc in parse_arms(cfg['search_seeds'], s, L)}
         state = dict(config=cfg, L=L, T=T, head_dim=head_dim, generation=-1, candidates=[], log=[], references=refs,
                      elapsed_s=time.time() - t0, cpu_s=time.process_time() - c0)
-    best = search(cfg, state, seeds, lambda f: loss_of(longrope_scaling(f, s, L)), lambda st: save_state(cfg['out_dir'], st))
-    write_run(cfg, base, longrope_scaling(best['long_factor'], s, L), L, T, dataset)
-    print(f"best at s={s:g} (T={T}) on {cfg['search_windows']} training windows: {best['loss']:.4f} "
-          f"({len(state['candidates'])} candidates, {state['cpu_s'] / 60:.2f} CPU min); the seed arms as they ship: "
+    best = search(cfg, state, seeds, lambda f, n_hat: loss_of(longrope_scaling(f, s, L, n_hat)),
+                  lambda st: save_state(cfg['out_dir'], st), start_tokens)
+    write_run(cfg, base, longrope_scaling(best['long_factor'], s, L, best['start_token_idx']), L, T, dataset)
+    print(f"best at s={s:g} (T={T}) on {cfg['search_windows']} training windows: {best['loss']:.4f} with n-hat "
+          f"{best['start_token_idx']} ({len(state['candidates'])} candidates, {state['elapsed_s'] / 60:.2f} min, "
+          f"{state['cpu_s'] / 60:.2f} CPU min); the seed arms as they ship: "
           + ', '.join(f"{n} {v:.4f}" for n, v in state['references'].items()))
     print(f"{'pair':<18}" + ''.join(f"{i:>7d}" for i in range(head_dim // 2)))
-    for name, f in [('searched', best['long_factor'])] + seeds:
+    for name, f in [(f"searched n-hat {best['start_token_idx']}", best['long_factor'])] + seeds:
         print(f"{name[:18]:<18}" + ''.join(f"{x:7.3f}" for x in f))
     return best, state
 

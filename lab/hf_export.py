@@ -22,7 +22,8 @@ b*s^(d/(d-2)); ntk_by_parts (and any other static per-pair curve) as 'longrope' 
 f_i = theta_i / theta'_i and an explicit attention_factor. L goes to max_position_embeddings for 'dynamic' (HF reads
 it there) and to original_max_position_embeddings for yarn, llama3 and longrope, with max_position_embeddings = s*L.
 Refused, with what to do instead: smeared keys, ALiBi / sinusoidal / learned / no positions, Dynamic YaRN,
-position maps. --rope_type switches an arm spec on before export (eval.py's spec: yarn:beta_fast=8, ...).
+LongRoPE with n-hat > 0 (start_token_idx: HF has no such key), position maps. --rope_type switches an arm spec on
+before export (eval.py's spec: yarn:beta_fast=8, ...).
 """
 import json
 import os
@@ -69,6 +70,11 @@ def check_exportable(args):
     t = (args.get('rope_scaling') or {}).get('rope_type', 'default')
     if t in REFUSED:
         raise ValueError(REFUSED[t])
+    n_hat = (args.get('rope_scaling') or {}).get('start_token_idx', 0)
+    if n_hat:
+        raise ValueError(f"rope_scaling['start_token_idx'] = {n_hat} (LongRoPE's n-hat: positions below it keep plain "
+                         f"RoPE) has no Hugging Face counterpart: transformers' longrope scales every position; "
+                         f"export a search run without it (search_longrope.py --search_start_tokens=0)")
     if t not in NATIVE and ROPE_SCALING[t][2]:
         raise ValueError(f"rope_type {t!r} depends on the input length in a way transformers has no type for; "
                          f"export a static type (--rope_type=...)")
@@ -91,7 +97,7 @@ def hf_rope(head_dim, base, scaling, L, block_size):
         return rp, (L if t == 'dynamic' else round(s * L))  # dynamic: HF's L is max_position_embeddings
     rp.update(factor=s, original_max_position_embeddings=L)
     if t in NATIVE:  # yarn, llama3, longrope: the type's own keys as they are
-        rp.update({k: v for k, v in sc.items() if k in ROPE_SCALING[t][0]})
+        rp.update({k: v for k, v in sc.items() if k in ROPE_SCALING[t][0] and k != 'start_token_idx'})
         if t == 'longrope':
             rp['attention_factor'] = rope_inv_freq(head_dim, base, sc)[1]
         return rp, round(s * L)

@@ -180,6 +180,9 @@ def mapped_logits(model, pm, L=None):
     if model.config.pos_emb != 'rope':
         raise ValueError(f"a position map re-rotates RoPE's queries and keys; this model has pos_emb="
                          f"{model.config.pos_emb!r}")
+    if (model.config.rope_scaling or {}).get('start_token_idx'):
+        raise ValueError("a position map re-rotates with one frequency table for every position; LongRoPE's "
+                         "start_token_idx (n-hat) keeps the first positions on another: set it to 0 to combine them")
     L = L or model.config.block_size
     return lambda layer, q, k, s, e: far_logits(q, k, pm, model.rope_freqs(q.size(2))[0], s, e, L)
 

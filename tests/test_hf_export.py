@@ -190,6 +190,10 @@ def test_refusals_are_one_line_and_name_the_way_out(tmp_path):
     msg = refused([], scaling={'rope_type': 'dynamic_yarn', 'factor': 1.0, 'original_max_position_embeddings': L})
     assert 'Dynamic YaRN' in msg and '--rope_type=yarn --factor=' in msg
     assert 'Dynamic YaRN' in refused(['--rope_type=dynamic_yarn'])
+    msg = refused([], scaling=dict(CASES['longrope'], start_token_idx=4))  # LongRoPE's n-hat: HF has no key for it
+    assert "start_token_idx'] = 4" in msg and '--search_start_tokens=0' in msg
+    assert 'start_token_idx' not in hf_export.hf_config(model_args(tiny(dict(CASES['longrope'], start_token_idx=0))),
+                                                        L)['rope_parameters']  # 0: exported as before
     assert 'position maps' in refused(['--rope_type=rerope:window=8'])
     assert '--factor=<s>' in refused(['--rope_type=yarn'])
     assert 'with --rope_type only' in refused(['--factor=4'])

@@ -277,6 +277,10 @@ def test_apply_rope_keeps_dtype_and_broadcasts():
     (cfg('longrope', short_factor=[1.0, -2.0]), 'short_factor'),
     (cfg('longrope', short_factor=[True, 1.0]), 'short_factor'),
     (cfg('longrope', attention_factor=0.0), 'attention_factor'),
+    (cfg('longrope', start_token_idx=-1), 'start_token_idx'),
+    (cfg('longrope', start_token_idx=4.0), 'start_token_idx'),
+    (cfg('longrope', start_token_idx=True), 'start_token_idx'),
+    (cfg('yarn', start_token_idx=4), 'start_token_idx'),  # longrope's key only
     ({'rope_type': 'longrope', 'factor': 4.0, 'original_max_position_embeddings': 128, 'short_factor': [1.0]},
      'long_factor'),
     ({'rope_type': 'longrope', 'original_max_position_embeddings': 128, 'short_factor': [1.0], 'long_factor': [1.0]},
@@ -373,7 +377,7 @@ def test_one_table_drives_types_and_keys():
             assert {k for k, (_, d) in type_keys(t).items() if d is not None} <= set(sc)
     assert set(all_type_keys()) == {'beta_fast', 'beta_slow', 'truncate', 'mscale', 'mscale_all_dim',
                                     'attention_factor', 'low_freq_factor', 'high_freq_factor', 'short_factor',
-                                    'long_factor'}
+                                    'long_factor', 'start_token_idx'}
 
 
 @pytest.mark.parametrize('mscale, mscale_all_dim', [(0.0, 1.0), (1.0, 0.0), (0.0, 0.0)])
@@ -455,3 +459,37 @@ def test_longrope_arm_specs_and_names():
     assert [n for n, _ in arms] == ['longrope s=4', 'yarn s=4 β_fast=8']
     assert arms[0][1] == check_scaling(lr_cfg(short_factor=[1.0] * 4))
     assert rope_config.scaling_name(lr_cfg(attention_factor=1.0)) == 'longrope s=4 attention_factor=1'
+
+
+def test_longrope_start_tokens_keep_plain_rope():
+    """n-hat (start_token_idx, the reference's MixedLongRoPEScaledRotaryEmbedding): 0 or absent is the old config and
+    the old tables bit for bit; with n-hat = 5 the rows of positions < 5 are plain RoPE's (attention factor 1), those
+    >= 5 the scaled ones (long factors past L, with the temperature), for int T and for position tensors."""
+    from model import GPT, GPTConfig
+    torch.manual_seed(0)
+    m = GPT(GPTConfig(block_size=16, vocab_size=11, n_layer=1, n_head=2, n_embd=16, dropout=0.0))  # head_dim 8
+    plain = [m.rope_tables(T) for T in (16, 300)]
+    sc = dict(lr_cfg(), long_factor=[1.0, 2.0, 4.0, 8.0])
+    assert check_scaling(dict(sc, start_token_idx=0)) == check_scaling(sc) and 'start_token_idx' not in \
+        check_scaling(dict(sc, start_token_idx=0))
+    m.set_rope_scaling(sc)
+    scaled = [m.rope_tables(T) for T in (16, 300)] + [m.rope_tables(torch.arange(3, 200)[None].expand(2, -1))]
+    m.set_rope_scaling(dict(sc, start_token_idx=0))
+    zero = [m.rope_tables(T) for T in (16, 300)] + [m.rope_tables(torch.arange(3, 200)[None].expand(2, -1))]
+    assert all(torch.equal(a, b) for x, y in zip(scaled, zero) for a, b in zip(x, y))  # n-hat 0: bit for bit
+    m.set_rope_scaling(dict(sc, start_token_idx=5))
+    assert m.config.rope_scaling['start_token_idx'] == 5
+    for (pc, ps), (sc_, ss), T in zip(plain, scaled, (16, 300)):
+        cos, sin = m.rope_tables(T)
+        assert torch.equal(cos[:5], pc[:5]) and torch.equal(sin[:5], ps[:5])  # plain, no temperature
+        assert torch.equal(cos[5:], sc_[5:]) and torch.equal(sin[5:], ss[5:])  # scaled (T = 300 > L: long factors)
+        assert not torch.equal(cos[:5], sc_[:5])
+    ids = torch.tensor([[0, 3, 4, 5, 6, 250], [2, 4, 6, 8, 10, 12]])  # (B, T) ids, e.g. PoSE's: by id, not by slot
+    cos, _ = m.rope_tables(ids)
+    want = torch.where((ids < 5)[:, None, :, None], plain[1][0][ids][:, None], scaled[1][0][ids][:, None])
+    assert cos.shape == (2, 1, 6, 8) and torch.equal(cos[0], want[0])
+    x = torch.randint(0, 11, (1, 40))
+    m.set_rope_scaling(dict(sc, start_token_idx=40))  # every position below n-hat: the plain model's logits
+    both = m(x)[0]
+    m.set_rope_scaling(None)
+    assert torch.allclose(both, m(x)[0], atol=1e-6)

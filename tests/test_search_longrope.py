@@ -1,7 +1,6 @@
 """search_longrope.py: the operators keep curves monotone and in bounds (hand-checked), the search only improves,
 is reproducible and resumes to the same result, and writes a run that loads, runs at s x L and is an eval.py arm."""
 import json
-import math
 import os
 from contextlib import nullcontext
 
@@ -22,15 +21,18 @@ SMALL = ['--factor=4', '--search_population=6', '--search_parents=2', '--search_
 
 
 class Script:
-    """A stand-in generator returning the given draws, to check the operators by hand."""
-    def __init__(self, random, normal=()):
-        self.r, self.n = list(random), list(normal)
+    """A stand-in generator returning the given draws, to check the operators by hand: random() -> the next of
+    `random`, integers(n) -> the next of `index`."""
+    def __init__(self, random, index=()):
+        self.r, self.i = list(random), list(index)
 
-    def random(self, n):
-        return np.array(self.r.pop(0))
+    def random(self):
+        return self.r.pop(0)
 
-    def standard_normal(self):
-        return self.n.pop(0)
+    def integers(self, n):
+        i = self.i.pop(0)
+        assert 0 <= i < n
+        return i
 
 
 def monotone_in_bounds(f, s):
@@ -38,22 +40,86 @@ def monotone_in_bounds(f, s):
     return bool(np.all(np.diff(f) >= 0) and f[0] >= 1 and f[-1] <= 1.25 * s)
 
 
-def test_mutation_pushes_neighbours_and_clips():
-    f = np.array([1.0, 2.0, 3.0, 4.0])
-    up = ls.mutate(f, Script([[0.9, 0.1, 0.9, 0.9]], [math.log(2) / 0.5]), 0.3, 0.5, 5.0)  # pair 1: 2 x 2 = 4
-    assert up.tolist() == [1.0, 4.0, 4.0, 4.0]
-    down = ls.mutate(f, Script([[0.9, 0.9, 0.1, 0.9]], [-10.0]), 0.3, 0.5, 5.0)  # pair 2: 3 x e^-5 -> clipped to 1
-    assert down.tolist() == [1.0, 1.0, 1.0, 4.0]
-    top = ls.mutate(f, Script([[0.9, 0.9, 0.9, 0.1]], [10.0]), 0.3, 0.5, 5.0)  # the last pair: clipped to the bound
-    assert top.tolist() == [1.0, 2.0, 3.0, 5.0] and f.tolist() == [1.0, 2.0, 3.0, 4.0]  # the parent is untouched
-    child = ls.crossover([1.0, 2.0, 3.0, 4.0], [1.0, 1.5, 5.0, 5.0], Script([[0.9, 0.1, 0.9, 0.1]]))  # b, a, b, a
-    assert child.tolist() == [1.0, 2.0, 5.0, 5.0]  # 1, 2, 5, 4 made non-decreasing
-    rng = np.random.default_rng(0)  # and at random: always non-decreasing, within [1, 1.25 s], never the parent
-    for _ in range(300):
-        a, b = np.sort(rng.uniform(1, 5, 16)), np.sort(rng.uniform(1, 5, 16))
-        m = ls.mutate(a, rng, 0.3, 0.3, 5.0)
-        assert monotone_in_bounds(m, 4.0) and not np.array_equal(m, a)
-        assert monotone_in_bounds(ls.crossover(a, b, rng), 4.0)
+def seen_with(*cands):
+    seen = ls.Seen(len(cands[0][1]))
+    for c in cands:
+        seen.add(c)
+    return seen
+
+
+def test_mutation_redraws_a_factor_between_its_neighbours():
+    """The reference's dim_mono mutate: each factor with probability p is redrawn uniformly from lo, lo + step, ...
+    up to hi (its neighbours; 1 and the bound at the ends); a candidate already seen is mutated again."""
+    f, op = np.array([1.0, 2.0, 3.0, 4.0]), dict(p=0.3, step=0.5, upper=5.0, start_tokens=(0,))
+    seen = seen_with((0, f))
+    # pair 1 hit: grid 1.0, 1.5, 2.0, 2.5, 3.0 between pairs 0 and 2; index 4 -> 3.0
+    assert ls.mutate((0, f), Script([0.9, 0.1, 0.9, 0.9], [4]), seen, **op)[1].tolist() == [1.0, 3.0, 3.0, 4.0]
+    assert (0, np.array([1.0, 3.0, 3.0, 4.0])) in seen and f.tolist() == [1.0, 2.0, 3.0, 4.0]  # parent untouched
+    # the last pair: from its lower neighbour 3.0 up to the bound 5.0 (3.0, 3.5, ..., 5.0); index 4 -> 5.0
+    assert ls.mutate((0, f), Script([0.9, 0.9, 0.9, 0.1], [4]), seen, **op)[1].tolist() == [1.0, 2.0, 3.0, 5.0]
+    # the first pair: from 1 up to pair 1 (1.0, 1.5, 2.0); index 0 gives back the parent, which is seen, so a second
+    # pass runs on it and moves pair 0 to 1.5
+    child = ls.mutate((0, f), Script([0.1, 0.9, 0.9, 0.9] + [0.1, 0.9, 0.9, 0.9], [0, 1]), seen, **op)
+    assert child[1].tolist() == [1.5, 2.0, 3.0, 4.0]
+    # n-hat: with probability p redrawn from its set (before the factors)
+    child = ls.mutate((0, f), Script([0.1, 0.9, 0.9, 0.9, 0.9], [2]), seen, **dict(op, start_tokens=(0, 4, 8)))
+    assert child[0] == 8 and child[1].tolist() == f.tolist()
+
+
+def test_crossover_takes_genes_of_the_worse_parent_until_new_and_monotone():
+    """The reference's dim_mono crossover: from the better parent a, genes in turn (n-hat first), each hit with
+    probability p, take b's value with probability 1/2; the first monotone, unseen candidate is the child."""
+    a, b = (0, np.array([1.0, 2.0, 3.0, 4.0])), (4, np.array([1.0, 1.5, 5.0, 5.0]))
+    seen = seen_with(a, b)
+    # n-hat not hit; pair 0 hit but kept (= a, seen); pair 1 hit and taken: 1, 1.5, 3, 4
+    child = ls.crossover(a, b, Script([0.9, 0.1, 0.9, 0.1, 0.1]), seen, 0.3, 20)
+    assert child[0] == 0 and child[1].tolist() == [1.0, 1.5, 3.0, 4.0] and child in seen
+    # pair 2 taken: 1, 2, 5, 4 is not monotone, so on: pair 3 taken too -> 1, 2, 5, 5
+    child = ls.crossover(a, b, Script([0.9, 0.9, 0.9, 0.1, 0.1, 0.1, 0.1]), seen, 0.3, 20)
+    assert child[0] == 0 and child[1].tolist() == [1.0, 2.0, 5.0, 5.0]
+    # n-hat taken alone
+    assert ls.crossover(a, b, Script([0.1, 0.1]), seen, 0.3, 20)[0] == 4
+    assert ls.crossover(a, a, Script([]), seen, 0.3, 20) is None  # the same parent twice: none
+    assert ls.crossover(a, b, Script([0.9] * 5), seen, 0.3, 1) is None  # nothing hit in the passes allowed
+
+
+def test_operators_at_random_stay_monotone_in_bounds_and_new():
+    rng, st = np.random.default_rng(0), (0, 1, 2, 4, 8)
+    parents = [(int(rng.choice(st)), np.sort(rng.uniform(1, 5, 16))) for _ in range(40)]
+    seen = seen_with(*parents)
+    made = []
+    for i in range(300):
+        a, b = parents[i % 40], parents[(7 * i + 3) % 40]
+        m = ls.mutate(a, rng, seen, 0.3, 0.01, 5.0, st)
+        c = ls.crossover(a, b, rng, seen, 0.3, 20)
+        for child in (m, c):
+            if child is not None:
+                assert monotone_in_bounds(child[1], 4.0) and child[0] in st
+                made.append(child)
+    assert len(made) > 450
+    rows = np.array([[n, *f] for n, f in parents + made])
+    assert len(np.unique(rows.round(9), axis=0)) == len(rows)  # every candidate made is new
+    assert len(seen.rows) == len(rows)
+
+
+def test_start_token_candidates():
+    assert ls.parse_start_tokens(ls.START_TOKENS, 1024) == (0, 1, 2, 4, 8, 12, 16, 20, 24, 28, 32, 64, 128, 256)
+    assert ls.parse_start_tokens(ls.START_TOKENS, 128) == (0, 1, 2, 4, 8, 12, 16, 20, 24, 28, 32, 64)  # < T
+    for bad in ('', '4,2', '1,1', '-1', 'a', '200'):
+        with pytest.raises(ValueError, match='search_start_tokens'):
+            ls.parse_start_tokens(bad, 128)
+
+
+def test_reference_budget_settings():
+    """config/search_longrope_ref.py is the reference's dim_mono.json budget, on the demo's windows."""
+    from configurator import get_config
+    ref = get_config([os.path.join(os.path.dirname(os.path.dirname(__file__)), 'config', 'search_longrope_ref.py')],
+                     sl.DEFAULTS)
+    P, k, G = ref['search_population'], ref['search_parents'], ref['search_generations']
+    assert (P, k, G, ref['search_crossover_tries'], ref['search_grid'], ref['search_mutation']) == \
+        (64, 32, 40, 20, 0.01, 0.3)
+    assert round(ref['search_crossover'] * (P - k)) == 16 and P + G * (P - k) == 1344  # 16 + 16 a generation
+    assert ref['search_windows'] == sl.DEFAULTS['search_windows'] == 16 and ref['seed'] == sl.DEFAULTS['seed']
 
 
 def test_seed_curves_are_pi_ntk_yarn_as_factors():
@@ -86,11 +152,17 @@ def test_search_only_improves_and_scores_training_windows(searched, char_data):
     for r in log:  # each row's best is the best of everything scored up to then
         assert r['best_loss'] == min(c['loss'] for c in cands if c['generation'] <= r['generation'])
     assert all(monotone_in_bounds(c['long_factor'], S) and len(c['long_factor']) == 16 for c in cands)
+    assert [r['new'] for r in log] == [6, 4, 4, 4]  # every child is new: population 6, 2 parents
+    rows = np.array([[c['start_token_idx'], *c['long_factor']] for c in cands])
+    assert len(np.unique(rows, axis=0)) == len(rows)  # nothing scored twice
+    assert {c['start_token_idx'] for c in cands} <= set(ls.parse_start_tokens(ls.START_TOKENS, T))
+    assert len({c['start_token_idx'] for c in cands}) > 1  # n-hat is searched
     assert {c['origin'] for c in cands if c['generation'] == 0} >= {'seed linear s=4', 'seed ntk s=4', 'seed yarn s=4'}
     assert set(log[0]['references']) == {'linear s=4', 'ntk s=4', 'yarn s=4', 'yarn s=4 β_fast=8'}
     # the score is the base model's mean loss on the seeded TRAINING windows of s x L tokens, recomputed here
     model = model_from_checkpoint(load_checkpoint(searched['base']))
-    model.set_rope_scaling(ls.longrope_scaling(searched['best']['long_factor'], S, L))
+    model.set_rope_scaling(ls.longrope_scaling(searched['best']['long_factor'], S, L,
+                                               searched['best']['start_token_idx']))
     starts = doc_windows(load_meta(char_data)['docs']['train'], T + 1, 2, 1337)
     loss = estimate_loss(model, load_split(char_data, 'train'), starts, T, L, 2, 'cpu', nullcontext())
     assert loss[0] == pytest.approx(searched['best']['loss'], abs=1e-6)
@@ -112,7 +184,8 @@ def test_search_is_reproducible_and_resumes_to_the_same_result(searched, tmp_pat
 def test_the_run_loads_runs_at_sL_and_is_an_eval_arm(searched):
     ck = load_checkpoint(searched['out'])
     sc = ck['model_args']['rope_scaling']
-    assert sc == ls.longrope_scaling(searched['best']['long_factor'], S, L) and sc['short_factor'] == [1.0] * 16
+    assert sc == ls.longrope_scaling(searched['best']['long_factor'], S, L, searched['best']['start_token_idx'])
+    assert sc['short_factor'] == [1.0] * 16 and sc.get('start_token_idx', 0) == searched['best']['start_token_idx']
     assert ck['lineage'] == dict(train_len=L, seq_len=T, base_checkpoint=os.path.abspath(searched['base']),
                                  rope_type="longrope", factor=S, finetune_steps=0, pose=None)
     assert ck['iter_num'] == 0 and ck['model_args']['block_size'] == T and ck['log'][0]['val_loss_beyond_L'] is not None
@@ -121,7 +194,9 @@ def test_the_run_loads_runs_at_sL_and_is_an_eval_arm(searched):
     x = torch.randint(0, 68, (1, T))
     assert torch.equal(model(x)[0], base(x)[0]) and torch.isfinite(model(x)[0]).all()
     arms, _, _ = ev.plan_arms(dict(ev.DEFAULTS, ckpt=f"{searched['base']},{searched['out']}", eval_len=T))
-    assert [(a['name'], a['dynamic']) for a in arms] == [('base (L=32)', False), ('longrope s=4 zero-shot', True)]
+    n_hat = searched['best']['start_token_idx']
+    name = 'longrope s=4' + (f' start_token_idx={n_hat}' if n_hat else '') + ' zero-shot'
+    assert [(a['name'], a['dynamic']) for a in arms] == [('base (L=32)', False), (name, True)]
 
 
 @pytest.mark.parametrize('args, msg', [
@@ -131,6 +206,8 @@ def test_the_run_loads_runs_at_sL_and_is_an_eval_arm(searched):
     (['--search_seeds=linear,longrope'], 'needs short_factor and long_factor'),
     (['--search_population=3', '--search_seeds=linear,ntk,yarn,llama3'], 'search_seeds'),
     (['--search_mutation=0'], 'search_mutation'),
+    (['--search_start_tokens=128,256'], 'search_start_tokens'),  # T = 128: none below
+    (['--search_crossover_tries=0'], 'search_crossover_tries'),
 ])
 def test_bad_settings_fail_before_anything_is_written(tiny_run, tmp_path, args, msg):
     with pytest.raises(ValueError, match=msg):
