@@ -49,7 +49,7 @@ from data.common import atomic_write_text, check_vocab, data_dir_of, doc_windows
 from lab.crop import truncated_entropy, truncated_scores, window_attention, window_logits
 from lab.diagnostics import entropy_at
 from lab.position_maps import mapped_attention, mapped_logits
-from lab.retrieval import passkey_examples, retrieval_scores, summarize_retrieval
+from lab.retrieval import make_rooms, passkey_examples, retrieval_scores, room_scores, summarize_retrieval
 from lab.stats import compare, seeds_mean_ci, vs_best, vs_reference
 from model import model_from_checkpoint
 from rope_config import is_dynamic, rope_inv_freq, scaling_extras
@@ -79,6 +79,10 @@ DEFAULTS = dict(
     retrieval_len=24,       # tokens in the passkey string
     retrieval_cue=4,        # its first tokens, given at the repeat (the cue); the rest are scored
     retrieval_pos=8,        # where the first copy starts
+    depth_len=12,           # the depth passkey: string length, its first copy at a random depth (0 = skip)
+    needles=4,              # multi-key needles: records per window, one (and two) asked (0 = skip)
+    needle_key=4, needle_value=4,  # tokens of a needle's key and value
+    recall_len=16,          # natural-text recall: tokens of the held-out line repeated (0 = skip)
     out_dir='out/eval',
     device='auto', dtype='auto', progress=True,
     plot_only=False,        # only redraw the PNGs from out_dir's CSV/JSON
@@ -174,11 +178,12 @@ def score(model, rows, positions, plan, ctx, batch_size, attend=None):
     loss = [np.full(len(ps), np.nan) for ps in positions]
     hit = [np.zeros(len(ps), dtype=bool) for ps in positions]
     for key, items in jobs.items():
-        for i in range(0, len(items), batch_size if key[0] == 'moving' else len(items)):
-            part = items[i:i + batch_size] if key[0] == 'moving' else items
+        wide = 4 * batch_size if key[0] == 'moving' else batch_size  # one position per row: rows are cheap
+        for i in range(0, len(items), wide if key[0] == 'moving' else len(items)):
+            part = items[i:i + wide] if key[0] == 'moving' else items
             rs = sorted({r for r, _, _ in part})
-            for c in range(0, len(rs), batch_size):
-                chunk = rs[c:c + batch_size]
+            for c in range(0, len(rs), wide):
+                chunk = rs[c:c + wide]
                 mine = [it for it in part if it[0] in chunk]
                 n = max(p for _, _, p in mine) + 1
                 x = rows[chunk, :n + 1].to(device)
@@ -244,7 +249,8 @@ def measure_run(arm, r, run, cfg, device, ctx):
                                      ctx, mapped_logits(model, pm) if pm else window_logits(model, w) if crop else None)
     ret = retrieval_scores(scorer, run['buckets'], run['examples'], cfg['retrieval_len'], cfg['retrieval_cue']) \
         if run['examples'] else []
-    return dict(loss=loss, ppl=ppl, ent=ent, ret=ret, model=model, runs=len(plan[0]), moving_from=n0)
+    rooms = {n: room_scores(scorer, r['buckets'], r['examples']) for n, r in run['rooms'].items()}
+    return dict(loss=loss, ppl=ppl, ent=ent, ret=ret, rooms=rooms, model=model, runs=len(plan[0]), moving_from=n0)
 
 
 def measure_arm(arm, run, cfg, device, ctx):
@@ -296,7 +302,8 @@ def summarize_arm(arm, per_run, run, ent):
                retrieval=summarize_retrieval([p['ret'] for p in per_run]) if per_run[0]['ret'] else [],
                entropy_buckets={f"{lo}-{hi}": float(np.nanmean(ent[lo:hi]))
                                 for lo, hi in zip([0] + half + ends, half + ends)},
-               per_window=exact, per_window_design=design)
+               per_window=exact, per_window_design=design,
+               **{n: summarize_retrieval([p['rooms'][n] for p in per_run]) for n in run['rooms']})
     if len(per_run) > 1:
         out['buckets_seed_sd'] = {k: float(np.std(np.mean(v if exact[k] is None else exact[k], axis=1), ddof=1))
                                   for k, v in design.items()}
@@ -342,6 +349,7 @@ def write_outputs(cfg, run, results, pos_cols, ent_cols, timing, t0):
              entropy=dict(windows=cfg['entropy_windows'], chunk=cfg['entropy_chunk']),
              retrieval=dict(examples=cfg['retrieval_examples'], len=cfg['retrieval_len'], cue=cfg['retrieval_cue'],
                             pos=cfg['retrieval_pos'], windows=run['ret_starts'], buckets=[b[0] for b in run['buckets']]),
+             **{n: r['settings'] for n, r in run['rooms'].items()}, rooms_skipped=run['rooms_skipped'] or None,
              plot=dict(log_x=cfg['log_x'], smooth=cfg['smooth']), arm_seconds=timing)
     summary = dict(settings=s, arms=results)
     import plot
@@ -380,10 +388,12 @@ def write_outputs(cfg, run, results, pos_cols, ent_cols, timing, t0):
 
 def validate(cfg):
     """Check every setting, arm, the data and the windows before anything runs; returns the run's inputs."""
-    for key in ('num_windows', 'batch_size', 'entropy_chunk', 'retrieval_len', 'retrieval_cue', 'entropy_windows', 'grid'):
+    for key in ('num_windows', 'batch_size', 'entropy_chunk', 'retrieval_len', 'retrieval_cue', 'entropy_windows', 'grid',
+                'needle_key', 'needle_value'):
         if cfg[key] < 1:
             raise ConfigError(f"{key}={cfg[key]} must be a positive integer")
-    for key in ('retrieval_pos', 'eval_len', 'smooth', 'retrieval_examples', 'samples'):
+    for key in ('retrieval_pos', 'eval_len', 'smooth', 'retrieval_examples', 'samples', 'depth_len', 'needles',
+                'recall_len'):
         if cfg[key] < 0:
             raise ConfigError(f"{key}={cfg[key]} must be >= 0")
     if cfg['entropy_windows'] > cfg['num_windows']:
@@ -428,13 +438,18 @@ def validate(cfg):
     device = pick_device(cfg['device'])
     dtype, _ = autocast_context(device.split(':')[0], cfg['dtype'])
     seqs = torch.from_numpy(np.stack([np.asarray(val[s:s + T + 1], dtype=np.int64) for s in starts]))
+    rooms, skipped = make_rooms(val, ret_starts, T, L, meta, cfg['seed'], cue, R, depth_len=cfg['depth_len'],
+                                needles=cfg['needles'], key_len=cfg['needle_key'], value_len=cfg['needle_value'],
+                                recall_len=cfg['recall_len'], strict=False) if R else ({}, {})
+    for name, why in skipped.items():
+        print(f"eval: skipped the {name} test: {why}")
     design = design_positions(L, T, len(starts), cfg['samples'] or T, cfg['seed'])
     mask = np.zeros((len(starts), T), dtype=bool)
     for w, d in enumerate(design):
         mask[w, d] = True
     return dict(arms=arms, base=base, T=T, L=L, data_dir=data_dir, meta=meta, docs=docs, starts=starts, seqs=seqs,
                 ret_starts=ret_starts, buckets=buckets, examples=examples, device=device, dtype=dtype,
-                design=design, mask=mask, contrasts=contrasts)
+                design=design, mask=mask, contrasts=contrasts, rooms=rooms, rooms_skipped=skipped)
 
 
 def margins(cfg):

@@ -416,6 +416,24 @@ def table(title, cols, arms, cell):
         [f"| {a['name']} | " + ' | '.join(cell(a, c) for c in cols) + ' |' for a in arms]
 
 
+ROOM_TABLES = [  # (kind in settings.vs_best, arm field, the table's title from settings)
+    ('exact_match', 'retrieval', lambda s: f"Passkey ({s['retrieval']['len']} tokens at position "
+     f"{s['retrieval']['pos']}, cue {s['retrieval']['cue']}, {s['retrieval']['examples']} examples per bucket, the "
+     f"same for every arm and seed): exact match [95% interval, seeds as repeated looks] / gain over the no-copy "
+     f"control (nats), by distance; marks as above:"),
+    ('passkey_depth', 'passkey_depth', lambda s: f"Depth passkey ({s['passkey_depth']['len']} tokens, first copy "
+     f"at a random depth, so distance and position vary apart): exact match [95% interval] by distance:"),
+    ('needles', 'needles', lambda s: f"Multi-key needles ({s['needles']['needles']} key-value records in the "
+     f"window, one asked; key {s['needles']['key_len']}, value {s['needles']['value_len']} tokens): exact match of "
+     f"the value [95% interval] by distance from the asked needle to the query:"),
+    ('needles_mq', 'needles_mq', lambda s: "Multi-query needles (the same, two keys asked one after the other; "
+     "both values must be exact):"),
+    ('recall_gain', 'recall', lambda s: f"Natural-text recall (a held-out line of {s['recall']['len']} tokens "
+     f"repeated at distance d): gain over the same line with no earlier copy (nats) [95% interval] by distance:"),
+]
+KIND_NAMES = {'loss': 'loss', 'exact_match': 'passkey exact match', 'passkey_depth': 'depth-passkey exact match',
+              'needles': 'needle exact match', 'needles_mq': 'multi-query needle exact match',
+              'recall_gain': 'natural-text recall gain'}
 MARK = {'equivalent': ' ≈', 'unresolved': ' ?', 'worse': '', 'better': ' !'}  # against the column's best (*)
 
 
@@ -451,22 +469,21 @@ def summary_markdown(summary):
                    + mark(s, 'loss', c, a['name']))
     lines += table('Perplexity with the context cut to n tokens (one forward of the first n tokens):',
                    list(arms[0]['ppl_at']), arms, lambda a, c: f"{a['ppl_at'][c]:.3f}")
-    if arms[0].get('retrieval'):
-        r = s['retrieval']
-        lines += table(f"Passkey ({r['len']} tokens, cue {r['cue']}, {r['examples']} examples per bucket, the same "
-                       f"for every arm and seed): exact match [95% interval, seeds as repeated looks] / gain over the "
-                       f"no-copy control (nats), by distance; marks as above:",
-                       [x['bucket'] for x in arms[0]['retrieval']], arms,
-                       lambda a, c: next(f"{100 * x['exact_match']:.0f}% [{100 * x['exact_match_ci'][0]:.0f}-"
-                                         f"{100 * x['exact_match_ci'][1]:.0f}] / {x['gain']:+.2f}"
-                                         for x in a['retrieval'] if x['bucket'] == c) + mark(s, 'exact_match', c,
-                                                                                             a['name']))
-    if s.get('contrasts'):
-        lines += contrast_table('Named contrasts, loss difference A − B (nats) [95% paired interval] verdict of A:',
-                                s['contrasts']['loss'], lambda v: f"{v:+.3f}")
-        if s['contrasts'].get('exact_match'):
-            lines += contrast_table('Named contrasts, exact-match difference A − B (points) [95% paired interval] '
-                                    'verdict of A:', s['contrasts']['exact_match'], lambda v: f"{100 * v:+.0f}")
+    for kind, field, title in ROOM_TABLES:
+        if not arms[0].get(field):
+            continue
+        gain = kind == 'recall_gain'
+        lines += table(title(s), [x['bucket'] for x in arms[0][field]], arms,
+                       lambda a, c, field=field, kind=kind, gain=gain: next(
+                           (f"{x['gain']:+.3f} [{x['gain_ci'][0]:+.3f}, {x['gain_ci'][1]:+.3f}]" if gain else
+                            f"{100 * x['exact_match']:.0f}% [{100 * x['exact_match_ci'][0]:.0f}-"
+                            f"{100 * x['exact_match_ci'][1]:.0f}]" + (f" / {x['gain']:+.2f}" if 'gain' in x else ''))
+                           for x in a[field] if x['bucket'] == c) + mark(s, kind, c, a['name']))
+    for kind, rows in (s.get('contrasts') or {}).items():
+        unit = 'nats' if kind in ('loss', 'recall_gain') else 'points'
+        lines += contrast_table(f"Named contrasts, {KIND_NAMES[kind]}: difference A − B ({unit}) [95% paired "
+                                f"interval] verdict of A:", rows,
+                                (lambda v: f"{v:+.3f}") if unit == 'nats' else (lambda v: f"{100 * v:+.0f}"))
     for crop, rows in (s.get('vs_crop') or {}).items():
         lines += table(f"Against the crop control {crop}: loss difference (nats) and its verdict per bucket; 'better' "
                        f"past L means the arm uses context the crop cannot see:", list(rows['loss']),

@@ -1,19 +1,37 @@
 """
-The passkey test: can a model retrieve a string it saw d tokens earlier? A random string is written into a held-out
-window and again at distance d; the first tokens of the repeat are given (the cue) and the rest are scored, against a
-control with no earlier copy. eval.py measures every arm with it; per-example outcomes and intervals come from here.
+Retrieval from the context, measured in held-out text; eval.py scores every arm with these rooms, each one a
+generator of examples (the same for every arm: one per window start and distance bucket, from a seeded draw) and
+the outcome function room_scores, whose per-bucket outcomes summarize_retrieval turns into intervals and the
+per-example [seeds][examples] lists of paired tests.
+
+  passkey_examples        a random string at a fixed depth and again at distance d (the first cue tokens given),
+                          against a control with no earlier copy (retrieval_scores)
+  passkey_depth_examples  the same with the first copy at a random depth, so that depth and distance vary apart
+  needle_examples         RULER's MK-NIAH in miniature: k records key -> value in the text, a query (one key, or two
+                          one after the other) at the end, the value tokens scored
+  recall_examples         a held-out line of the text at a random depth and again at distance d, against a control
+                          with the line only at the later place (natural text, no random tokens)
+
+make_rooms builds the last three for eval.py (their settings included); room_scores scores any of them.
+Distance buckets (distance_buckets): [lo, 3L/4) and [3L/4, L - span] with the whole row, scored tokens included,
+inside the first L tokens; then [L, 2L), [2L, 4L), ... up to T - span. A row holds only the tokens up to its last
+scored target, and room_scores scores every row of a room in one call, sorted by length, so that rows of similar
+length share forwards. score(rows, positions) -> (loss, hit) is eval.score bound to an arm; the rooms never call a
+model themselves.
 """
 import numpy as np
 import torch
 
 from lab.stats import clustered_wilson, seeds_mean_ci
 
+ROOM_SEEDS = {'passkey_depth': 11, 'needles': 12, 'recall': 13}  # each room its own stream of the eval seed
+
 
 def passkey_examples(val, starts, ends, T, L, K, pos, vocab_size, eot, seed):
     """The passkey test: in each window a random string of K tokens (never eot) at pos, then the same string again at
     pos + d; and a control with the string only at pos + d (no earlier copy), so that the gain isolates retrieval.
     Distance buckets [K, L), [L, 2L), ... up to the bucket ends (eval.bucket_ends): in [K, L) both copies and the scored tokens lie inside the first L tokens.
-    Returns buckets [(label, lo, hi)] and examples [dict(bucket, distance, first, repeat, key, seq, control)]."""
+    Returns buckets [(label, lo, hi)] and examples [dict(bucket, distance, depth, first, repeat, key, seq, control)]."""
     rng = np.random.default_rng(seed)
     tokens = np.array([t for t in range(vocab_size) if t != eot])
     buckets, examples, lo = [], [], 0
@@ -26,8 +44,8 @@ def passkey_examples(val, starts, ends, T, L, K, pos, vocab_size, eot, seed):
                 control[pos + d:pos + d + K] = key
                 seq = control.copy()
                 seq[pos:pos + K] = key
-                examples.append(dict(bucket=len(buckets), distance=d, first=pos, repeat=pos + d, key=key, seq=seq,
-                                     control=control))
+                examples.append(dict(bucket=len(buckets), distance=d, depth=pos, first=pos, repeat=pos + d, key=key,
+                                     seq=seq, control=control))
             buckets.append((f"{a}-{b - 1}" if lo == 0 else f"{lo}-{hi}", a, b))
         lo = hi
     return buckets, examples
@@ -38,37 +56,366 @@ def retrieval_scores(score, buckets, examples, K, cue):
     true prefix) and gain = control loss - repeat loss over the scored tokens (same string, same place, no earlier
     copy in the control). score(rows, positions) -> (loss, hit) is eval.score bound to an arm: it scores each token
     as the model generates it (a dynamic arm at the scale it has when emitting that token). Returns per bucket
-    dict(bucket, distance_lo, distance_hi, exact [N] bools, gain [N], repeat_loss, control_loss)."""
+    dict(bucket, distance_lo, distance_hi, exact [N] bools, gain [N], repeat_loss, control_loss, depth [N],
+    distance [N]) (room_scores on the passkey's scored positions)."""
+    return room_scores(score, buckets, [dict(e, where=list(range(e['repeat'] + cue - 1, e['repeat'] + K - 1)))
+                                        for e in examples])
+
+
+# ----------------------------------------------------------------------------- the rooms' shared parts
+
+
+def distance_buckets(L, T, span, lo):
+    """The distance buckets of a room whose rows need `span` tokens from the query (the repeat) on, the last scored
+    target included, and distances >= lo: [lo, 3L/4) and [3L/4, L - span] inside L (the whole row in the first L
+    tokens; 96-127 at L = 128 is where an effective length shorter than L shows), then [L, 2L), [2L, 4L), ... the
+    last ending at T - span (a row ends by T, as the passkey's). Empty buckets are left out. Returns
+    [(label, a, b, limit)]: distances a <= d < b, every row of the bucket at most `limit` tokens long. Labels: the
+    distances that occur inside L ('12-95', '96-116'), the bucket's nominal range beyond ('128-256')."""
+    spans, e = [(0, 3 * L // 4, L), (3 * L // 4, L, L)], L
+    while e < T:
+        spans.append((e, min(2 * e, T), T))
+        e *= 2
+    out = []
+    for a, b, limit in spans:
+        a2, b2 = max(a, lo), min(b, limit - span + 1)
+        if a2 < b2:
+            out.append((f"{a2}-{b2 - 1}" if limit == L else f"{a}-{b}", a2, b2, limit))
+    return out
+
+
+def _window(val, s, n):
+    return np.array(val[s:s + n], dtype=np.int64)
+
+
+def _room_rng(seed, room):
+    return np.random.default_rng([seed, ROOM_SEEDS[room]])
+
+
+def _check_fit(buckets, what, L):
+    if not any(limit == L for *_, limit in buckets):
+        raise ValueError(f"{what} does not fit inside L={L}: no distance bucket lies inside the training length; "
+                         f"use shorter strings")
+
+
+def _two_copies(rng, window, string, d, limit, cue, bucket, extra, with_control=True):
+    """A string at a random depth p (uniform over 0..limit - K - d, the depths that fit) and again at p + d, and
+    the control with it only at p + d (left out when not with_control); rows end at the last scored target
+    (p + d + K tokens)."""
+    K = len(string)
+    p = int(rng.integers(0, limit - K - d + 1))
+    n = p + d + K
+    control = window[:n].copy()
+    control[p + d:n] = string
+    seq = control.copy()
+    seq[p:p + K] = string
+    out = dict(bucket=bucket, distance=d, depth=p, first=p, repeat=p + d, key=np.asarray(string), seq=seq,
+               control=control, where=list(range(p + d + cue - 1, n - 1)), **extra)
+    if not with_control:
+        del out['control']
+    return out
+
+
+def _contains(row, string):
+    """Whether the token string occurs anywhere in row (contiguously)."""
+    k = len(string)
+    if len(row) < k:
+        return False
+    return bool((np.lib.stride_tricks.sliding_window_view(row, k) == np.asarray(string)).all(1).any())
+
+
+# ----------------------------------------------------------------------------- 1. depth and distance apart
+
+
+def passkey_depth_examples(val, starts, T, L, K, cue, vocab_size, eot, seed, control=True):
+    """The passkey with depth and distance drawn apart: per window and distance bucket (distance_buckets, span K) a
+    distance d uniform in the bucket, then the first copy's depth p uniform over the depths that fit (0..limit - K
+    - d), a random string of K tokens (never eot) at p and at p + d, the first `cue` tokens of the repeat given and
+    the rest scored; the control (control=False: none, half the rows) has the string only at p + d. The repeat's
+    position p + d is no longer a function of d, and the depth is recorded, so that retrieval can be read over
+    (depth, distance) cells. Returns buckets [(label, lo, hi)] and examples [dict(bucket, distance, depth, first,
+    repeat, key, seq, control, where)], ordered bucket by bucket, one per start."""
+    if not 0 < cue < K:
+        raise ValueError(f"passkey depth test: cue={cue} must be in 1..K-1 (K={K})")
+    buckets = distance_buckets(L, T, K, K)
+    _check_fit(buckets, f"a passkey of {K} tokens", L)
+    rng = _room_rng(seed, 'passkey_depth')
+    tokens = np.array([t for t in range(vocab_size) if t != eot])
+    examples = []
+    for b, (_, lo, hi, limit) in enumerate(buckets):
+        for s in starts:
+            d, key = int(rng.integers(lo, hi)), rng.choice(tokens, K)
+            examples.append(_two_copies(rng, _window(val, s, limit), key, d, limit, cue, b, dict(start=s), control))
+    return [bk[:3] for bk in buckets], examples
+
+
+# ----------------------------------------------------------------------------- 2. multi-key needles
+
+
+def needle_examples(val, starts, T, L, vocab_size, eot, seed, needles=4, queries=1, key_len=4, value_len=4,
+                    sep=None):
+    """RULER's multi-key needle (MK-NIAH) in miniature, on held-out text: `needles` records, each `key_len` random
+    key tokens, the separator token `sep` (None: no separator, so that it works for any vocabulary) and `value_len`
+    random value tokens (never eot or sep; keys distinct, each occurring once in the row), written over the text at
+    random non-overlapping places; then the query at the end: the queried key (and sep), after which the value
+    tokens are scored (exact = every value token is the argmax given the true prefix). queries=2 is the
+    multi-query form: two records asked one after the other (key, sep, value, key, sep, value), both values scored.
+    Per window and distance bucket: each queried needle's distance to its own query (query start - needle start)
+    uniform in the bucket (span = queries records), the query start q uniform over what fits (so the queried
+    needle's depth q - d is uniform over the depths that fit, and the k records fit before q), the other needles
+    placed one by one uniformly over the free places before q. Returns buckets [(label, lo, hi)] and examples
+    [dict(bucket, distance, depth, query, seq, where, needles=[dict(pos, key, value, queried)])]: distance and
+    depth of the first queried needle; seq ends at the last value token."""
+    if not (1 <= queries <= needles and key_len >= 1 and value_len >= 1):
+        raise ValueError(f"needles: need 1 <= queries={queries} <= needles={needles}, key_len={key_len} >= 1 and "
+                         f"value_len={value_len} >= 1")
+    rec = key_len + (sep is not None) + value_len  # a record, needle or query
+    buckets = distance_buckets(L, T, queries * rec, queries * rec)
+    _check_fit(buckets, f"a query of {queries} record(s) of {rec} tokens", L)
+    if needles * rec > L - queries * rec:
+        raise ValueError(f"needles: {needles} records of {rec} tokens and a query of {queries * rec} do not fit "
+                         f"inside L={L}; use fewer or shorter records")
+    rng = _room_rng(seed, 'needles')
+    tokens = np.array([t for t in range(vocab_size) if t != eot and t != sep])
+    examples = []
+    for b, (_, lo, hi, limit) in enumerate(buckets):
+        for s in starts:
+            window = _window(val, s, limit)
+            for _ in range(10000):
+                ex = _draw_needles(rng, window, tokens, lo, hi, limit, needles, queries, key_len, value_len, sep, rec)
+                if ex is not None:
+                    break
+            else:
+                raise RuntimeError(f"needles: could not place {needles} records in bucket {lo}-{hi - 1}")
+            examples.append(dict(ex, bucket=b, start=s))
+    return [bk[:3] for bk in buckets], examples
+
+
+def _draw_needles(rng, window, tokens, lo, hi, limit, k, m, kl, vl, sep, rec):
+    """One try at a needle example; None when the draw does not fit (drawn again)."""
+    d = rng.integers(lo, hi, size=m)
+    q_lo, q_hi = max(k * rec, max(int(d[j]) - j * rec for j in range(m))), limit - m * rec
+    if q_lo > q_hi:
+        return None
+    q = int(rng.integers(q_lo, q_hi + 1))
+    pos = [q + j * rec - int(d[j]) for j in range(m)]  # the queried needles; each ends by q (d_j >= (j + 1) rec)
+    free = np.ones(q - rec + 1, dtype=bool)  # where a record may start: inside [0, q), overlapping none placed
+    for p in pos:
+        if not free[p]:
+            return None
+        free[max(0, p - rec + 1):p + rec] = False
+    for _ in range(k - m):
+        room = np.flatnonzero(free)
+        if not len(room):
+            return None
+        p = int(room[rng.integers(len(room))])
+        pos.append(p)
+        free[max(0, p - rec + 1):p + rec] = False
+    keys = rng.choice(tokens, (k, kl))
+    values = rng.choice(tokens, (k, vl))
+    if len({tuple(x) for x in keys.tolist()}) < k:
+        return None
+    mid = [] if sep is None else [sep]
+    seq = window[:q + m * rec].copy()
+    for p, key, value in zip(pos, keys, values):
+        seq[p:p + rec] = np.concatenate([key, mid, value])
+    where = []
+    for j in range(m):
+        qj = q + j * rec
+        seq[qj:qj + rec] = np.concatenate([keys[j], mid, values[j]])
+        where += list(range(qj + rec - vl - 1, qj + rec - 1))
+    if any(int((np.lib.stride_tricks.sliding_window_view(seq[:q], kl) == key).all(1).sum()) != 1 for key in keys):
+        return None  # a key also in the text (or made across a record's edge): the answer would not be unique
+    return dict(distance=int(d[0]), depth=pos[0], query=q, seq=seq, where=where,
+                needles=[dict(pos=p, key=key, value=value, queried=i < m)
+                         for i, (p, key, value) in enumerate(zip(pos, keys, values))])
+
+
+# ----------------------------------------------------------------------------- 3. natural-text recall
+
+
+def newline_tokens(meta):
+    """The ids of the tokens that hold a line break: '\\n' of a char vocabulary; for GPT-2 BPE every token whose
+    bytes hold one ('\\n', '\\n\\n', ...; tiktoken when installed, else 198 and 628)."""
+    if meta['tokenizer'] == 'char':
+        return [i for i, c in enumerate(meta['itos']) if c == '\n']
+    try:
+        import tiktoken
+        enc = tiktoken.get_encoding('gpt2')
+        return [i for i in range(enc.n_vocab) if b'\n' in enc.decode_single_token_bytes(i)]
+    except Exception:  # tiktoken missing or offline: the two plain line-break tokens
+        return [198, 628]
+
+
+def separator_token(meta, text=':'):
+    """The id of a one-token separator for the needles ('key:value'), or None when the vocabulary has no such
+    single token (the needles then go without one)."""
+    if meta['tokenizer'] == 'char':
+        return meta['itos'].index(text) if text in meta['itos'] else None
+    try:
+        import tiktoken
+        ids = tiktoken.get_encoding('gpt2').encode_ordinary(text)
+        return ids[0] if len(ids) == 1 else None
+    except Exception:
+        return None
+
+
+def text_lines(val, newlines, eot, K):
+    """Start offsets in val of every line (between line breaks or document ends) of at least K tokens."""
+    arr = np.asarray(val)
+    breaks = np.flatnonzero(np.isin(arr, list(newlines) + [eot]))
+    begin, end = np.concatenate([[0], breaks + 1]), np.concatenate([breaks, [len(arr)]])
+    return begin[end - begin >= K]
+
+
+def recall_examples(val, starts, T, L, K, cue, newlines, eot, seed):
+    """Natural-text recall: per window and distance bucket (distance_buckets, span K) a line of the held-out text
+    (the first K tokens of a line of at least K tokens between line breaks, drawn from the whole split and never
+    one whose tokens already occur in the window's row) at a random depth p (uniform over the depths that fit), and
+    again at p + d; the first `cue` tokens of the repeat given, the rest scored; the control has the line only at
+    p + d, so the gain (control loss - repeat loss) is what the earlier copy is worth. Returns buckets
+    [(label, lo, hi)] and examples [dict(bucket, distance, depth, first, repeat, key, seq, control, where, line)]
+    with line = the line's offset in val."""
+    if not 0 < cue < K:
+        raise ValueError(f"recall test: cue={cue} must be in 1..K-1 (K={K})")
+    lines = text_lines(val, newlines, eot, K)
+    if not len(lines):
+        raise ValueError(f"recall test: the held-out text has no line of {K} tokens or more; use a shorter length")
+    buckets = distance_buckets(L, T, K, K)
+    _check_fit(buckets, f"a line of {K} tokens", L)
+    rng = _room_rng(seed, 'recall')
+    examples = []
+    for b, (_, lo, hi, limit) in enumerate(buckets):
+        for s in starts:
+            window, d = _window(val, s, limit), int(rng.integers(lo, hi))
+            for _ in range(1000):
+                at = int(lines[rng.integers(len(lines))])
+                line = _window(val, at, K)
+                if not _contains(window, line):
+                    break
+            else:
+                raise RuntimeError(f"recall test: every line drawn occurs in the window at {s}")
+            examples.append(_two_copies(rng, window, line, d, limit, cue, b, dict(start=s, line=at)))
+    return [bk[:3] for bk in buckets], examples
+
+
+# ----------------------------------------------------------------------------- eval.py's rooms together
+
+
+def make_rooms(val, starts, T, L, meta, seed, cue, examples, depth_len=12, needles=4, key_len=4, value_len=4,
+               multi_query=True, recall_len=20, depth_control=False, strict=True):
+    """The rooms past the passkey, built once for every arm from the windows `starts` (one example per window and
+    bucket); a room whose size (depth_len, needles, recall_len) is 0 is left out. The depth passkey goes without
+    its control unless depth_control (exact match and loss; half the rows). The needles use ':' as their
+    separator when the vocabulary has it as one token (separator_token). Returns (rooms, skipped): rooms =
+    {name: dict(buckets, examples, settings)} with name in passkey_depth, needles, needles_mq (two keys asked one
+    after the other), recall, and settings the room's entry for summary.json's settings; skipped = {name: reason}
+    for the rooms that do not fit (a short L, a cue not below the length): strict=True raises ValueError instead."""
+    V, eot, rooms, skipped = meta['vocab_size'], meta['eot_token'], {}, {}
+
+    def room(name, build, **knobs):
+        try:
+            made = build()
+        except ValueError as e:
+            if strict:
+                raise
+            skipped[name] = str(e)
+            return
+        rooms[name] = dict(buckets=made[0], examples=made[1],
+                           settings=dict(examples=examples, buckets=[b[0] for b in made[0]], **knobs))
+    if depth_len:
+        room('passkey_depth', lambda: passkey_depth_examples(val, starts, T, L, depth_len, cue, V, eot, seed,
+                                                             control=depth_control),
+             len=depth_len, cue=cue, control=depth_control)
+    if needles:
+        sep = separator_token(meta)
+        for name, q in (('needles', 1), ('needles_mq', 2)) if multi_query and needles >= 2 else (('needles', 1),):
+            room(name, lambda q=q: needle_examples(val, starts, T, L, V, eot, seed, needles=needles, queries=q,
+                                                   key_len=key_len, value_len=value_len, sep=sep),
+                 needles=needles, queries=q, key_len=key_len, value_len=value_len, sep=sep)
+    if recall_len:
+        room('recall', lambda: recall_examples(val, starts, T, L, recall_len, cue, newline_tokens(meta), eot, seed),
+             len=recall_len, cue=cue)
+    return rooms, skipped
+
+
+# ----------------------------------------------------------------------------- outcomes
+
+
+def score_rows(score, rows, positions):
+    """score(rows, positions) over rows of any lengths, sorted by the length they need (the last scored target + 1)
+    so that rows of similar length share forwards, padded to a common width (the padding lies after every scored
+    target, so causal attention never sees it). Returns (loss, hit) in the order given."""
+    need = [max(ps) + 2 for ps in positions]
+    order = sorted(range(len(rows)), key=lambda i: need[i])
+    width = max(need)
+    batch = torch.zeros(len(rows), width, dtype=torch.long)
+    for j, i in enumerate(order):
+        row = torch.as_tensor(np.asarray(rows[i][:need[i]], dtype=np.int64))
+        batch[j, :len(row)] = row
+    loss, hit = score(batch, [list(positions[i]) for i in order])
+    out_l, out_h = [None] * len(rows), [None] * len(rows)
+    for j, i in enumerate(order):
+        out_l[i], out_h[i] = loss[j], hit[j]
+    return out_l, out_h
+
+
+def room_scores(score, buckets, examples):
+    """Every example of a room scored in one score_rows call: for each, the tokens after positions e['where'] (the
+    scored targets are e['seq'][p + 1]). Per bucket: exact (greedy reproduces every scored token given the true
+    prefix), the mean loss over the scored tokens, and where an example has a control row (same tokens, same
+    place, no earlier copy), gain = control loss - repeat loss. Returns per bucket dict(bucket, distance_lo,
+    distance_hi, exact [N], gain [N] | loss [N], repeat_loss, control_loss | loss_mean, depth [N], distance [N])."""
+    if not examples:
+        return []
+    control = 'control' in examples[0]
+    rows = [e['seq'] for e in examples] + ([e['control'] for e in examples] if control else [])
+    where = [e['where'] for e in examples] * (2 if control else 1)
+    loss, hit = score_rows(score, rows, where)
+    n = len(examples)
     out = []
     for b, (label, lo, hi) in enumerate(buckets):
-        group = [e for e in examples if e['bucket'] == b]
-        rows = torch.from_numpy(np.stack([e['seq'] for e in group] + [e['control'] for e in group]))
-        where = [list(range(e['repeat'] + cue - 1, e['repeat'] + K - 1)) for e in group] * 2
-        loss, hit = score(rows, where)
-        rep, ctl = [float(x.mean()) for x in loss[:len(group)]], [float(x.mean()) for x in loss[len(group):]]
-        out.append(dict(bucket=label, distance_lo=lo, distance_hi=hi - 1, exact=[bool(h.all()) for h in hit[:len(group)]],
-                        gain=[c - r for c, r in zip(ctl, rep)], repeat_loss=float(np.mean(rep)),
-                        control_loss=float(np.mean(ctl))))
+        idx = [i for i, e in enumerate(examples) if e['bucket'] == b]
+        rep = [float(loss[i].mean()) for i in idx]
+        r = dict(bucket=label, distance_lo=lo, distance_hi=hi - 1, exact=[bool(hit[i].all()) for i in idx])
+        if control:
+            ctl = [float(loss[n + i].mean()) for i in idx]
+            r.update(gain=[c - x for c, x in zip(ctl, rep)], repeat_loss=float(np.mean(rep)),
+                     control_loss=float(np.mean(ctl)))
+        else:
+            r.update(loss=rep, loss_mean=float(np.mean(rep)))
+        r.update(depth=[int(examples[i]['depth']) for i in idx], distance=[int(examples[i]['distance']) for i in idx])
+        out.append(r)
     return out
 
 
 def summarize_retrieval(per_seed):
-    """One arm's passkey buckets from its seeds' retrieval_scores: exact match and gain with 95% intervals in which
-    the seeds count as repeated looks at the same examples (a 3-seed arm is N examples seen three times, not 3N:
-    lab.stats.clustered_wilson / seeds_mean_ci), plus the per-example outcomes [seeds][examples] for paired tests."""
+    """One arm's buckets of a room from its seeds' room_scores (or retrieval_scores): exact match and, with a
+    control, the gain, with 95% intervals in which the seeds count as repeated looks at the same examples (a 3-seed
+    arm is N examples seen three times, not 3N: lab.stats.clustered_wilson / seeds_mean_ci); without one, the mean
+    loss of the scored tokens. per_example holds the outcomes [seeds][examples] for paired tests (exact, and gain or
+    loss) and each example's depth and distance [examples] (the same examples for every seed and arm)."""
     out = []
     for rows in zip(*per_seed):
         exact = np.array([r['exact'] for r in rows], dtype=np.float64)
-        gain = np.array([r['gain'] for r in rows])
-        g, g_ci = seeds_mean_ci(gain)
-        out.append(dict(bucket=rows[0]['bucket'], distance_lo=rows[0]['distance_lo'],
-                        distance_hi=rows[0]['distance_hi'], n=exact.shape[1], seeds=len(rows),
-                        exact_match=float(exact.mean()), exact_match_ci=clustered_wilson(exact),
-                        repeat_loss=float(np.mean([r['repeat_loss'] for r in rows])),
-                        control_loss=float(np.mean([r['control_loss'] for r in rows])), gain=g, gain_ci=g_ci,
-                        per_example=dict(exact=exact.astype(int).tolist(),
-                                         gain=[[round(float(x), 6) for x in r] for r in gain])))
+        e = dict(bucket=rows[0]['bucket'], distance_lo=rows[0]['distance_lo'], distance_hi=rows[0]['distance_hi'],
+                 n=exact.shape[1], seeds=len(rows), exact_match=float(exact.mean()),
+                 exact_match_ci=clustered_wilson(exact))
+        per = dict(exact=exact.astype(int).tolist())
+        what = 'gain' if 'gain' in rows[0] else 'loss'
+        vals = np.array([r[what] for r in rows])
+        m, m_ci = seeds_mean_ci(vals)
+        if what == 'gain':
+            e.update(repeat_loss=float(np.mean([r['repeat_loss'] for r in rows])),
+                     control_loss=float(np.mean([r['control_loss'] for r in rows])), gain=m, gain_ci=m_ci)
+        else:
+            e.update(loss=m, loss_ci=m_ci)
+        per[what] = [[round(float(x), 6) for x in r] for r in vals]
+        if 'depth' in rows[0]:
+            per.update(depth=list(rows[0]['depth']), distance=list(rows[0]['distance']))
+        e['per_example'] = per
+        out.append(e)
         if len(rows) > 1:
-            out[-1]['exact_match_seed_sd'] = float(np.std(exact.mean(1), ddof=1))
-            out[-1]['gain_seed_sd'] = float(np.std(gain.mean(1), ddof=1))
+            e['exact_match_seed_sd'] = float(np.std(exact.mean(1), ddof=1))
+            e[f'{what}_seed_sd'] = float(np.std(vals.mean(1), ddof=1))
     return out

@@ -307,13 +307,22 @@ def compare_family(pairs, margin, binary=False, higher_is_better=False):
 # ----------------------------------------------------------------------------- eval.py's arms compared
 
 
+# kind of a compared column -> (the arm's field, the per-example outcome): the passkey and the rooms of lab/retrieval
+ROOMS = {'exact_match': ('retrieval', 'exact'), 'passkey_depth': ('passkey_depth', 'exact'),
+         'needles': ('needles', 'exact'), 'needles_mq': ('needles_mq', 'exact'), 'recall_gain': ('recall', 'gain')}
+
+
+def room_bucket(arm, kind, column):
+    return next(r for r in arm[ROOMS[kind][0]] if r['bucket'] == column)
+
+
 def unit_values(arm, column, kind):
     """[seed][unit] values of one arm for a paired test: a loss bucket's per-window means (exact when the arm has
-    them, else the design's), or a passkey bucket's per-example exact match (0/1)."""
+    them, else the design's), or a passkey / needle / recall bucket's per-example outcomes."""
     if kind == 'loss':
         return np.array(arm['per_window'][column] if arm['per_window'][column] is not None
                         else arm['per_window_design'][column])
-    return np.array(next(r for r in arm['retrieval'] if r['bucket'] == column)['per_example']['exact'], dtype=float)
+    return np.array(room_bucket(arm, kind, column)['per_example'][ROOMS[kind][1]], dtype=float)
 
 
 def paired(a, b, column, kind):
@@ -325,15 +334,26 @@ def paired(a, b, column, kind):
 
 
 def columns(results):
-    """The compared columns: (kind, column) for every loss bucket and passkey distance bucket."""
-    return [('loss', c) for c in results[0]['buckets']] + [('exact_match', r['bucket']) for r in results[0]['retrieval']]
+    """The compared columns: (kind, column) for every loss bucket and every distance bucket of the passkey and of
+    each retrieval room the arms were measured on."""
+    return [('loss', c) for c in results[0]['buckets']] + \
+        [(kind, r['bucket']) for kind, (field, _) in ROOMS.items() for r in results[0].get(field) or []]
+
+
+def mean_of(arm, kind, column):
+    """The value a column ranks arms by, lower = better: the loss, else minus exact match (or minus the gain)."""
+    if kind == 'loss':
+        return arm['buckets'][column]
+    return -room_bucket(arm, kind, column)['exact_match' if ROOMS[kind][1] == 'exact' else 'gain']
 
 
 def family(by, pairs, kind, column, margins):
     """One table column's paired comparisons of arm pairs [(a, b), ...], Holm-corrected together
     (lab.stats.compare_family): rows with a, b, diff = a - b, ci, p, p_holm and the verdict of a against b."""
     fam = [(f"{x} vs {y}", *paired(by[x], by[y], column, kind)) for x, y in pairs]
-    rows = compare_family(fam, margins[kind], binary=kind == 'exact_match', higher_is_better=kind == 'exact_match')
+    exact = kind != 'loss' and ROOMS[kind][1] == 'exact'
+    rows = compare_family(fam, margins['exact_match' if exact else 'loss'], binary=exact,
+                          higher_is_better=kind != 'loss')
     return [dict(r, a=x, b=y) for r, (x, y) in zip(rows, pairs)]
 
 
@@ -350,9 +370,7 @@ def vs_best(results, margins):
     column: {kind: {column: dict(best=name, arms={name: row})}}."""
     by, out = {a['name']: a for a in results}, {}
     for kind, c in columns(results):
-        val = (lambda a: a['buckets'][c]) if kind == 'loss' else \
-            (lambda a: -next(r for r in a['retrieval'] if r['bucket'] == c)['exact_match'])
-        best = min(results, key=val)['name']
+        best = min(results, key=lambda a: mean_of(a, kind, c))['name']
         rows = family(by, [(a['name'], best) for a in results if a['name'] != best], kind, c, margins)
         out.setdefault(kind, {})[c] = dict(best=best, arms={r['a']: r for r in rows})
     return out
