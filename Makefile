@@ -2,7 +2,7 @@
 # Every step is a plain command you can copy and change. PY=python3 make demo to pick another interpreter.
 PY ?= $(shell command -v python >/dev/null && echo python || echo python3)
 
-.PHONY: demo install data train train-copy finetune pose longrope longrope-ref longrope4 eval ape test
+.PHONY: demo install data train train-copy finetune pose longrope longrope-ref longrope4 eval ape pi-steps test
 
 demo: install data train-copy finetune pose longrope eval
 
@@ -38,6 +38,10 @@ longrope4:            # optional: search at s=4, fine-tune the searched arm like
 
 eval:                 # every arm under one protocol to 1024 = 8 x L: loss, ppl, passkey, entropy, plots (4 min 13 s)
 	$(PY) eval.py config/eval_char_cpu.py
+
+pi-steps:             # optional: does PI catch up with more steps? PI s=4 fine-tuned 400 steps (3 seeds) beside the demo's 100-step arms (~12 min)
+	$(PY) finetune_long.py config/finetune_long_char_cpu.py --rope_type=linear --plain=False --max_iters=400 --out_dir=out/char-ft-pi400 --overwrite=True
+	$(PY) eval.py --ckpt=out/char-base-copy,out/char-ft,out/char-ft-pi400 --eval_len=1024 --num_windows=32 --out_dir=out/char-eval-pi400 --contrasts="linear s=4 ft400 | linear s=4 ft100; linear s=4 ft400 | yarn s=4 β_fast=8 ft100; linear s=4 ft400 | default ft100"
 
 out/char-base/ckpt.pt:  # the pure-text RoPE base that `make ape` compares against, trained once if it is missing (~7 min)
 	$(PY) train.py config/train_shakespeare_char_cpu.py --overwrite=True
