@@ -1,8 +1,8 @@
-# The CPU pipeline, one visible step per target; `make demo` runs them all (28 min 2 s on 2 idle cores, measured as one command from a clean clone).
+# The CPU pipeline, one visible step per target; `make demo` runs them all (46 min 0 s on 2 idle cores, measured as one command from a clean clone).
 # Every step is a plain command you can copy and change. PY=python3 make demo to pick another interpreter.
 PY ?= $(shell command -v python >/dev/null && echo python || echo python3)
 
-.PHONY: demo install data train train-copy finetune pose longrope longrope-ref longrope4 eval ape pi-steps test
+.PHONY: demo install data train train-copy finetune pose longrope longrope-ref longrope4 eval eval-2048 ape pi-steps test
 
 demo: install data train-copy finetune pose longrope eval
 
@@ -15,7 +15,7 @@ data:                 # character-level Shakespeare, 4 plays held out (~5 s)
 train:                # optional: the pure-text 0.8M-param RoPE GPT at L=128, 1500 steps (~7 min): the reference for text loss
 	$(PY) train.py config/train_shakespeare_char_cpu.py --overwrite=True
 
-train-copy:           # the demo's base: the same GPT, 3000 steps with synthetic copies mixed in, so it retrieves (14.5 min on 2 cores)
+train-copy:           # the demo's base: the same GPT, 3000 steps with synthetic copies mixed in, so it retrieves (15 min 20 s on 2 cores)
 	$(PY) train.py config/train_shakespeare_char_copy_cpu.py --overwrite=True
 
 finetune:             # PI, YaRN + the plain control, 128 -> 512, 100 steps on natural text, 3 seeds each; and 20 steps, 1 seed (~7 min: 40-47 s a 100-step run)
@@ -25,7 +25,7 @@ finetune:             # PI, YaRN + the plain control, 128 -> 512, 100 steps on n
 pose:                 # PoSE at L=128 (plain, YaRN s=4 beta_fast=8), same steps and seeds, ids skipping across 512 (~75 s: 11-13 s a run)
 	$(PY) finetune_long.py config/finetune_pose_char_cpu.py --overwrite=True
 
-longrope:             # LongRoPE's evolutionary search of per-pair factors and n-hat at s=8, 56 candidates on 16 training windows (2 min 14 s on 1 busy core; ~1 min est. on 2 idle)
+longrope:             # LongRoPE's evolutionary search of per-pair factors and n-hat at s=8, 56 candidates on 16 training windows (43 s on 2 idle cores)
 	$(PY) search_longrope.py --init_from=out/char-base-copy --factor=8 --out_dir=out/char-longrope-s8 --overwrite=True
 
 longrope-ref:         # optional: the same search at the reference's budget (population 64, 40 generations: 1344 candidates, ~27 CPU-min; --init_from=resume extends a cut run)
@@ -36,8 +36,11 @@ longrope4:            # optional: search at s=4, fine-tune the searched arm like
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --init_from=out/char-longrope-s4 --rope_type=keep --plain=False --out_dir=out/char-ft-longrope --overwrite=True
 	$(PY) eval.py --ckpt=out/char-base-copy,out/char-ft,out/char-ft-longrope --eval_len=1024 --num_windows=32 --out_dir=out/char-eval-longrope
 
-eval:                 # every arm under one protocol to 1024 = 8 x L: loss, ppl, passkey, entropy, plots (4 min 13 s)
+eval:                 # every arm under one protocol to 1024 = 8 x L: loss, ppl, five retrieval tasks, crop verdicts, named contrasts, entropy, plots (20 min 6 s)
 	$(PY) eval.py config/eval_char_cpu.py
+
+eval-2048:            # optional: the zero-shot maps, Dynamic YaRN and static YaRN at T = 2048 = 16 x L, where Leaky ReRoPE k=16 passes L (64 + 1983/16 = 188) and Self-Extend w=64 G=32 does not (126)
+	$(PY) eval.py --base=out/char-base-copy --rope_types=default,crop:form=sliding,yarn:beta_fast=8,dynamic_yarn,rerope:window=64,leaky_rerope:window=64:k=16,self_extend:window=64:group=32 --eval_len=2048 --num_windows=32 --out_dir=out/char-eval-2048 --contrasts="rerope w=64 zero-shot | dynamic_yarn zero-shot; self_extend w=64 G=32 zero-shot | rerope w=64 zero-shot; leaky_rerope w=64 k=16 zero-shot | rerope w=64 zero-shot; dynamic_yarn zero-shot | yarn s=16 β_fast=8 zero-shot"
 
 pi-steps:             # optional: does PI catch up with more steps? PI s=4 fine-tuned 400 steps (3 seeds) beside the demo's 100-step arms (~12 min)
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --rope_type=linear --plain=False --max_iters=400 --out_dir=out/char-ft-pi400 --overwrite=True

@@ -3,7 +3,7 @@ Which models eval.py compares, and under which names: the arms.
 
 An arm is a run folder (a base model, or a fine-tune from finetune_long.py), a zero-shot scaling or position map
 (ReRoPE, Self-Extend) switched on in the base model (--rope_types), a fine-tune with a position map switched on
-(--position_map), or the seeds of one fine-tuned configuration taken together. Each arm carries its
+(--position_map) or with another scaling in place of its own (--retune), or the seeds of one fine-tuned configuration taken together. Each arm carries its
 checkpoint(s), its training length L (from the checkpoint's lineage, never re-typed), the length it was
 fine-tuned at and its rope config. Everything here is validation: nothing is measured.
 """
@@ -128,6 +128,28 @@ def mapped_arms(cfg, arms):
     arms += [dict(a, name=f"{a['name']} + {position_map_name(pm)}", position_map=pm) for a in tuned]
 
 
+def retuned_arms(cfg, arms, T):
+    """--retune='arm | spec; ...': a fine-tuned arm once more with another scaling switched on in place of its own,
+    named 'arm @ scaling' (the YaRN paper's Dynamic scaling on a YaRN fine-tune; an s=4 fine-tune run at s=8). The
+    spec fills what it does not set from the arm: its factor, and its original length (a scaled arm's own
+    original_max_position_embeddings; an unscaled fine-tune's training length, so 'default ft100 | yarn:factor=2'
+    squeezes only the pairs that the 512-token fine-tune never saw turn)."""
+    tuned = {a['name']: a for a in arms if a['kind'] == 'fine-tuned' and not a.get('position_map')}
+    for item in [x.strip() for x in (cfg.get('retune') or '').split(';') if x.strip()]:
+        parts = [p.strip() for p in item.split('|')]
+        if len(parts) != 2 or parts[0] not in tuned:
+            raise ConfigError(f"retune {item!r} must be a fine-tuned arm's name, '|' and an arm spec, e.g. "
+                              f"'yarn s=4 β_fast=8 ft100 | dynamic_yarn:factor=4'; the fine-tuned arms are: "
+                              f"{', '.join(tuned) or 'none'}")
+        a, own = tuned[parts[0]], tuned[parts[0]]['scaling'] or {}
+        L = own.get('original_max_position_embeddings') or a['seq_len']
+        try:
+            sc = parse_arm(parts[1], own.get('factor') or T / L, L)
+        except ValueError as e:
+            raise ConfigError(f"retune {item!r}: {e}") from None
+        arms.append(dict(a, name=f"{parts[0]} @ {scaling_name(sc)}", scaling=sc, retuned=True))
+
+
 def group_seeds(arms):
     """Fine-tuned arms that differ only in their seed become one arm with a list of runs."""
     out = []
@@ -177,6 +199,7 @@ def plan_arms(cfg):
         raise ConfigError(f"--factor={cfg['factor']} sets the scale of the zero-shot rope arms (--rope_types) and there "
                           f"is none; drop --factor or list rope types in --rope_types")
     mapped_arms(cfg, arms)
+    retuned_arms(cfg, arms, T)
     names = [a['name'] for a in arms]
     dup = next((n for n in names if names.count(n) > 1), None)
     if dup:

@@ -36,6 +36,7 @@ import io
 import json
 import math
 import os
+import re
 import time
 import warnings
 
@@ -60,6 +61,7 @@ DEFAULTS = dict(
     rope_types='',          # zero-shot arms: default,linear,ntk,dynamic,yarn,yarn:beta_fast=8,ntk:factor=8,...
                             # or maps: rerope:window=64,leaky_rerope:window=64:k=16,self_extend:window=32:group=4
     position_map='',        # a map also switched on in every fine-tuned arm (as another arm), e.g. rerope:window=256
+    retune='',              # fine-tuned arms again with another scaling: 'yarn s=4 β_fast=8 ft100 | dynamic_yarn:factor=4; ...'
     factor=0.0,             # zero-shot scale s; 0 = T/L (dynamic types: 1, the scale then follows l/L)
     eval_len=0,             # T; 0 = max(4 x the longest fine-tune length, 8 x L)
     num_windows=32,         # held-out windows of T tokens, the same for every arm
@@ -220,7 +222,7 @@ def measure_run(arm, r, run, cfg, device, ctx):
     attention entropy, passkey outcomes, and the number of forwards its scoring plan took."""
     L, T, B = run['L'], run['T'], cfg['batch_size']
     model = model_from_checkpoint(r['ckpt'])
-    if arm['kind'] == 'zero-shot':
+    if arm['kind'] == 'zero-shot' or arm.get('retuned'):
         model.set_rope_scaling(arm['scaling'])
     pm, crop = arm.get('position_map'), arm.get('crop') or {}
     w, truncated = crop.get('window'), crop.get('form') == 'truncated'
@@ -321,6 +323,24 @@ def csv_text(header, rows):
     return buf.getvalue()
 
 
+def rounded(obj, digits=7):
+    """obj with every float rounded to `digits` significant digits (JSON size, not precision: losses are ~1e-6)."""
+    if isinstance(obj, float):
+        return float(f"{obj:.{digits}g}")
+    if isinstance(obj, dict):
+        return {k: rounded(v, digits) for k, v in obj.items()}
+    return [rounded(v, digits) for v in obj] if isinstance(obj, (list, tuple)) else obj
+
+
+def json_text(obj):
+    """Indented JSON, floats to 7 significant digits, innermost lists (per-window and per-example values) on one
+    line each."""
+    text = json.dumps(rounded(obj), indent=1, ensure_ascii=False)
+    flat = lambda m: '[' + ', '.join(x.strip() for x in m.group(1).split(',')) + ']'  # noqa: E731
+    return re.sub(r'\[\s*\n\s*((?:-?[0-9][0-9.e+-]*|true|false|null)(?:,\s*(?:-?[0-9][0-9.e+-]*|true|false|null))*)\s*\]',
+                  flat, text) + '\n'
+
+
 def per_position_csv(names, cols):
     """position,<arm>,...; an empty cell where a dynamic arm was not scored (off its grid)."""
     return csv_text(['position'] + names, [[p] + ['' if math.isnan(c[p]) else f"{c[p]:.6f}" for c in cols]
@@ -361,12 +381,13 @@ def write_outputs(cfg, run, results, pos_cols, ent_cols, timing, t0):
                 for a in results for r in a['retrieval']]
     ft_rows = [[a['name'], run.get('seed'), r['iter'], r.get('val_loss'), r.get('val_loss_beyond_L'), a['L'],
                 a['seq_len']] for a in arms if a['kind'] == 'fine-tuned' and not a.get('position_map')
+                and not a.get('retuned')
                for run in a['runs'] for r in run['log']]  # every seed's curve, read and checked by plan_arms
     files = {'position_loss.csv': per_position_csv(names, pos_cols), 'attention_entropy.csv': per_position_csv(names, ent_cols),
              'retrieval.csv': csv_text(['arm', 'bucket', 'distance_lo', 'distance_hi', 'n', 'exact_match', 'exact_match_lo',
                                         'exact_match_hi', 'repeat_loss', 'control_loss', 'gain', 'gain_lo',
                                         'gain_hi'], ret_rows),
-             'summary.json': json.dumps(summary, indent=1, ensure_ascii=False) + '\n', 'summary.md': md}
+             'summary.json': json_text(summary), 'summary.md': md}
     if ft_rows:
         files['finetune_curves.csv'] = csv_text(['arm', 'seed', 'iter', 'val_loss', 'val_loss_beyond_L', 'train_len',
                                                  'seq_len'],

@@ -48,6 +48,7 @@ DEFAULTS = dict(
     copy_share=0.0,               # synthetic retrieval: share of windows where a random string is written twice
     copy_span_lo=8, copy_span_hi=32,  # its length range (tokens); the distance is uniform, both copies in the window
     copy_fixed_iters=0,           # warm-up: the first steps' windows are one random string written twice (offset ~T/2)
+    copy_max_distance=0,          # cap on the distance between the two copies (0: anywhere in the window)
     # model
     n_layer=4, n_head=4, n_embd=128, dropout=0.0, bias=False,
     pos_emb='rope',               # rope | sinusoidal | learned | alibi | none

@@ -32,11 +32,13 @@ class SmearedKeyAttention(CausalSelfAttention):
 ATTENTION['smear_keys'] = SmearedKeyAttention
 
 
-def insert_repeats(w, gen, share, span_lo, span_hi, vocab_size, exclude=None):
+def insert_repeats(w, gen, share, span_lo, span_hi, vocab_size, exclude=None, max_distance=0):
     """Synthetic retrieval mixed into natural-text windows w (N, n) int64 (n = T+1: inputs w[:, :-1], targets
     w[:, 1:]). Each window, with probability `share`, gets a random string of k tokens (k uniform in
     [span_lo, span_hi], ids uniform in [0, vocab_size) except `exclude`, e.g. eot) written over a span and again
-    at distance d (uniform in [k, n-k]) later in the same window, both copies inside it; the rest stays text.
+    at distance d (uniform in [k, n-k], or [k, min(n-k, max_distance)] when max_distance > 0: a fine-tune that keeps
+    the copy skill without training the distances an eval tests) later in the same window, both copies inside it;
+    the rest stays text.
     Draws only from the torch.Generator `gen`, so runs are reproducible and every DDP rank sees the same data.
     Returns a new tensor; share 0 returns w itself and draws nothing."""
     if share <= 0:
@@ -45,12 +47,15 @@ def insert_repeats(w, gen, share, span_lo, span_hi, vocab_size, exclude=None):
     if not 1 <= span_lo <= span_hi or 2 * span_hi > n:
         raise ValueError(f"copy spans [{span_lo}, {span_hi}] do not fit twice in windows of {n} tokens; "
                          f"need 1 <= copy_span_lo <= copy_span_hi <= {n // 2}")
+    if max_distance and max_distance < span_hi:
+        raise ValueError(f"copy_max_distance={max_distance} is shorter than copy_span_hi={span_hi}: the copies would "
+                         f"overlap; use 0 (no cap) or a cap >= {span_hi}")
     tokens = torch.tensor([t for t in range(vocab_size) if t != exclude])
     w = w.clone()
     draw = lambda lo, hi: int(torch.randint(lo, hi + 1, (1,), generator=gen))  # uniform in [lo, hi]
     for i in (torch.rand(N, generator=gen) < share).nonzero().flatten().tolist():
         k = draw(span_lo, span_hi)
-        d = draw(k, n - k)
+        d = draw(k, n - k if not max_distance else min(n - k, max_distance))
         s = draw(0, n - k - d)
         key = tokens[torch.randint(len(tokens), (k,), generator=gen)]
         w[i, s:s + k] = key
@@ -67,7 +72,11 @@ def settings(cfg, meta, T):
                              f">= 0 (0: no synthetic copies)")
         return None
     mix = dict(share=cfg['copy_share'], span_lo=cfg['copy_span_lo'], span_hi=cfg['copy_span_hi'],
-               vocab_size=meta['vocab_size'], exclude=meta['eot_token'], fixed_iters=cfg['copy_fixed_iters'])
+               vocab_size=meta['vocab_size'], exclude=meta['eot_token'], fixed_iters=cfg['copy_fixed_iters'],
+               max_distance=cfg.get('copy_max_distance', 0))
+    if mix['max_distance'] and not mix['span_hi'] <= mix['max_distance']:
+        raise ValueError(f"copy_max_distance={mix['max_distance']} must be 0 (no cap) or >= copy_span_hi="
+                         f"{mix['span_hi']} (a copy cannot start before its first copy ends)")
     if mix['fixed_iters'] < 0 or not (0 <= mix['share'] <= 1 and 1 <= mix['span_lo'] <= mix['span_hi']
                                       and 2 * mix['span_hi'] <= T + 1):
         raise ValueError(f"copy_share={mix['share']} must be in [0, 1], copy_fixed_iters={mix['fixed_iters']} >= 0 "
@@ -82,7 +91,8 @@ def describe(mix, T):
     return (f"synthetic copies: steps < {mix['fixed_iters']}: every window is a random string of {half} tokens written "
             f"twice (fixed offset); then " * (mix['fixed_iters'] > 0) +
             f"{100 * mix['share']:g}% of windows carry a random string of {mix['span_lo']}-{mix['span_hi']} tokens "
-            f"written twice, at a uniform distance inside the window")
+            f"written twice, at a uniform distance inside the window" +
+            (f" up to {mix['max_distance']}" if mix.get('max_distance') else ''))
 
 
 def mix(w, gen, mix, it):
@@ -90,5 +100,5 @@ def mix(w, gen, mix, it):
     m = dict(mix)
     if it < m.pop('fixed_iters'):  # a copy at a fixed offset: learned fast, as a positional copy
         half = w.size(1) // 2
-        m.update(share=1.0, span_lo=half, span_hi=half)
+        m.update(share=1.0, span_lo=half, span_hi=half, max_distance=0)
     return insert_repeats(w, gen, **m)

@@ -69,7 +69,7 @@ def test_arms_and_summary_json(lab):
                                               'linear s=4 zero-shot', 'ntk s=4 zero-shot', 'dynamic zero-shot',
                                               'yarn s=4 β_fast=8 zero-shot', 'dynamic_yarn zero-shot']
     with open(os.path.join(lab['out'], 'summary.json'), encoding='utf-8') as f:
-        assert json.load(f) == json.loads(json.dumps(s))
+        assert json.load(f) == json.loads(json.dumps(ev.rounded(s)))  # floats to 7 significant digits
     for a in s['arms']:
         assert {'name', 'checkpoint', 'train_len', 'rope_scaling', 'finetune_steps', 'buckets', 'ppl_at', 'buckets_ci',
                 'rope_type', 'kind', 'factor', 'settings'} <= set(a)
@@ -93,6 +93,31 @@ def test_arms_and_summary_json(lab):
     with open(os.path.join(lab['out'], 'summary.md'), encoding='utf-8') as f:
         md = f.read()
     assert '| yarn s=4 β_fast=8 ft10 |' in md and ev.PROTOCOL in md
+
+
+def test_retune_runs_a_fine_tune_with_another_scaling(lab):
+    """--retune: the fine-tuned model itself (same weights) with another scaling switched on; the original length is
+    the arm's own (a scaled arm: L; an unscaled fine-tune: the length it was trained at), the factor the spec's."""
+    out = str(lab['root'] / 'retune')
+    s = ev.main([f'--ckpt={lab["ft"]}', '--retune=default ft10 | linear:factor=2; yarn s=4 β_fast=8 ft10 | yarn:factor=8',
+                 f'--eval_len={T}', '--num_windows=4', '--retrieval_examples=0', '--entropy_windows=1',
+                 f'--out_dir={out}', '--device=cpu', '--progress=False'])
+    assert [a['name'] for a in s['arms']] == ['default ft10', 'yarn s=4 β_fast=8 ft10', 'default ft10 @ linear s=2',
+                                              'yarn s=4 β_fast=8 ft10 @ yarn s=8']
+    lin, y8 = arm(s, 'default ft10 @ linear s=2')['rope_scaling'], arm(s, 'yarn s=4 β_fast=8 ft10 @ yarn s=8')['rope_scaling']
+    assert lin == {'rope_type': 'linear', 'factor': 2.0, 'original_max_position_embeddings': 4 * L}
+    assert y8['factor'] == 8.0 and y8['original_max_position_embeddings'] == L and y8['beta_fast'] == 32  # the spec's own
+    cols = columns(os.path.join(out, 'position_loss.csv'))
+    x, y = fetch_windows(load_split(lab['data'], 'val'), s['settings']['windows'], T, 'cpu')
+    for name, folder, scaling in (('default ft10 @ linear s=2', 'default', lin),
+                                  ('yarn s=4 β_fast=8 ft10 @ yarn s=8', 'yarn_s4_beta_fast8', y8)):
+        model = model_from_checkpoint(load_checkpoint(os.path.join(lab['ft'], folder))).eval()
+        own = direct_nll(model, x, y).mean(0).numpy()
+        model.set_rope_scaling(scaling)
+        np.testing.assert_allclose(cols[name], direct_nll(model, x, y).mean(0).numpy(), atol=2e-5)
+        assert np.abs(cols[name] - own).max() > 1e-2  # not the fine-tune as it was trained
+    with pytest.raises(ValueError, match="the fine-tuned arms are: default ft10, yarn"):
+        ev.main([f'--ckpt={lab["ft"]}', '--retune=no such arm | linear', f'--out_dir={out}x', '--device=cpu'])
 
 
 def test_position_loss_equals_direct_computation_on_shared_windows(lab):
@@ -369,8 +394,10 @@ def test_training_mix_lists_the_copy_settings(lab, tmp_path):
     summary = ev.main([f'--ckpt={lab["base"]},{run}', f'--eval_len={2 * L}', '--num_windows=2', '--entropy_windows=1',
                        '--retrieval_examples=0', '--grid=2', f'--out_dir={out}', '--device=cpu', '--progress=False'])
     mix, name = summary['settings']['training_mix'], {a['checkpoint']: a['name'] for a in summary['arms']}
-    assert mix[name[run]] == dict(copy_share=0.5, copy_span_lo=2, copy_span_hi=4, copy_fixed_iters=2)
-    assert mix[name[lab['base']]] == dict(copy_share=0.0, copy_span_lo=8, copy_span_hi=32, copy_fixed_iters=0)
+    assert mix[name[run]] == dict(copy_share=0.5, copy_span_lo=2, copy_span_hi=4, copy_fixed_iters=2,
+                                  copy_max_distance=0)
+    assert mix[name[lab["base"]]] == dict(copy_share=0.0, copy_span_lo=8, copy_span_hi=32, copy_fixed_iters=0,
+                                          copy_max_distance=0)
     with open(os.path.join(out, 'summary.json'), encoding='utf-8') as f:
         assert json.load(f)['settings']['training_mix'] == mix
 

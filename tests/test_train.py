@@ -170,6 +170,26 @@ def test_insert_repeats_spans_copies_reproducible_and_identity():
         insert_repeats(w, g, 0.5, 4, 21, 68)
 
 
+def test_insert_repeats_max_distance_caps_every_copy():
+    """copy_max_distance: every second copy starts at most that far after the first (found by matching the keys), the
+    uncapped draw reaches past it on the same windows, and a cap below the longest span is refused."""
+    from lab.copy_mix import insert_repeats
+    w = torch.full((400, 201), 3, dtype=torch.long)  # a constant text (token 3 = excluded), so every copy is visible
+    dists = {}
+    for cap in (0, 40):
+        out = insert_repeats(w, torch.Generator().manual_seed(5), 1.0, 8, 8, 68, exclude=3, max_distance=cap)
+        d = []
+        for row in out:
+            changed = (row != 3).nonzero().flatten().tolist()
+            first, second = changed[:8], changed[8:16]
+            assert len(changed) == 16 and torch.equal(row[first], row[second])
+            d.append(second[0] - first[0])
+        dists[cap] = d
+    assert min(dists[40]) >= 8 and max(dists[40]) == 40 and max(dists[0]) > 150
+    with pytest.raises(ValueError, match='copy_max_distance=6'):
+        insert_repeats(w, torch.Generator().manual_seed(5), 1.0, 4, 8, 68, exclude=3, max_distance=6)
+
+
 def test_copy_mix_in_batches_share_zero_unchanged(char_data):
     from lab.copy_mix import settings
     from train import Batches
