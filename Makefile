@@ -2,7 +2,7 @@
 # Every step is a plain command you can copy and change. PY=python3 make demo to pick another interpreter.
 PY ?= $(shell command -v python >/dev/null && echo python || echo python3)
 
-.PHONY: demo install data train train-copy finetune pose longrope longrope-ref longrope4 eval eval-2048 ape pi-steps test
+.PHONY: demo install data train train-copy finetune pose longrope longrope-ref longrope4 eval eval-2048 ape pi-steps long-s8 long-s8-2048 plain-lengths copy-capped bases test
 
 demo: install data train-copy finetune pose longrope eval
 
@@ -45,6 +45,30 @@ eval-2048:            # optional: the zero-shot maps, Dynamic YaRN and static Ya
 pi-steps:             # optional: does PI catch up with more steps? PI s=4 fine-tuned 400 steps (3 seeds) beside the demo's 100-step arms (~12 min)
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --rope_type=linear --plain=False --max_iters=400 --out_dir=out/char-ft-pi400 --overwrite=True
 	$(PY) eval.py --ckpt=out/char-base-copy,out/char-ft,out/char-ft-pi400 --eval_len=1024 --num_windows=32 --out_dir=out/char-eval-pi400 --contrasts="linear s=4 ft400 | linear s=4 ft100; linear s=4 ft400 | yarn s=4 β_fast=8 ft100; linear s=4 ft400 | default ft100"
+
+# The papers' claims in miniature (issue 21; docs/results.md has one section per study). Each reuses the demo's runs.
+long-s8:              # train short, test long: PI and YaRN at s=8 fine-tuned at 512 (3 seeds) beside the s=4 ones; the s=4 fine-tunes run at s=8 and under Dynamic YaRN; YaRN s=2 over the plain control's 512 (LONG_S8_TIME)
+	$(PY) finetune_long.py config/finetune_long_char_cpu.py --factor=8 --block_size=512 --plain=False --out_dir=out/char-ft-s8 --overwrite=True
+	$(PY) eval.py config/eval_long_s8.py
+
+long-s8-2048:         # optional: the s=4 and s=8 fine-tunes to 2048 (LONG_S8_2048_TIME)
+	$(PY) eval.py --ckpt=out/char-ft,out/char-ft-s8 --eval_len=2048 --num_windows=32 --out_dir=out/char-eval-s8-2048 --contrasts="yarn s=8 β_fast=8 ft100 | yarn s=4 β_fast=8 ft100; linear s=8 ft100 | linear s=4 ft100; yarn s=8 β_fast=8 ft100 | linear s=8 ft100; default ft100 | yarn s=4 β_fast=8 ft100"
+
+plain-lengths:        # the plain control's puzzle: plain fine-tunes at 400 and 560 beside the demo's at 512 (3 seeds each); the critical-dimension account puts all three breaks near 628 (PLAIN_TIME)
+	$(PY) finetune_long.py config/finetune_long_char_cpu.py --rope_type=default --plain=False --block_size=400 --out_dir=out/char-ft-plain400 --overwrite=True
+	$(PY) finetune_long.py config/finetune_long_char_cpu.py --rope_type=default --plain=False --block_size=560 --out_dir=out/char-ft-plain560 --overwrite=True
+	$(PY) eval.py --ckpt=out/char-ft/default/seed1337,out/char-ft/default/seed1338,out/char-ft/default/seed1339,out/char-ft-plain400,out/char-ft-plain560 --eval_len=1024 --num_windows=32 --out_dir=out/char-eval-plain-lengths --contrasts="default ft100 [char-ft-plain400] | default ft100 [char-ft]; default ft100 [char-ft-plain560] | default ft100 [char-ft]; default ft100 [char-ft-plain560] | default ft100 [char-ft-plain400]"
+
+copy-capped:          # the copy-skill confound: the demo's fine-tunes again with copies mixed in at distances capped below L (120), 3 seeds each, beside the text-only ones and zero-shot s=4 (CAPPED_TIME)
+	$(PY) finetune_long.py config/finetune_long_char_cpu.py --copy_share=0.5 --copy_max_distance=120 --out_dir=out/char-ft-capped --overwrite=True
+	$(PY) eval.py config/eval_copy_capped.py
+
+bases:                # three bases: two more copying bases (seeds 1338, 1339), the zero-shot arms on each, the contrasts combined with the demo's eval (BASES_TIME)
+	$(PY) train.py config/train_shakespeare_char_copy_cpu.py --seed=1338 --out_dir=out/char-base-copy-1338 --overwrite=True
+	$(PY) train.py config/train_shakespeare_char_copy_cpu.py --seed=1339 --out_dir=out/char-base-copy-1339 --overwrite=True
+	$(PY) eval.py config/eval_bases.py --base=out/char-base-copy-1338 --out_dir=out/char-eval-base1338
+	$(PY) eval.py config/eval_bases.py --base=out/char-base-copy-1339 --out_dir=out/char-eval-base1339
+	$(PY) eval.py --combine=out/char-eval,out/char-eval-base1338,out/char-eval-base1339 --out_dir=out/char-eval-bases
 
 out/char-base/ckpt.pt:  # the pure-text RoPE base that `make ape` compares against, trained once if it is missing (~7 min)
 	$(PY) train.py config/train_shakespeare_char_cpu.py --overwrite=True

@@ -40,11 +40,20 @@ def expand_ckpts(paths):
     return out
 
 
+def copy_tag(ckpt):
+    """' copy' for a fine-tune trained with synthetic copies mixed in (lab/copy_mix.py), ' copy≤d' when their
+    distance was capped at d; '' for text only."""
+    cfg = ckpt.get('config') or {}
+    if not cfg.get('copy_share'):
+        return ''
+    return ' copy' + (f"≤{cfg['copy_max_distance']}" if cfg.get('copy_max_distance') else '')
+
+
 def ckpt_arm(path, ckpt):
     lin, args = lineage_of(ckpt), ckpt['model_args']
     sc, derived = args.get('rope_scaling'), bool(lin['base_checkpoint'])
     tuned = derived and lin['finetune_steps'] > 0  # a 0-step run (--max_iters=0, a LongRoPE search) is zero-shot
-    name = (f"{scaling_name(sc)}{' pose' if lin['pose'] else ''} ft{lin['finetune_steps']}" if tuned else
+    name = (f"{scaling_name(sc)}{' pose' if lin['pose'] else ''}{copy_tag(ckpt)} ft{lin['finetune_steps']}" if tuned else
             f"{scaling_name(sc)} zero-shot" if derived else
             f"base (L={lin['train_len']})" if args['pos_emb'] == 'rope' else f"{args['pos_emb']} (L={lin['train_len']})")
     return dict(name=name, checkpoint=path, kind='fine-tuned' if tuned else 'zero-shot' if derived else 'base', ckpt=ckpt, scaling=sc,
@@ -178,9 +187,12 @@ def plan_arms(cfg):
     for run in [r for a in arms if a['kind'] == 'fine-tuned' for r in a['runs']]:
         run['log'] = finetune_log(run)  # read now: a damaged log is named before anything is measured
     names = [a['name'] for a in arms]
-    for a, name in zip(arms, names):  # two different runs with the same readable name: each gets its folder's name
-        if names.count(name) > 1:
-            a['name'] += f" [{os.path.basename(os.path.normpath(a['checkpoint']))}]"
+    for name in sorted({n for n in names if names.count(n) > 1}):  # the same readable name: each gets the last
+        group = [a for a in arms if a['name'] == name]             # folder of its path where the runs differ
+        parts = [os.path.abspath(a['checkpoint']).split(os.sep) for a in group]
+        i = next((-i for i in range(1, min(map(len, parts)) + 1) if len({p[-i] for p in parts}) > 1), -1)
+        for a, p in zip(group, parts):
+            a['name'] += f" [{p[i]}]"
     base = find_base(cfg, arms, real)
     check_same_data(arms + ([base] if base else []))
     everyone = arms + ([base] if base else [])

@@ -46,12 +46,12 @@ from tqdm import tqdm
 
 from arms import plan_arms
 from configurator import ConfigError, autocast_context, check_out_dir, cli, get_config, pick_device
-from data.common import atomic_write_text, check_vocab, data_dir_of, doc_windows, load_meta, load_split
+from data.common import atomic_write_text, check_vocab, data_dir_of, doc_windows, load_meta, load_split, read_json
 from lab.crop import truncated_entropy, truncated_scores, window_attention, window_logits
 from lab.diagnostics import entropy_at
 from lab.position_maps import mapped_attention, mapped_logits
 from lab.retrieval import make_rooms, passkey_examples, retrieval_scores, room_scores, summarize_retrieval
-from lab.stats import compare, seeds_mean_ci, vs_best, vs_reference
+from lab.stats import across_bases, compare, crop_rows, seeds_mean_ci, vs_best, vs_reference
 from model import model_from_checkpoint
 from rope_config import is_dynamic, rope_inv_freq, scaling_extras
 
@@ -88,6 +88,8 @@ DEFAULTS = dict(
     out_dir='out/eval',
     device='auto', dtype='auto', progress=True,
     plot_only=False,        # only redraw the PNGs from out_dir's CSV/JSON
+    combine='',             # eval folders of the same arms on other base models (out/a,out/b,...): the named contrasts and
+                            # the crop comparisons across bases, into out_dir/bases.json and bases.md (runs no model)
     log_x=False,            # log-scale position axis in the plots
     smooth=0,               # moving-average width of the curves in the plots; 0 = T/32
 )
@@ -492,8 +494,43 @@ def parse_contrasts(text, names):
     return pairs
 
 
+def combine_bases(cfg):
+    """--combine: each folder's summary.json (the same eval, on another base model) -> the named contrasts and every
+    arm against the crop, with a t interval over the bases (lab.stats.across_bases), in out_dir/bases.json and .md."""
+    dirs = [d for d in cfg['combine'].split(',') if d.strip()]
+    if len(dirs) < 2:
+        raise ConfigError(f"combine={cfg['combine']!r} names {len(dirs)} eval folder(s); give two or more, "
+                          f"comma-separated, each holding a summary.json from eval.py")
+    check_out_dir(cfg['out_dir'])
+    sums = [read_json(os.path.join(d, 'summary.json'), f"run eval.py with --out_dir={d} first") for d in dirs]
+    for d, s in zip(dirs[1:], sums[1:]):
+        for key in ('T', 'L', 'windows', 'seed', 'split'):
+            if s['settings'].get(key) != sums[0]['settings'].get(key):
+                raise ConfigError(f"{d} was evaluated with another {key} than {dirs[0]}; combine evals of the same "
+                                  f"settings (windows, T, seed) on different base models")
+    tables = []
+    for s in sums:
+        rows = {k: {c: list(r) for c, r in cols.items()} for k, cols in (s['settings'].get('contrasts') or {}).items()}
+        for kind, cols in crop_rows(s).items():
+            for c, r in cols.items():
+                rows.setdefault(kind, {}).setdefault(c, []).extend(r)
+        tables.append(rows)
+    out = dict(folders=dirs, bases=[next(a['checkpoint'] for a in s['arms'] if a['kind'] == 'base') for s in sums],
+               margins=margins(cfg), comparisons=across_bases(tables, margins(cfg)))
+    import plot
+    md = plot.bases_markdown(out)
+    os.makedirs(cfg['out_dir'], exist_ok=True)
+    atomic_write_text(os.path.join(cfg['out_dir'], 'bases.json'), json_text(out))
+    atomic_write_text(os.path.join(cfg['out_dir'], 'bases.md'), md)
+    print(md)
+    print(f"eval: {len(dirs)} bases combined; wrote bases.json, bases.md to {cfg['out_dir']}")
+    return out
+
+
 def main(argv):
     cfg = get_config(argv, DEFAULTS)
+    if cfg['combine']:
+        return combine_bases(cfg)
     if cfg['plot_only']:
         import plot
         if cfg['smooth'] < 0:

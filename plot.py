@@ -493,3 +493,29 @@ def summary_markdown(summary):
     lines += table('Mean attention entropy (nats) by query position (seeds averaged):',
                    list(arms[0]['entropy_buckets']), arms, lambda a, c: f"{a['entropy_buckets'][c]:.2f}")
     return '\n'.join(lines) + '\n'
+
+
+def bases_markdown(out):
+    """bases.md: each named contrast (and every arm against the crop) per column, its mean difference over the base
+    models with the t interval over bases, the verdict, and on how many bases that base's own verdict agrees."""
+    m = out['margins']
+    lines = [f"# The same comparisons on {len(out['bases'])} base models", '',
+             'Bases: ' + ', '.join(out['bases']) + '.', '',
+             f"Each cell: the mean over bases of A − B, its 95% t interval over the bases (df = bases − 1: base-to-base "
+             f"variation, which holds each base's own window or example noise), the verdict (Holm within the column; "
+             f"equivalent = inside ±{m['loss']:g} nats or ±{100 * m['exact_match']:g} points), and (k/n) the bases "
+             f"whose own paired verdict is the same."]
+    for kind, rows in out['comparisons'].items():
+        unit = 'nats' if kind in ('loss', 'recall_gain') else 'points'
+        fmt = (lambda v: f"{v:+.3f}") if unit == 'nats' else (lambda v: f"{100 * v:+.0f}")
+        cols = list(rows)
+        names = list(dict.fromkeys(r['name'] for c in cols for r in rows[c]))
+        by = {(c, r['name']): r for c in cols for r in rows[c]}
+        lines += ['', f"{KIND_NAMES[kind].capitalize()}, A − B ({unit}):", '', '| contrast | ' + ' | '.join(cols) + ' |',
+                  '|---' * (len(cols) + 1) + '|']
+        for n in names:
+            cells = [(lambda r: f"{fmt(r['diff'])} [{fmt(r['ci'][0])}, {fmt(r['ci'][1])}] {r['verdict']} "
+                                f"({sum(v == r['verdict'] for v in r['verdicts'])}/{len(r['verdicts'])})")(by[c, n])
+                     if (c, n) in by else '' for c in cols]
+            lines.append(f"| {n} | " + ' | '.join(cells) + ' |')
+    return '\n'.join(lines) + '\n'

@@ -384,3 +384,55 @@ def vs_reference(results, ref, margins):
         rows = family(by, [(a['name'], ref) for a in results if a['name'] != ref], kind, c, margins)
         out.setdefault(kind, {})[c] = {r['a']: r for r in rows}
     return out
+
+
+# ----------------------------------------------------------------------------- the same contrasts on several bases
+
+def across_bases(tables, margins):
+    """Contrasts measured on several base models: one {kind: {column: [row, ...]}} per base (a row has a name, a
+    diff = A - B and that base's verdict; e.g. settings.contrasts of each base's summary.json). For every row name
+    and column found on every base: the bases' diffs, their mean and a Student t interval over the bases (df = bases
+    - 1), which carries base-to-base variation (each base's diff already holds its windows' or examples' noise),
+    Holm within the column, the verdict by the usual rule, and `holds`: every base's own verdict equals it.
+    Returns {kind: {column: [dict(name, diffs, verdicts, diff, ci, p, p_holm, verdict, holds), ...]}}."""
+    if len(tables) < 2:
+        raise ValueError(f'across_bases needs the contrasts of at least 2 bases, got {len(tables)}')
+    out = {}
+    for kind, cols in tables[0].items():
+        for col, rows in cols.items():
+            found = []
+            for name in [r['name'] for r in rows]:
+                got = [next((o for o in t.get(kind, {}).get(col, []) if o['name'] == name), None) for t in tables]
+                if any(g is None for g in got):
+                    continue
+                d = np.array([g['diff'] for g in got], dtype=float)
+                n, m = len(d), float(d.mean())
+                se = float(d.std(ddof=1)) / math.sqrt(n)
+                if se == 0:  # every base the same difference (e.g. 0 points everywhere)
+                    ci, p = (m, m), (0.0 if m != 0 else 1.0)
+                else:
+                    h = t_quantile(0.975, n - 1) * se
+                    ci, p = (m - h, m + h), t_p(m / se, n - 1)
+                found.append(dict(name=name, diffs=d.tolist(), verdicts=[g['verdict'] for g in got], diff=m,
+                                  ci=list(ci), p=p))
+            exact = kind != 'loss' and ROOMS[kind][1] == 'exact'
+            for r, ph in zip(found, holm([r['p'] for r in found])):
+                r['p_holm'] = ph
+                r['verdict'] = verdict(r['ci'], ph, margins['exact_match' if exact else 'loss'],
+                                       higher_is_better=kind != 'loss')
+                r['holds'] = all(v == r['verdict'] for v in r['verdicts'])
+            if found:
+                out.setdefault(kind, {})[col] = found
+    return out
+
+
+def crop_rows(summary):
+    """summary.json's every-arm-against-the-crop comparisons as contrast rows ({kind: {column: [row, ...]}}, each
+    named 'arm vs crop'), so that across_bases can take them like the named contrasts."""
+    out = {}
+    for crop, kinds in (summary['settings'].get('vs_crop') or {}).items():
+        for kind, cols in kinds.items():
+            for col, arms in cols.items():
+                out.setdefault(kind, {}).setdefault(col, []).extend(
+                    dict(row, name=f"{arm} vs {crop}") for arm, row in arms.items())
+    return out

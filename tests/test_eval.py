@@ -434,3 +434,59 @@ def test_a_dataset_with_other_characters_is_refused(lab, tmp_path):
         ev.main(args)
     assert lab['base'] in str(e.value) and data in str(e.value)
     assert not os.path.exists(out)
+
+
+def test_a_fine_tune_with_copies_is_named_by_its_mix():
+    """A fine-tune trained with synthetic copies is another arm than the text-only one ('default copy≤120 ft10'), so
+    both can be evaluated side by side; a base's own mix does not enter its name."""
+    from arms import ckpt_arm
+
+    def ckpt(share, cap, tuned=True):
+        lineage = dict(train_len=16, seq_len=64, base_checkpoint='base', finetune_steps=10, pose=None) if tuned else None
+        return dict(model_args=dict(block_size=64 if tuned else 16, rope_scaling=None, pos_emb='rope'), lineage=lineage,
+                    config=dict(copy_share=share, copy_max_distance=cap, seed=1))
+    assert ckpt_arm('a', ckpt(0.0, 0))['name'] == 'default ft10'
+    assert ckpt_arm('a', ckpt(0.5, 0))['name'] == 'default copy ft10'
+    assert ckpt_arm('a', ckpt(0.5, 120))['name'] == 'default copy≤120 ft10'
+    assert ckpt_arm('a', ckpt(0.5, 120, tuned=False))['name'] == 'base (L=16)'
+
+
+def test_runs_with_one_name_are_told_apart_by_the_folder_where_they_differ(lab, tmp_path):
+    """Two multi-seed fine-tunes of the same configuration in two run folders (e.g. plain fine-tunes at two lengths):
+    each arm is named after its own run folder, not after the seed folder both share."""
+    other = str(tmp_path / 'ft-again')
+    shutil.copytree(lab['ft'], other)
+    arms, _, _ = ev.plan_arms(dict(ev.DEFAULTS, ckpt=f"{lab['ft']},{other}", eval_len=T))
+    names = [a['name'] for a in arms]
+    assert names == [f"default ft10 [{os.path.basename(lab['ft'])}]", f"yarn s=4 β_fast=8 ft10 [{os.path.basename(lab['ft'])}]",
+                     'default ft10 [ft-again]', 'yarn s=4 β_fast=8 ft10 [ft-again]']
+
+
+def test_combine_bases_reads_each_summary_and_refuses_other_windows(lab, tmp_path):
+    """--combine: the same eval twice gives every named contrast and every crop comparison its own difference, a
+    zero-width interval over the 'bases' and (2/2) agreement; an eval on other windows is refused with one line, and
+    nothing is written."""
+    one, other = tmp_path / 'one', tmp_path / 'other'
+    s1 = ev.main([f'--base={lab["base"]}', '--rope_types=default,crop:form=sliding,linear', f'--eval_len={T}',
+                  '--num_windows=4', '--retrieval_examples=0', '--entropy_windows=1', f'--out_dir={one}',
+                  '--contrasts=linear s=4 zero-shot | base (L=16)', '--device=cpu', '--progress=False'])
+    shutil.copytree(one, other)
+    out = ev.main([f'--combine={one},{other}', f'--out_dir={tmp_path / "bases"}'])
+    loss = out['comparisons']['loss']
+    assert list(loss) == list(s1['arms'][0]['buckets'])
+    for c, rows in loss.items():
+        assert [r['name'] for r in rows] == ['linear s=4 zero-shot vs base (L=16)', 'base (L=16) vs crop w=16 (sliding)',
+                                             'linear s=4 zero-shot vs crop w=16 (sliding)']
+        named = s1['settings']['contrasts']['loss'][c][0]
+        assert rows[0]['diff'] == pytest.approx(named['diff'], abs=1e-6) and rows[0]['ci'][0] == rows[0]['ci'][1]
+        assert rows[0]['diffs'] == pytest.approx([named['diff']] * 2, abs=1e-6)
+        assert rows[0]['verdicts'] == [named['verdict']] * 2
+    assert (tmp_path / 'bases' / 'bases.md').read_text(encoding='utf-8').startswith('# The same comparisons on 2 base')
+    s = json.loads((other / 'summary.json').read_text(encoding='utf-8'))
+    s['settings']['windows'] = s['settings']['windows'][::-1]
+    (other / 'summary.json').write_text(json.dumps(s), encoding='utf-8')
+    with pytest.raises(ValueError, match='another windows'):
+        ev.main([f'--combine={one},{other}', f'--out_dir={tmp_path / "bases2"}'])
+    assert not (tmp_path / 'bases2').exists()
+    with pytest.raises(ValueError, match='give two or more'):
+        ev.main([f'--combine={one}', f'--out_dir={tmp_path / "bases2"}'])

@@ -292,3 +292,25 @@ def test_compare_uses_exact_means_only_when_both_arms_have_them():
     best = S.vs_best([a, b, c], m)
     assert best['loss']['b']['best'] == 'a' and set(best['loss']['b']['arms']) == {'b', 'c'}
     assert best['exact_match']['d']['best'] == 'a' and best['exact_match']['d']['arms']['c']['verdict'] == 'equivalent'
+
+
+def test_across_bases_hand_values():
+    """Three bases: diffs 0.1, 0.2, 0.3 -> mean 0.2, se 0.1/sqrt 3, t(0.975, 2) = 4.3027: [-0.0484, 0.4484],
+    p = 0.0742 (t = 3.464, df 2), unresolved; -0.10, -0.11, -0.12 -> t = -19.05, p = 0.00275, Holm x2 -> better
+    (lower loss), held on every base whose own verdict was better; a row missing on one base is left out."""
+    from lab.stats import across_bases
+    mk = lambda name, d, v: dict(name=name, diff=d, verdict=v)  # noqa: E731
+    tables = [{'loss': {'0-128': [mk('A vs B', a, 'unresolved'), mk('C vs D', c, v), mk('only here', 1.0, 'worse')]}}
+              for a, c, v in ((0.1, -0.10, 'better'), (0.2, -0.11, 'better'), (0.3, -0.12, 'unresolved'))]
+    for t in tables[1:]:
+        t['loss']['0-128'].pop()
+    got = across_bases(tables, {'loss': 0.02, 'exact_match': 0.1})['loss']['0-128']
+    assert [r['name'] for r in got] == ['A vs B', 'C vs D']
+    a, c = got
+    assert a['diff'] == pytest.approx(0.2) and a['ci'] == pytest.approx([0.2 - 4.302653 * 0.1 / 3 ** 0.5,
+                                                                          0.2 + 4.302653 * 0.1 / 3 ** 0.5], abs=1e-6)
+    assert a['p'] == pytest.approx(0.07418, abs=1e-4) and a['verdict'] == 'unresolved' and a['holds']
+    assert c['p'] == pytest.approx(0.002744, abs=2e-5) and c['p_holm'] == pytest.approx(2 * c['p'])
+    assert c['verdict'] == 'better' and not c['holds'] and c['verdicts'] == ['better', 'better', 'unresolved']
+    with pytest.raises(ValueError, match='at least 2 bases'):
+        across_bases(tables[:1], {'loss': 0.02, 'exact_match': 0.1})
