@@ -39,7 +39,7 @@ longrope4:            # optional: search at s=4, fine-tune the searched arm like
 eval:                 # every arm under one protocol to 1024 = 8 x L: loss, ppl, five retrieval tasks, crop verdicts, named contrasts, entropy, plots (20 min 6 s)
 	$(PY) eval.py config/eval_char_cpu.py
 
-eval-2048:            # optional: the zero-shot maps, Dynamic YaRN and static YaRN at T = 2048 = 16 x L, where Leaky ReRoPE k=16 passes L (64 + 1983/16 = 188) and Self-Extend w=64 G=32 does not (126)
+eval-2048:            # optional: the zero-shot maps, Dynamic YaRN and static YaRN at T = 2048 = 16 x L, where Leaky ReRoPE k=16 passes L (64 + 1983/16 = 188) and Self-Extend w=64 G=32 does not (63 + 62 = 125)
 	$(PY) eval.py --base=out/char-base-copy --rope_types=default,crop:form=sliding,yarn:beta_fast=8,dynamic_yarn,rerope:window=64,leaky_rerope:window=64:k=16,self_extend:window=64:group=32 --eval_len=2048 --num_windows=32 --out_dir=out/char-eval-2048 --contrasts="rerope w=64 zero-shot | dynamic_yarn zero-shot; self_extend w=64 G=32 zero-shot | rerope w=64 zero-shot; leaky_rerope w=64 k=16 zero-shot | rerope w=64 zero-shot; dynamic_yarn zero-shot | yarn s=16 β_fast=8 zero-shot"
 
 pi-steps:             # optional: does PI catch up with more steps? PI s=4 fine-tuned 400 steps (3 seeds) beside the demo's 100-step arms (~12 min)
