@@ -409,8 +409,8 @@ def write_outputs(cfg, run, results, pos_cols, ent_cols, timing, t0):
 # ----------------------------------------------------------------------------- main
 
 
-def validate(cfg):
-    """Check every setting, arm, the data and the windows before anything runs; returns the run's inputs."""
+def check_numbers(cfg):
+    """The numeric settings, each in its range: ConfigError naming the first that is not."""
     for key in ('num_windows', 'batch_size', 'entropy_chunk', 'retrieval_len', 'retrieval_cue', 'entropy_windows', 'grid',
                 'needle_key', 'needle_value'):
         if cfg[key] < 1:
@@ -427,6 +427,11 @@ def validate(cfg):
     for key in ('margin_loss', 'margin_exact'):
         if not cfg[key] > 0:
             raise ConfigError(f"{key}={cfg[key]} must be > 0 (the equivalence margin of a paired difference)")
+
+
+def validate(cfg):
+    """Check every setting, arm, the data and the windows before anything runs; returns the run's inputs."""
+    check_numbers(cfg)
     check_out_dir(cfg['out_dir'])
     arms, base, T = plan_arms(cfg)
     contrasts = parse_contrasts(cfg['contrasts'], [a['name'] for a in arms])

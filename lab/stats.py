@@ -436,3 +436,17 @@ def crop_rows(summary):
                 out.setdefault(kind, {}).setdefault(col, []).extend(
                     dict(row, name=f"{arm} vs {crop}") for arm, row in arms.items())
     return out
+
+
+def break_position(curve, start, ref, rise=0.1, smooth=32):
+    """Where a loss-by-position curve breaks: the first position p >= start at which the running mean of the
+    `smooth` positions ending at p lies more than `rise` nats above the mean over positions [ref[0], ref[1]) (the
+    range the model was trained on, past the first L). NaN cells (unscored positions) are skipped in both means.
+    Returns p, or None when the curve never rises that far. E.g. a plain fine-tune at 512: start 512, ref (128, 512)."""
+    c = np.asarray(curve, dtype=float)
+    base = np.nanmean(c[ref[0]:ref[1]])
+    for p in range(max(start, smooth - 1), len(c)):
+        w = c[p - smooth + 1:p + 1]
+        if np.isfinite(w).any() and np.nanmean(w) > base + rise:
+            return p
+    return None

@@ -314,3 +314,16 @@ def test_across_bases_hand_values():
     assert c['verdict'] == 'better' and not c['holds'] and c['verdicts'] == ['better', 'better', 'unresolved']
     with pytest.raises(ValueError, match='at least 2 bases'):
         across_bases(tables[:1], {'loss': 0.02, 'exact_match': 0.1})
+
+
+def test_break_position_on_a_constructed_curve():
+    """A curve flat at 1.0 to position 600 and 1.5 after it: the 32-position running mean first exceeds
+    1.0 + 0.1 when more than 6.4 of its 32 positions are past 600, i.e. at p = 606 (7 of them: 600..606);
+    NaN cells are skipped; a flat curve never breaks."""
+    from lab.stats import break_position
+    c = np.r_[np.ones(600), np.full(424, 1.5)]
+    assert break_position(c, 512, (128, 512)) == 606
+    c[::3] = np.nan
+    p = break_position(c, 512, (128, 512))
+    assert 604 <= p <= 608
+    assert break_position(np.ones(1024), 512, (128, 512)) is None
