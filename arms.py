@@ -173,6 +173,16 @@ def group_seeds(arms):
     return out
 
 
+def run_folder(path):
+    """The name of the folder a checkpoint's run was written to: the nearest of it, its parent and grandparent that
+    holds finetune_long.py's arms.json (out/char-ft for out/char-ft/default/seed1337), else its own folder's name."""
+    p = os.path.abspath(path)
+    for up in (p, os.path.dirname(p), os.path.dirname(os.path.dirname(p))):
+        if os.path.isfile(os.path.join(up, 'arms.json')):
+            return os.path.basename(up)
+    return os.path.basename(p)
+
+
 def plan_arms(cfg):
     """Load and validate every arm: ([arm dict, ...], the base arm or None, T)."""
     paths = expand_ckpts([p for p in cfg['ckpt'].split(',') if p])
@@ -187,12 +197,15 @@ def plan_arms(cfg):
     for run in [r for a in arms if a['kind'] == 'fine-tuned' for r in a['runs']]:
         run['log'] = finetune_log(run)  # read now: a damaged log is named before anything is measured
     names = [a['name'] for a in arms]
-    for name in sorted({n for n in names if names.count(n) > 1}):  # the same readable name: each gets the last
-        group = [a for a in arms if a['name'] == name]             # folder of its path where the runs differ
-        parts = [os.path.abspath(a['checkpoint']).split(os.sep) for a in group]
-        i = next((-i for i in range(1, min(map(len, parts)) + 1) if len({p[-i] for p in parts}) > 1), -1)
-        for a, p in zip(group, parts):
-            a['name'] += f" [{p[i]}]"
+    for name in sorted({n for n in names if names.count(n) > 1}):  # the same readable name: each gets its run
+        group = [a for a in arms if a['name'] == name]             # folder's name (finetune_long's out_dir)
+        tags = [run_folder(a['checkpoint']) for a in group]
+        if len(set(tags)) < len(tags):  # else the last folder of its path where the runs differ
+            parts = [os.path.abspath(a['checkpoint']).split(os.sep) for a in group]
+            i = next((-i for i in range(1, min(map(len, parts)) + 1) if len({p[-i] for p in parts}) > 1), -1)
+            tags = [p[i] for p in parts]
+        for a, tag in zip(group, tags):
+            a['name'] += f" [{tag}]"
     base = find_base(cfg, arms, real)
     check_same_data(arms + ([base] if base else []))
     everyone = arms + ([base] if base else [])

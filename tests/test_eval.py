@@ -451,9 +451,9 @@ def test_a_fine_tune_with_copies_is_named_by_its_mix():
     assert ckpt_arm('a', ckpt(0.5, 120, tuned=False))['name'] == 'base (L=16)'
 
 
-def test_runs_with_one_name_are_told_apart_by_the_folder_where_they_differ(lab, tmp_path):
-    """Two multi-seed fine-tunes of the same configuration in two run folders (e.g. plain fine-tunes at two lengths):
-    each arm is named after its own run folder, not after the seed folder both share."""
+def test_runs_with_one_name_are_told_apart_by_their_run_folders(lab, tmp_path):
+    """Two fine-tunes of the same configuration in two run folders (e.g. plain fine-tunes at two lengths): each arm is
+    named after its run folder (the one holding arms.json), not after the arm or seed folder both share."""
     other = str(tmp_path / 'ft-again')
     shutil.copytree(lab['ft'], other)
     arms, _, _ = ev.plan_arms(dict(ev.DEFAULTS, ckpt=f"{lab['ft']},{other}", eval_len=T))
@@ -490,3 +490,16 @@ def test_combine_bases_reads_each_summary_and_refuses_other_windows(lab, tmp_pat
     assert not (tmp_path / 'bases2').exists()
     with pytest.raises(ValueError, match='give two or more'):
         ev.main([f'--combine={one}', f'--out_dir={tmp_path / "bases2"}'])
+
+
+def test_run_folder_finds_the_fine_tunes_out_dir(tmp_path):
+    """A multi-arm fine-tune keeps seeds under arm folders (char-ft/default/seed1337), a one-arm fine-tune right under
+    its out_dir (char-ft-plain400/seed1337); both are named by the folder holding arms.json; a lone run by its own."""
+    from arms import run_folder
+    for d in ('char-ft/default/seed1337', 'char-ft-plain400/seed1337', 'char-longrope-s8'):
+        (tmp_path / d).mkdir(parents=True)
+    for d in ('char-ft', 'char-ft-plain400'):
+        (tmp_path / d / 'arms.json').write_text('{}')
+    assert run_folder(tmp_path / 'char-ft/default/seed1337') == 'char-ft'
+    assert run_folder(tmp_path / 'char-ft-plain400/seed1337') == 'char-ft-plain400'
+    assert run_folder(tmp_path / 'char-longrope-s8') == 'char-longrope-s8'
