@@ -47,19 +47,19 @@ pi-steps:             # optional: does PI catch up with more steps? PI s=4 fine-
 	$(PY) eval.py --ckpt=out/char-base-copy,out/char-ft,out/char-ft-pi400 --eval_len=1024 --num_windows=32 --out_dir=out/char-eval-pi400 --contrasts="linear s=4 ft400 | linear s=4 ft100; linear s=4 ft400 | yarn s=4 β_fast=8 ft100; linear s=4 ft400 | default ft100"
 
 # The papers' claims in miniature (issue 21; docs/results.md has one section per study). Each reuses the demo's runs.
-long-s8:              # train short, test long: PI and YaRN at s=8 fine-tuned at 512 (3 seeds) beside the s=4 ones; the s=4 fine-tunes run at s=8 and under Dynamic YaRN; YaRN s=2 over the plain control's 512 (LONG_S8_TIME)
+long-s8:              # train short, test long: PI and YaRN at s=8 fine-tuned at 512 (3 seeds) beside the s=4 ones; the s=4 fine-tunes run at s=8 and under Dynamic YaRN; YaRN s=2 over the plain control's 512 (24 min 29 s on 2 cores)
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --factor=8 --block_size=512 --plain=False --out_dir=out/char-ft-s8 --overwrite=True
 	$(PY) eval.py config/eval_long_s8.py
 
-long-s8-2048:         # optional: the s=4 and s=8 fine-tunes to 2048 (LONG_S8_2048_TIME)
+long-s8-2048:         # optional: the s=4 and s=8 fine-tunes to 2048 (not run yet: time unknown)
 	$(PY) eval.py --ckpt=out/char-ft,out/char-ft-s8 --eval_len=2048 --num_windows=32 --out_dir=out/char-eval-s8-2048 --contrasts="yarn s=8 β_fast=8 ft100 | yarn s=4 β_fast=8 ft100; linear s=8 ft100 | linear s=4 ft100; yarn s=8 β_fast=8 ft100 | linear s=8 ft100; default ft100 | yarn s=4 β_fast=8 ft100"
 
-plain-lengths:        # the plain control's puzzle: plain fine-tunes at 400 and 560 beside the demo's at 512 (3 seeds each); the critical-dimension account puts all three breaks near 628 (PLAIN_TIME)
+plain-lengths:        # the plain control's puzzle: plain fine-tunes at 400 and 560 beside the demo's at 512 (3 seeds each); the critical-dimension account puts all three breaks near 628 (7 min 8 s)
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --rope_type=default --plain=False --block_size=400 --out_dir=out/char-ft-plain400 --overwrite=True
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --rope_type=default --plain=False --block_size=560 --out_dir=out/char-ft-plain560 --overwrite=True
 	$(PY) eval.py --ckpt=out/char-ft/default/seed1337,out/char-ft/default/seed1338,out/char-ft/default/seed1339,out/char-ft-plain400,out/char-ft-plain560 --eval_len=1024 --num_windows=32 --out_dir=out/char-eval-plain-lengths --contrasts="default ft100 [char-ft-plain400] | default ft100 [char-ft]; default ft100 [char-ft-plain560] | default ft100 [char-ft]; default ft100 [char-ft-plain560] | default ft100 [char-ft-plain400]"
 
-copy-capped:          # the copy-skill confound: the demo's fine-tunes again with copies mixed in at distances capped below L (120), 3 seeds each, beside the text-only ones and zero-shot s=4 (CAPPED_TIME)
+copy-capped:          # the copy-skill confound: the demo's fine-tunes again with copies mixed in at distances capped below L (120), 3 seeds each, beside the text-only ones and zero-shot s=4 (15 min 36 s, partly on a shared machine)
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --copy_share=0.5 --copy_max_distance=120 --out_dir=out/char-ft-capped --overwrite=True
 	$(PY) eval.py config/eval_copy_capped.py
 
