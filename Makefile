@@ -51,7 +51,7 @@ long-s8:              # train short, test long: PI and YaRN at s=8 fine-tuned at
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --factor=8 --block_size=512 --plain=False --out_dir=out/char-ft-s8 --overwrite=True
 	$(PY) eval.py config/eval_long_s8.py
 
-long-s8-2048:         # optional: the s=4 and s=8 fine-tunes to 2048 (not run yet: time unknown)
+long-s8-2048:         # optional: the s=4 and s=8 fine-tunes to 2048 (not run: started once, stopped for time)
 	$(PY) eval.py --ckpt=out/char-ft,out/char-ft-s8 --eval_len=2048 --num_windows=32 --out_dir=out/char-eval-s8-2048 --contrasts="yarn s=8 β_fast=8 ft100 | yarn s=4 β_fast=8 ft100; linear s=8 ft100 | linear s=4 ft100; yarn s=8 β_fast=8 ft100 | linear s=8 ft100; default ft100 | yarn s=4 β_fast=8 ft100"
 
 plain-lengths:        # the plain control's puzzle: plain fine-tunes at 400 and 560 beside the demo's at 512 (3 seeds each); the critical-dimension account puts all three breaks near 628 (7 min 8 s)
@@ -63,7 +63,7 @@ copy-capped:          # the copy-skill confound: the demo's fine-tunes again wit
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --copy_share=0.5 --copy_max_distance=120 --out_dir=out/char-ft-capped --overwrite=True
 	$(PY) eval.py config/eval_copy_capped.py
 
-bases:                # three bases: two more copying bases (seeds 1338, 1339), the zero-shot arms on each, the contrasts combined with the demo's eval (BASES_TIME)
+bases:                # three bases: two more copying bases (seeds 1338, 1339), the zero-shot arms on each, the contrasts combined with the demo's eval (53 min 12 s; the bases train 14-15 min each)
 	$(PY) train.py config/train_shakespeare_char_copy_cpu.py --seed=1338 --out_dir=out/char-base-copy-1338 --overwrite=True
 	$(PY) train.py config/train_shakespeare_char_copy_cpu.py --seed=1339 --out_dir=out/char-base-copy-1339 --overwrite=True
 	$(PY) eval.py config/eval_bases.py --base=out/char-base-copy-1338 --out_dir=out/char-eval-base1338
