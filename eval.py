@@ -502,7 +502,7 @@ def parse_contrasts(text, names):
 def combine_bases(cfg):
     """--combine: each folder's summary.json (the same eval, on another base model) -> the named contrasts and every
     arm against the crop, with a t interval over the bases (lab.stats.across_bases), in out_dir/bases.json and .md."""
-    dirs = [d for d in cfg['combine'].split(',') if d.strip()]
+    dirs = [d.strip() for d in cfg['combine'].split(',') if d.strip()]
     if len(dirs) < 2:
         raise ConfigError(f"combine={cfg['combine']!r} names {len(dirs)} eval folder(s); give two or more, "
                           f"comma-separated, each holding a summary.json from eval.py")
