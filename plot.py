@@ -66,14 +66,21 @@ def family(arm):
                        (arm.get('position_map') or {}).get('method')], sort_keys=True)
 
 
+# line styles for a second, third, ... arm that would otherwise draw the same colour and the same line
+# ('yarn s=4 β_fast=8 ft100' beside 'yarn s=8 β_fast=8 ft100'): dotted, long dashes, dash-dot-dot
+REPEAT_LS = [(0, (1, 1.5)), (0, (8, 3)), (0, (4, 1.5, 1, 1.5, 1, 1.5))]
+
+
 def styles(arms):
-    out, colors = {}, {}
+    out, colors, taken = {}, {}, {}
     for a in arms:
         if a['kind'] == 'base' and not any(o['color'] == 'black' for o in out.values()):
             out[a['name']] = dict(color='black', ls='-', lw=2.4)  # the first base model; other bases get colours
             continue
         c = colors.setdefault(family(a), COLORS[len(colors) % len(COLORS)])
-        out[a['name']] = dict(color=c, ls='--' if a['kind'] == 'zero-shot' else '-.' if a.get('pose') else '-', lw=2.0)
+        ls = '--' if a['kind'] == 'zero-shot' else '-.' if a.get('pose') else '-'
+        k = taken[c, ls] = taken.get((c, ls), -1) + 1
+        out[a['name']] = dict(color=c, ls=REPEAT_LS[(k - 1) % len(REPEAT_LS)] if k else ls, lw=2.0)
     return out
 
 

@@ -357,6 +357,10 @@ def test_eval_map_arms_names_fields_and_colours(map_eval):
     colours = {n: s['color'] for n, s in plot.styles(map_eval['arms']).items()}
     assert colours['rerope w=128 no-log zero-shot'] == colours['rerope w=16 zero-shot']
     assert len({colours[n] for n in arms if n != 'rerope w=16 zero-shot'}) == 4
+    # the same colour and the same kind: the second of them gets another line style, so both stay readable
+    st = plot.styles(map_eval['arms'])
+    assert st['rerope w=128 no-log zero-shot']['ls'] == '--' and st['rerope w=16 zero-shot']['ls'] == plot.REPEAT_LS[0]
+    assert len({str(v['ls']) for k, v in st.items() if v['color'] == colours['rerope w=16 zero-shot']}) == 2
     # window >= T without the log scale: the same numbers as the base model
     base, wide = arms['base (L=32)'], arms['rerope w=128 no-log zero-shot']
     assert all(abs(base['buckets'][b] - wide['buckets'][b]) < 1e-5 for b in base['buckets'])
