@@ -438,20 +438,19 @@ def crop_rows(summary):
     return out
 
 
-def vs_crop_of(summary, other, margins, crop=None):
-    """Every arm of one eval's summary.json against a crop control measured by another eval of the same windows
-    (e.g. the fine-tunes of `make long-s8-2048` against the crop of `make eval-2048`): vs_reference over this
-    file's arms plus that crop. `crop` names the crop arm (default: the other file's first). The two files must
-    share T and the windows, else the pairing would be of different text: ValueError naming what differs."""
+def vs_arm_of(summary, other, margins, ref=None):
+    """Every arm of one eval's summary.json against one arm of another eval of the same windows, by default its
+    first crop control (e.g. the fine-tunes of `make long-s8-2048` against the crop of `make eval-2048`; ref names
+    another arm, e.g. its zero-shot Dynamic YaRN): vs_reference over this file's arms plus that arm. The two files
+    must share T and the windows, else the pairing would be of different text: ValueError naming what differs."""
     for key in ('T', 'windows'):
         if summary['settings'].get(key) != other['settings'].get(key):
             raise ValueError(f'the two evals differ in {key}: pair only evals of the same windows (same T, '
                              f'num_windows and seed)')
-    crops = [a for a in other['arms'] if a.get('crop')]
-    ref = next((a for a in crops if crop in (None, a['name'])), None)
-    if ref is None:
-        raise ValueError(f'no crop arm {crop!r} in the other eval; it has {[a["name"] for a in crops]}')
-    return vs_reference([a for a in summary['arms'] if not a.get('crop')] + [ref], ref['name'], margins)
+    pick = next((a for a in other['arms'] if (a['name'] == ref if ref else a.get('crop'))), None)
+    if pick is None:
+        raise ValueError(f"no arm {ref or 'crop'!r} in the other eval; it has {[a['name'] for a in other['arms']]}")
+    return vs_reference([a for a in summary['arms'] if a['name'] != pick['name']] + [pick], pick['name'], margins)
 
 
 def break_position(curve, start, ref, rise=0.1, smooth=32):

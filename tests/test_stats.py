@@ -294,19 +294,22 @@ def test_compare_uses_exact_means_only_when_both_arms_have_them():
     assert best['exact_match']['d']['best'] == 'a' and best['exact_match']['d']['arms']['c']['verdict'] == 'equivalent'
 
 
-def test_vs_crop_of_pairs_with_another_evals_crop():
-    """Arms of one eval against the crop of another eval of the same windows: the same rows vs_reference gives when
-    the crop sits in the same file; a different T or window list, or a crop name not there, is refused."""
+def test_vs_arm_of_pairs_with_another_evals_arm():
+    """Arms of one eval against an arm of another eval of the same windows (its crop by default, or one named):
+    the same rows vs_reference gives when both sit in one file; a different T or window list, or a name not
+    there, is refused."""
     a = fake_arm('a', [[1.0, 2.0, 3.0, 4.0]], [[1.0, 2.0, 3.0, 4.0]], [[1, 1, 1, 1, 1, 1]])
     crop = dict(fake_arm('crop', [[1.5, 2.1, 3.7, 4.1]], [[1.5, 2.1, 3.7, 4.1]], [[0, 0, 0, 0, 0, 1]]), crop='sliding')
+    z = fake_arm('z', [[1.0, 2.5, 3.0, 4.5]], [[1.0, 2.5, 3.0, 4.5]], [[1, 0, 1, 0, 1, 1]])
     m, st = {'loss': 0.02, 'exact_match': 0.10}, dict(T=1024, windows=[5, 9])
-    got = S.vs_crop_of(dict(settings=st, arms=[a]), dict(settings=dict(st), arms=[crop]), m)
-    assert got == S.vs_reference([a, crop], 'crop', m)
-    assert got['loss']['b']['a']['diff'] == approx(-0.35)
+    mine, other = dict(settings=st, arms=[a]), dict(settings=dict(st), arms=[z, crop])
+    got = S.vs_arm_of(mine, other, m)
+    assert got == S.vs_reference([a, crop], 'crop', m) and got['loss']['b']['a']['diff'] == approx(-0.35)
+    assert S.vs_arm_of(mine, other, m, ref='z')['loss']['b']['a']['diff'] == approx(-0.25)
     with pytest.raises(ValueError, match='differ in windows'):
-        S.vs_crop_of(dict(settings=st, arms=[a]), dict(settings=dict(T=1024, windows=[5, 8]), arms=[crop]), m)
-    with pytest.raises(ValueError, match="no crop arm 'x'"):
-        S.vs_crop_of(dict(settings=st, arms=[a]), dict(settings=dict(st), arms=[crop]), m, crop='x')
+        S.vs_arm_of(mine, dict(settings=dict(T=1024, windows=[5, 8]), arms=[crop]), m)
+    with pytest.raises(ValueError, match="no arm 'x'"):
+        S.vs_arm_of(mine, other, m, ref='x')
 
 
 def test_across_bases_hand_values():
