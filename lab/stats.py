@@ -442,11 +442,12 @@ def vs_arm_of(summary, other, margins, ref=None):
     """Every arm of one eval's summary.json against one arm of another eval of the same windows, by default its
     first crop control (e.g. the fine-tunes of `make long-s8-2048` against the crop of `make eval-2048`; ref names
     another arm, e.g. its zero-shot Dynamic YaRN): vs_reference over this file's arms plus that arm. The two files
-    must share T and the windows, else the pairing would be of different text: ValueError naming what differs."""
-    for key in ('T', 'windows'):
+    must share T, the windows and the rooms' examples, else the pairing would be of different text: ValueError
+    naming what differs."""
+    for key in ('T', 'windows', 'retrieval', 'passkey_depth', 'needles', 'needles_mq', 'recall'):
         if summary['settings'].get(key) != other['settings'].get(key):
-            raise ValueError(f'the two evals differ in {key}: pair only evals of the same windows (same T, '
-                             f'num_windows and seed)')
+            raise ValueError(f'the two evals differ in {key}: pair only evals of the same windows and examples '
+                             f'(same T, num_windows, seed and room settings)')
     pick = next((a for a in other['arms'] if (a['name'] == ref if ref else a.get('crop'))), None)
     if pick is None:
         raise ValueError(f"no arm {ref or 'crop'!r} in the other eval; it has {[a['name'] for a in other['arms']]}")
