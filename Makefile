@@ -2,7 +2,7 @@
 # Every step is a plain command you can copy and change. PY=python3 make demo to pick another interpreter.
 PY ?= $(shell command -v python >/dev/null && echo python || echo python3)
 
-.PHONY: demo install data train train-copy finetune pose longrope longrope-ref longrope4 eval eval-2048 ape pi-steps long-s8 long-s8-2048 plain-lengths copy-capped bases test
+.PHONY: demo install data train train-copy finetune pose longrope longrope-ref longrope4 eval eval-2048 ape pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases test
 
 demo: install data train-copy finetune pose longrope eval
 
@@ -51,13 +51,18 @@ long-s8:              # train short, test long: PI and YaRN at s=8 fine-tuned at
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --factor=8 --block_size=512 --plain=False --out_dir=out/char-ft-s8 --overwrite=True
 	$(PY) eval.py config/eval_long_s8.py
 
-long-s8-2048:         # optional: the s=4 and s=8 fine-tunes to 2048 (not run: started once, stopped for time)
+long-s8-2048:         # optional: the s=4 and s=8 fine-tunes to 2048 (13 min 33 s), and the s=4 YaRN fine-tune under Dynamic YaRN to 2048 (45 min 35 s; 59 min 8 s for the target)
 	$(PY) eval.py --ckpt=out/char-ft,out/char-ft-s8 --eval_len=2048 --num_windows=32 --out_dir=out/char-eval-s8-2048 --contrasts="yarn s=8 β_fast=8 ft100 | yarn s=4 β_fast=8 ft100; linear s=8 ft100 | linear s=4 ft100; yarn s=8 β_fast=8 ft100 | linear s=8 ft100; default ft100 | yarn s=4 β_fast=8 ft100"
+	$(PY) eval.py --ckpt=out/char-ft/yarn_s4_beta_fast8/seed1337,out/char-ft/yarn_s4_beta_fast8/seed1338,out/char-ft/yarn_s4_beta_fast8/seed1339 --eval_len=2048 --num_windows=32 --out_dir=out/char-eval-dyn-2048 --retune="yarn s=4 β_fast=8 ft100 | dynamic_yarn:factor=4:beta_fast=8" --contrasts="yarn s=4 β_fast=8 ft100 @ dynamic_yarn s=4 β_fast=8 | yarn s=4 β_fast=8 ft100"
 
 plain-lengths:        # the plain control's puzzle: plain fine-tunes at 400 and 560 beside the demo's at 512 (3 seeds each); the critical-dimension account puts all three breaks near 628 (7 min 8 s)
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --rope_type=default --plain=False --block_size=400 --out_dir=out/char-ft-plain400 --overwrite=True
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --rope_type=default --plain=False --block_size=560 --out_dir=out/char-ft-plain560 --overwrite=True
 	$(PY) eval.py --ckpt=out/char-ft/default/seed1337,out/char-ft/default/seed1338,out/char-ft/default/seed1339,out/char-ft-plain400,out/char-ft-plain560 --eval_len=1024 --num_windows=32 --out_dir=out/char-eval-plain-lengths --contrasts="default ft100 [char-ft-plain400] | default ft100 [char-ft]; default ft100 [char-ft-plain560] | default ft100 [char-ft]; default ft100 [char-ft-plain560] | default ft100 [char-ft-plain400]"
+
+slow-pairs:           # the plain control's puzzle, its size: pairs 8-15 (no full turn in 512) or 6-15 (no full turn in 128) interpolated by 4 in a plain fine-tune at 512, so they never see an angle the base did not; the count and the tolerance accounts predict different orders (8 min 21 s)
+	$(PY) finetune_long.py config/finetune_long_char_cpu.py --rope_type=ntk_by_parts:beta_fast=0.3:beta_slow=0.25,ntk_by_parts:beta_fast=0.7:beta_slow=0.6 --plain=False --out_dir=out/char-ft-slowpairs --overwrite=True
+	$(PY) eval.py --ckpt=out/char-ft,out/char-ft-slowpairs --eval_len=1024 --num_windows=32 --out_dir=out/char-eval-slowpairs --contrasts="ntk_by_parts s=4 β_fast=0.3 β_slow=0.25 ft100 | default ft100; ntk_by_parts s=4 β_fast=0.7 β_slow=0.6 ft100 | default ft100; ntk_by_parts s=4 β_fast=0.7 β_slow=0.6 ft100 | ntk_by_parts s=4 β_fast=0.3 β_slow=0.25 ft100; yarn s=4 β_fast=8 ft100 | ntk_by_parts s=4 β_fast=0.7 β_slow=0.6 ft100"
 
 copy-capped:          # the copy-skill confound: the demo's fine-tunes again with copies mixed in at distances capped below L (120), 3 seeds each, beside the text-only ones and zero-shot s=4 (15 min 36 s, partly on a shared machine)
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --copy_share=0.5 --copy_max_distance=120 --out_dir=out/char-ft-capped --overwrite=True
