@@ -23,7 +23,7 @@ scores every position (exact, slow). Passkey tokens are scored the same way, eac
 ppl_at[n] is the YaRN paper's Table 1 form: one forward of the first n tokens (dynamic arms at s = n/L).
 
 Comparisons (--contrasts, and every arm against the best of each column) are paired tests on the same windows or
-passkey examples, with seeds inside the interval (lab/stats.py), Holm-corrected per column, ending in better,
+passkey examples, with seeds inside the interval (lab/stats.py, lab/compare.py), Holm-corrected per column, ending in better,
 worse, equivalent (inside --margin_loss / --margin_exact) or unresolved. Bucket intervals carry windows and seeds.
 
 Outputs in out_dir: position_loss.csv, attention_entropy.csv, retrieval.csv, finetune_curves.csv (when arms have
@@ -47,11 +47,12 @@ from tqdm import tqdm
 from arms import plan_arms
 from configurator import ConfigError, autocast_context, check_out_dir, cli, get_config, pick_device
 from data.common import atomic_write_text, check_vocab, data_dir_of, doc_windows, load_meta, load_split, read_json
+from lab.compare import across_bases, compare, crop_rows, vs_best, vs_reference
 from lab.crop import truncated_entropy, truncated_scores, window_attention, window_logits
 from lab.diagnostics import entropy_at
 from lab.position_maps import mapped_attention, mapped_logits
 from lab.retrieval import make_rooms, passkey_examples, retrieval_scores, room_scores, summarize_retrieval
-from lab.stats import across_bases, compare, crop_rows, seeds_mean_ci, vs_best, vs_reference
+from lab.stats import seeds_mean_ci
 from model import model_from_checkpoint
 from rope_config import is_dynamic, rope_inv_freq, scaling_extras
 
@@ -501,7 +502,7 @@ def parse_contrasts(text, names):
 
 def combine_bases(cfg):
     """--combine: each folder's summary.json (the same eval, on another base model) -> the named contrasts and every
-    arm against the crop, with a t interval over the bases (lab.stats.across_bases), in out_dir/bases.json and .md."""
+    arm against the crop, with a t interval over the bases (lab.compare.across_bases), in out_dir/bases.json and .md."""
     dirs = [d.strip() for d in cfg['combine'].split(',') if d.strip()]
     if len(dirs) < 2:
         raise ConfigError(f"combine={cfg['combine']!r} names {len(dirs)} eval folder(s); give two or more, "

@@ -10,7 +10,8 @@ the rooms through their public functions, and deleting a room costs them only th
   copy_mix         synthetic copies in training windows and smeared keys (train.py; attention='smear_keys')
   crop             the crop control: the base held to its last L tokens, sliding and truncated (eval.py, arms.py)
   retrieval        the passkey test (eval.py)
-  stats            intervals, paired tests and verdicts, the arms compared (eval.py, retrieval)
+  stats            intervals, paired tests and verdicts (compare, retrieval)
+  compare          eval.py's arms compared: contrasts, vs best, vs the crop, over bases, break positions (eval.py)
   longrope_search  LongRoPE's evolutionary search (search_longrope.py)
   bench            FLOPs per token, MFU and the timed steps of train.py --bench=True
   hf_export        a run as a GPT-NeoX folder for transformers (python -m lab.hf_export)

@@ -1,0 +1,170 @@
+"""
+The arms compared: eval.py's summary.json arms as table columns (each loss bucket and each retrieval room's distance
+bucket) of paired comparisons (lab/stats.py's paired tests, Holm per column, the four verdicts): named contrasts,
+every arm against the column's best or a reference arm (the crop), against an arm of another eval of the same
+windows, the same contrasts over several base models, and where a loss-by-position curve breaks.
+Only numpy, the standard library and lab/stats.py are used.
+"""
+import math
+
+import numpy as np
+
+from lab.stats import compare_family, holm, t_p, t_quantile, verdict
+
+# kind of a compared column -> (the arm's field, the per-example outcome): the passkey and the rooms of lab/retrieval
+ROOMS = {'exact_match': ('retrieval', 'exact'), 'passkey_depth': ('passkey_depth', 'exact'),
+         'needles': ('needles', 'exact'), 'needles_mq': ('needles_mq', 'exact'), 'recall_gain': ('recall', 'gain')}
+
+
+def room_bucket(arm, kind, column):
+    return next(r for r in arm[ROOMS[kind][0]] if r['bucket'] == column)
+
+
+def unit_values(arm, column, kind):
+    """[seed][unit] values of one arm for a paired test: a loss bucket's per-window means (exact when the arm has
+    them, else the design's), or a passkey / needle / recall bucket's per-example outcomes."""
+    if kind == 'loss':
+        return np.array(arm['per_window'][column] if arm['per_window'][column] is not None
+                        else arm['per_window_design'][column])
+    return np.array(room_bucket(arm, kind, column)['per_example'][ROOMS[kind][1]], dtype=float)
+
+
+def paired(a, b, column, kind):
+    """(values of a, values of b) on the same units: both arms' exact bucket means when both have them, else both
+    arms' means over the same sampled positions."""
+    if kind == 'loss' and (a['per_window'][column] is None or b['per_window'][column] is None):
+        return np.array(a['per_window_design'][column]), np.array(b['per_window_design'][column])
+    return unit_values(a, column, kind), unit_values(b, column, kind)
+
+
+def columns(results):
+    """The compared columns: (kind, column) for every loss bucket and every distance bucket of the passkey and of
+    each retrieval room the arms were measured on."""
+    return [('loss', c) for c in results[0]['buckets']] + \
+        [(kind, r['bucket']) for kind, (field, _) in ROOMS.items() for r in results[0].get(field) or []]
+
+
+def mean_of(arm, kind, column):
+    """The value a column ranks arms by, lower = better: the loss, else minus exact match (or minus the gain)."""
+    if kind == 'loss':
+        return arm['buckets'][column]
+    return -room_bucket(arm, kind, column)['exact_match' if ROOMS[kind][1] == 'exact' else 'gain']
+
+
+def family(by, pairs, kind, column, margins):
+    """One table column's paired comparisons of arm pairs [(a, b), ...], Holm-corrected together
+    (lab.stats.compare_family): rows with a, b, diff = a - b, ci, p, p_holm and the verdict of a against b."""
+    fam = [(f"{x} vs {y}", *paired(by[x], by[y], column, kind)) for x, y in pairs]
+    exact = kind != 'loss' and ROOMS[kind][1] == 'exact'
+    rows = compare_family(fam, margins['exact_match' if exact else 'loss'], binary=exact,
+                          higher_is_better=kind != 'loss')
+    return [dict(r, a=x, b=y) for r, (x, y) in zip(rows, pairs)]
+
+
+def compare(results, pairs, margins):
+    """The named contrasts in every column: {kind: {column: [row per pair]}}."""
+    by, out = {a['name']: a for a in results}, {}
+    for kind, c in columns(results):
+        out.setdefault(kind, {})[c] = family(by, pairs, kind, c, margins)
+    return out
+
+
+def vs_best(results, margins):
+    """Per column, every arm against the column's best mean (lowest loss, highest exact match), Holm within the
+    column: {kind: {column: dict(best=name, arms={name: row})}}."""
+    by, out = {a['name']: a for a in results}, {}
+    for kind, c in columns(results):
+        best = min(results, key=lambda a: mean_of(a, kind, c))['name']
+        rows = family(by, [(a['name'], best) for a in results if a['name'] != best], kind, c, margins)
+        out.setdefault(kind, {})[c] = dict(best=best, arms={r['a']: r for r in rows})
+    return out
+
+
+def vs_reference(results, ref, margins):
+    """Every arm against one reference arm (the crop control) in every column, Holm within the column:
+    {kind: {column: {name: row}}}, the verdict that of the arm against the reference."""
+    by, out = {a['name']: a for a in results}, {}
+    for kind, c in columns(results):
+        rows = family(by, [(a['name'], ref) for a in results if a['name'] != ref], kind, c, margins)
+        out.setdefault(kind, {})[c] = {r['a']: r for r in rows}
+    return out
+
+
+def across_bases(tables, margins):
+    """Contrasts measured on several base models: one {kind: {column: [row, ...]}} per base (a row has a name, a
+    diff = A - B and that base's verdict; e.g. settings.contrasts of each base's summary.json). For every row name
+    and column found on every base: the bases' diffs, their mean and a Student t interval over the bases (df = bases
+    - 1), which carries base-to-base variation (each base's diff already holds its windows' or examples' noise),
+    Holm within the column, the verdict by the usual rule, and `holds`: every base's own verdict equals it.
+    Returns {kind: {column: [dict(name, diffs, verdicts, diff, ci, p, p_holm, verdict, holds), ...]}}."""
+    if len(tables) < 2:
+        raise ValueError(f'across_bases needs the contrasts of at least 2 bases, got {len(tables)}')
+    out = {}
+    for kind, cols in tables[0].items():
+        for col, rows in cols.items():
+            found = []
+            for name in [r['name'] for r in rows]:
+                got = [next((o for o in t.get(kind, {}).get(col, []) if o['name'] == name), None) for t in tables]
+                if any(g is None for g in got):
+                    continue
+                d = np.array([g['diff'] for g in got], dtype=float)
+                n, m = len(d), float(d.mean())
+                se = float(d.std(ddof=1)) / math.sqrt(n)
+                if se == 0:  # every base the same difference (e.g. 0 points everywhere)
+                    ci, p = (m, m), (0.0 if m != 0 else 1.0)
+                else:
+                    h = t_quantile(0.975, n - 1) * se
+                    ci, p = (m - h, m + h), t_p(m / se, n - 1)
+                found.append(dict(name=name, diffs=d.tolist(), verdicts=[g['verdict'] for g in got], diff=m,
+                                  ci=list(ci), p=p))
+            exact = kind != 'loss' and ROOMS[kind][1] == 'exact'
+            for r, ph in zip(found, holm([r['p'] for r in found])):
+                r['p_holm'] = ph
+                r['verdict'] = verdict(r['ci'], ph, margins['exact_match' if exact else 'loss'],
+                                       higher_is_better=kind != 'loss')
+                r['holds'] = all(v == r['verdict'] for v in r['verdicts'])
+            if found:
+                out.setdefault(kind, {})[col] = found
+    return out
+
+
+def crop_rows(summary):
+    """summary.json's every-arm-against-the-crop comparisons as contrast rows ({kind: {column: [row, ...]}}, each
+    named 'arm vs crop'), so that across_bases can take them like the named contrasts."""
+    out = {}
+    for crop, kinds in (summary['settings'].get('vs_crop') or {}).items():
+        for kind, cols in kinds.items():
+            for col, arms in cols.items():
+                out.setdefault(kind, {}).setdefault(col, []).extend(
+                    dict(row, name=f"{arm} vs {crop}") for arm, row in arms.items())
+    return out
+
+
+def vs_arm_of(summary, other, margins, ref=None):
+    """Every arm of one eval's summary.json against one arm of another eval of the same windows, by default its
+    first crop control (e.g. the fine-tunes of `make long-s8-2048` against the crop of `make eval-2048`; ref names
+    another arm, e.g. its zero-shot Dynamic YaRN): vs_reference over this file's arms plus that arm. The two files
+    must share T, the windows and the rooms' examples, else the pairing would be of different text: ValueError
+    naming what differs."""
+    for key in ('T', 'windows', 'retrieval', 'passkey_depth', 'needles', 'needles_mq', 'recall'):
+        if summary['settings'].get(key) != other['settings'].get(key):
+            raise ValueError(f'the two evals differ in {key}: pair only evals of the same windows and examples '
+                             f'(same T, num_windows, seed and room settings)')
+    pick = next((a for a in other['arms'] if (a['name'] == ref if ref else a.get('crop'))), None)
+    if pick is None:
+        raise ValueError(f"no arm {ref or 'crop'!r} in the other eval; it has {[a['name'] for a in other['arms']]}")
+    return vs_reference([a for a in summary['arms'] if a['name'] != pick['name']] + [pick], pick['name'], margins)
+
+
+def break_position(curve, start, ref, rise=0.1, smooth=32):
+    """Where a loss-by-position curve breaks: the first position p >= start at which the running mean of the
+    `smooth` positions ending at p lies more than `rise` nats above the mean over positions [ref[0], ref[1]) (the
+    range the model was trained on, past the first L). NaN cells (unscored positions) are skipped in both means.
+    Returns p, or None when the curve never rises that far. E.g. a plain fine-tune at 512: start 512, ref (128, 512)."""
+    c = np.asarray(curve, dtype=float)
+    base = np.nanmean(c[ref[0]:ref[1]])
+    for p in range(max(start, smooth - 1), len(c)):
+        w = c[p - smooth + 1:p + 1]
+        if np.isfinite(w).any() and np.nanmean(w) > base + rise:
+            return p
+    return None

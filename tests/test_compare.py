@@ -1,0 +1,84 @@
+"""Tests of lab/compare.py, eval.py's arms compared, on hand-built summary.json arms: exact means against the design's,
+Holm within a column, the crop or another eval's arm as reference, contrasts over bases and break positions."""
+import numpy as np
+import pytest
+
+from lab import compare as C
+
+approx = pytest.approx
+
+
+def fake_arm(name, exact, design, hits, seeds=(1,)):
+    """A summary.json arm entry with one loss bucket 'b' (exact per-window means or None, and the design's) and one
+    passkey bucket 'd' (per-example outcomes)."""
+    return dict(name=name, seeds=list(seeds), buckets={'b': float(np.mean(exact if exact is not None else design))},
+                per_window={'b': exact}, per_window_design={'b': design},
+                retrieval=[dict(bucket='d', exact_match=float(np.mean(hits)), per_example=dict(exact=hits))])
+
+
+def test_compare_uses_exact_means_only_when_both_arms_have_them():
+    a = fake_arm('a', [[1.0, 2.0, 3.0, 4.0]], [[1.5, 2.5, 3.0, 4.0]], [[1, 1, 1, 1, 1, 1]])
+    b = fake_arm('b', [[1.5, 2.1, 3.7, 4.1]], [[1.0, 2.5, 3.5, 4.5]], [[0, 0, 0, 0, 0, 1]])
+    c = fake_arm('c', None, [[1.2, 2.2, 3.2, 4.2]], [[1, 1, 1, 1, 1, 1]])
+    m = {'loss': 0.02, 'exact_match': 0.10}
+    out = C.compare([a, b, c], [('a', 'b'), ('a', 'c')], m)
+    ab, ac = out['loss']['b']
+    assert ab['diff'] == approx(-0.35) and ab['a'] == 'a' and ab['b'] == 'b'  # exact: (-.5 -.1 -.7 -.1) / 4
+    assert ac['diff'] == approx((0.3 + 0.3 - 0.2 - 0.2) / 4)  # c has no exact means: both on the design positions
+    em = out['exact_match']['d'][0]  # 5 discordant pairs all for a: McNemar 2/32, Holm over 2 -> 0.125: unresolved
+    assert em['diff'] == approx(5 / 6) and em['p'] == approx(0.0625) and em['verdict'] == 'unresolved'
+    assert out['exact_match']['d'][1]['verdict'] == 'equivalent'  # identical outcomes: interval [0, 0]
+    best = C.vs_best([a, b, c], m)
+    assert best['loss']['b']['best'] == 'a' and set(best['loss']['b']['arms']) == {'b', 'c'}
+    assert best['exact_match']['d']['best'] == 'a' and best['exact_match']['d']['arms']['c']['verdict'] == 'equivalent'
+
+
+def test_vs_arm_of_pairs_with_another_evals_arm():
+    """Arms of one eval against an arm of another eval of the same windows (its crop by default, or one named):
+    the same rows vs_reference gives when both sit in one file; a different T or window list, or a name not
+    there, is refused."""
+    a = fake_arm('a', [[1.0, 2.0, 3.0, 4.0]], [[1.0, 2.0, 3.0, 4.0]], [[1, 1, 1, 1, 1, 1]])
+    crop = dict(fake_arm('crop', [[1.5, 2.1, 3.7, 4.1]], [[1.5, 2.1, 3.7, 4.1]], [[0, 0, 0, 0, 0, 1]]), crop='sliding')
+    z = fake_arm('z', [[1.0, 2.5, 3.0, 4.5]], [[1.0, 2.5, 3.0, 4.5]], [[1, 0, 1, 0, 1, 1]])
+    m, st = {'loss': 0.02, 'exact_match': 0.10}, dict(T=1024, windows=[5, 9])
+    mine, other = dict(settings=st, arms=[a]), dict(settings=dict(st), arms=[z, crop])
+    got = C.vs_arm_of(mine, other, m)
+    assert got == C.vs_reference([a, crop], 'crop', m) and got['loss']['b']['a']['diff'] == approx(-0.35)
+    assert C.vs_arm_of(mine, other, m, ref='z')['loss']['b']['a']['diff'] == approx(-0.25)
+    with pytest.raises(ValueError, match='differ in windows'):
+        C.vs_arm_of(mine, dict(settings=dict(T=1024, windows=[5, 8]), arms=[crop]), m)
+    with pytest.raises(ValueError, match="no arm 'x'"):
+        C.vs_arm_of(mine, other, m, ref='x')
+
+
+def test_across_bases_hand_values():
+    """Three bases: diffs 0.1, 0.2, 0.3 -> mean 0.2, se 0.1/sqrt 3, t(0.975, 2) = 4.3027: [-0.0484, 0.4484],
+    p = 0.0742 (t = 3.464, df 2), unresolved; -0.10, -0.11, -0.12 -> t = -19.05, p = 0.00275, Holm x2 -> better
+    (lower loss), held on every base whose own verdict was better; a row missing on one base is left out."""
+    mk = lambda name, d, v: dict(name=name, diff=d, verdict=v)  # noqa: E731
+    tables = [{'loss': {'0-128': [mk('A vs B', a, 'unresolved'), mk('C vs D', c, v), mk('only here', 1.0, 'worse')]}}
+              for a, c, v in ((0.1, -0.10, 'better'), (0.2, -0.11, 'better'), (0.3, -0.12, 'unresolved'))]
+    for t in tables[1:]:
+        t['loss']['0-128'].pop()
+    got = C.across_bases(tables, {'loss': 0.02, 'exact_match': 0.1})['loss']['0-128']
+    assert [r['name'] for r in got] == ['A vs B', 'C vs D']
+    a, c = got
+    assert a['diff'] == pytest.approx(0.2) and a['ci'] == pytest.approx([0.2 - 4.302653 * 0.1 / 3 ** 0.5,
+                                                                          0.2 + 4.302653 * 0.1 / 3 ** 0.5], abs=1e-6)
+    assert a['p'] == pytest.approx(0.07418, abs=1e-4) and a['verdict'] == 'unresolved' and a['holds']
+    assert c['p'] == pytest.approx(0.002744, abs=2e-5) and c['p_holm'] == pytest.approx(2 * c['p'])
+    assert c['verdict'] == 'better' and not c['holds'] and c['verdicts'] == ['better', 'better', 'unresolved']
+    with pytest.raises(ValueError, match='at least 2 bases'):
+        C.across_bases(tables[:1], {'loss': 0.02, 'exact_match': 0.1})
+
+
+def test_break_position_on_a_constructed_curve():
+    """A curve flat at 1.0 to position 600 and 1.5 after it: the 32-position running mean first exceeds
+    1.0 + 0.1 when more than 6.4 of its 32 positions are past 600, i.e. at p = 606 (7 of them: 600..606);
+    NaN cells are skipped; a flat curve never breaks."""
+    c = np.r_[np.ones(600), np.full(424, 1.5)]
+    assert C.break_position(c, 512, (128, 512)) == 606
+    c[::3] = np.nan
+    p = C.break_position(c, 512, (128, 512))
+    assert 604 <= p <= 608
+    assert C.break_position(np.ones(1024), 512, (128, 512)) is None
