@@ -3,9 +3,10 @@ Which models eval.py compares, and under which names: the arms.
 
 An arm is a run folder (a base model, or a fine-tune from finetune_long.py), a zero-shot scaling or position map
 (ReRoPE, Self-Extend) switched on in the base model (--rope_types), a fine-tune with a position map switched on
-(--position_map) or with another scaling in place of its own (--retune), or the seeds of one fine-tuned configuration taken together. Each arm carries its
-checkpoint(s), its training length L (from the checkpoint's lineage, never re-typed), the length it was
-fine-tuned at and its rope config. Everything here is validation: nothing is measured.
+(--position_map) or with another scaling in place of its own (--retune), or the seeds of one fine-tuned
+configuration taken together. Each arm carries its checkpoint(s), its training length L (from the checkpoint's
+lineage, never re-typed), the length it was fine-tuned at and its rope config. Everything here is validation:
+nothing is measured.
 """
 import os
 

@@ -23,8 +23,9 @@ scores every position (exact, slow). Passkey tokens are scored the same way, eac
 ppl_at[n] is the YaRN paper's Table 1 form: one forward of the first n tokens (dynamic arms at s = n/L).
 
 Comparisons (--contrasts, and every arm against the best of each column) are paired tests on the same windows or
-passkey examples, with seeds inside the interval (lab/stats.py, lab/compare.py), Holm-corrected per column, ending in better,
-worse, equivalent (inside --margin_loss / --margin_exact) or unresolved. Bucket intervals carry windows and seeds.
+passkey examples, with seeds inside the interval (lab/stats.py, lab/compare.py), Holm-corrected per column, ending
+in better, worse, equivalent (inside --margin_loss / --margin_exact) or unresolved. Bucket intervals carry windows
+and seeds.
 
 Outputs in out_dir: position_loss.csv, attention_entropy.csv, retrieval.csv, finetune_curves.csv (when arms have
 fine-tune logs), summary.json, summary.md (printed), and plot.py's PNGs. Everything is validated before
@@ -47,7 +48,7 @@ from tqdm import tqdm
 from arms import plan_arms
 from configurator import ConfigError, autocast_context, check_out_dir, cli, get_config, pick_device
 from data.common import atomic_write_text, check_vocab, data_dir_of, doc_windows, load_meta, load_split, read_json
-from lab.compare import across_bases, compare, crop_rows, vs_best, vs_reference
+from lab.compare import across_bases, base_tables, compare, first_difference, vs_best, vs_reference
 from lab.crop import truncated_entropy, truncated_scores, window_attention, window_logits
 from lab.diagnostics import entropy_at
 from lab.position_maps import mapped_attention, mapped_logits
@@ -510,19 +511,12 @@ def combine_bases(cfg):
     check_out_dir(cfg['out_dir'])
     sums = [read_json(os.path.join(d, 'summary.json'), f"run eval.py with --out_dir={d} first") for d in dirs]
     for d, s in zip(dirs[1:], sums[1:]):
-        for key in ('T', 'L', 'windows', 'seed', 'split'):
-            if s['settings'].get(key) != sums[0]['settings'].get(key):
-                raise ConfigError(f"{d} was evaluated with another {key} than {dirs[0]}; combine evals of the same "
-                                  f"settings (windows, T, seed) on different base models")
-    tables = []
-    for s in sums:
-        rows = {k: {c: list(r) for c, r in cols.items()} for k, cols in (s['settings'].get('contrasts') or {}).items()}
-        for kind, cols in crop_rows(s).items():
-            for c, r in cols.items():
-                rows.setdefault(kind, {}).setdefault(c, []).extend(r)
-        tables.append(rows)
+        key = first_difference(s, sums[0], ('T', 'L', 'windows', 'seed', 'split'))
+        if key:
+            raise ConfigError(f"{d} was evaluated with another {key} than {dirs[0]}; combine evals of the same "
+                              f"settings (windows, T, seed) on different base models")
     out = dict(folders=dirs, bases=[next(a['checkpoint'] for a in s['arms'] if a['kind'] == 'base') for s in sums],
-               margins=margins(cfg), comparisons=across_bases(tables, margins(cfg)))
+               margins=margins(cfg), comparisons=across_bases(base_tables(sums), margins(cfg)))
     import plot
     md = plot.bases_markdown(out)
     os.makedirs(cfg['out_dir'], exist_ok=True)

@@ -128,6 +128,24 @@ def across_bases(tables, margins):
     return out
 
 
+def first_difference(summary, other, keys):
+    """The first of `keys` whose setting differs between two eval summaries (None when they all agree)."""
+    return next((k for k in keys if summary['settings'].get(k) != other['settings'].get(k)), None)
+
+
+def base_tables(summaries):
+    """For across_bases: each summary's named contrasts plus its every-arm-against-the-crop rows, one
+    {kind: {column: [row, ...]}} per summary."""
+    tables = []
+    for s in summaries:
+        rows = {k: {c: list(r) for c, r in cols.items()} for k, cols in (s['settings'].get('contrasts') or {}).items()}
+        for kind, cols in crop_rows(s).items():
+            for c, r in cols.items():
+                rows.setdefault(kind, {}).setdefault(c, []).extend(r)
+        tables.append(rows)
+    return tables
+
+
 def crop_rows(summary):
     """summary.json's every-arm-against-the-crop comparisons as contrast rows ({kind: {column: [row, ...]}}, each
     named 'arm vs crop'), so that across_bases can take them like the named contrasts."""
@@ -146,10 +164,11 @@ def vs_arm_of(summary, other, margins, ref=None):
     another arm, e.g. its zero-shot Dynamic YaRN): vs_reference over this file's arms plus that arm. The two files
     must share T, the windows and the rooms' examples, else the pairing would be of different text: ValueError
     naming what differs."""
-    for key in ('T', 'windows', 'retrieval', 'passkey_depth', 'needles', 'needles_mq', 'recall'):
-        if summary['settings'].get(key) != other['settings'].get(key):
-            raise ValueError(f'the two evals differ in {key}: pair only evals of the same windows and examples '
-                             f'(same T, num_windows, seed and room settings)')
+    key = first_difference(summary, other, ('T', 'windows', 'retrieval', 'passkey_depth', 'needles', 'needles_mq',
+                                            'recall'))
+    if key:
+        raise ValueError(f'the two evals differ in {key}: pair only evals of the same windows and examples '
+                         f'(same T, num_windows, seed and room settings)')
     pick = next((a for a in other['arms'] if (a['name'] == ref if ref else a.get('crop'))), None)
     if pick is None:
         raise ValueError(f"no arm {ref or 'crop'!r} in the other eval; it has {[a['name'] for a in other['arms']]}")

@@ -32,6 +32,13 @@ class SmearedKeyAttention(CausalSelfAttention):
 ATTENTION['smear_keys'] = SmearedKeyAttention
 
 
+def check_cap(max_distance, span_hi):
+    """A cap on the distance between the two copies is 0 (none) or at least the longest copy: ValueError otherwise."""
+    if max_distance and not span_hi <= max_distance:  # not <=: NaN too
+        raise ValueError(f"copy_max_distance={max_distance} must be 0 (no cap) or >= copy_span_hi={span_hi} (a copy "
+                         f"cannot start before its first copy ends)")
+
+
 def insert_repeats(w, gen, share, span_lo, span_hi, vocab_size, exclude=None, max_distance=0):
     """Synthetic retrieval mixed into natural-text windows w (N, n) int64 (n = T+1: inputs w[:, :-1], targets
     w[:, 1:]). Each window, with probability `share`, gets a random string of k tokens (k uniform in
@@ -47,9 +54,7 @@ def insert_repeats(w, gen, share, span_lo, span_hi, vocab_size, exclude=None, ma
     if not 1 <= span_lo <= span_hi or 2 * span_hi > n:
         raise ValueError(f"copy spans [{span_lo}, {span_hi}] do not fit twice in windows of {n} tokens; "
                          f"need 1 <= copy_span_lo <= copy_span_hi <= {n // 2}")
-    if max_distance and max_distance < span_hi:
-        raise ValueError(f"copy_max_distance={max_distance} is shorter than copy_span_hi={span_hi}: the copies would "
-                         f"overlap; use 0 (no cap) or a cap >= {span_hi}")
+    check_cap(max_distance, span_hi)
     tokens = torch.tensor([t for t in range(vocab_size) if t != exclude])
     w = w.clone()
     draw = lambda lo, hi: int(torch.randint(lo, hi + 1, (1,), generator=gen))  # uniform in [lo, hi]
@@ -74,9 +79,7 @@ def settings(cfg, meta, T):
     mix = dict(share=cfg['copy_share'], span_lo=cfg['copy_span_lo'], span_hi=cfg['copy_span_hi'],
                vocab_size=meta['vocab_size'], exclude=meta['eot_token'], fixed_iters=cfg['copy_fixed_iters'],
                max_distance=cfg.get('copy_max_distance', 0))
-    if mix['max_distance'] and not mix['span_hi'] <= mix['max_distance']:
-        raise ValueError(f"copy_max_distance={mix['max_distance']} must be 0 (no cap) or >= copy_span_hi="
-                         f"{mix['span_hi']} (a copy cannot start before its first copy ends)")
+    check_cap(mix['max_distance'], mix['span_hi'])
     if mix['fixed_iters'] < 0 or not (0 <= mix['share'] <= 1 and 1 <= mix['span_lo'] <= mix['span_hi']
                                       and 2 * mix['span_hi'] <= T + 1):
         raise ValueError(f"copy_share={mix['share']} must be in [0, 1], copy_fixed_iters={mix['fixed_iters']} >= 0 "
