@@ -53,8 +53,11 @@ def mean_of(arm, kind, column):
 
 def family(by, pairs, kind, column, margins):
     """One table column's paired comparisons of arm pairs [(a, b), ...], Holm-corrected together
-    (lab.stats.compare_family): rows with a, b, diff = a - b, ci, p, p_holm and the verdict of a against b."""
-    fam = [(f"{x} vs {y}", *paired(by[x], by[y], column, kind)) for x, y in pairs]
+    (lab.stats.compare_family): rows with a, b, diff = a - b, ci, p, p_holm and the verdict of a against b. Arms with
+    several seeds each are paired by seed value (their 'seeds' lists), never by list position: ValueError when two
+    such arms ran different seeds."""
+    fam = [(f"{x} vs {y}", *paired(by[x], by[y], column, kind), (by[x].get('seeds'), by[y].get('seeds')))
+           for x, y in pairs]
     exact = kind != 'loss' and ROOMS[kind][1] == 'exact'
     rows = compare_family(fam, margins['exact_match' if exact else 'loss'], binary=exact,
                           higher_is_better=kind != 'loss')

@@ -1,31 +1,49 @@
 """
 Statistics for the lab's comparisons. The room holds 95% intervals of one arm's mean (Student t, also over seeds x
-units) and of a proportion (Wilson, also clustered over seeds), a Student t CDF/quantile written from the regularized
-incomplete beta function, the exact McNemar test, Holm's step-down adjustment, and the paired comparison of two arms
-measured on the same units (eval windows or passkey examples, in the same order), with or without several seeds;
-lab/compare.py applies them to eval.py's arms.
+units) and of a proportion (Wilson, also clustered over seeds), the exact McNemar test, Holm's step-down adjustment,
+and the paired comparison of two arms measured on the same units (eval windows or passkey examples, in the same
+order), with or without several seeds (paired by seed value, never by list position); lab/compare.py applies them
+to eval.py's arms.
 The rule for a comparison of arm A to arm B (diff = A - B) within one table column (one family of comparisons):
 'better' / 'worse' when the Holm-adjusted paired p-value is < 0.05 (the sign of the difference says which, given
 whether higher is better); 'equivalent' when the whole 95% paired interval lies inside [-margin, +margin];
-'unresolved' otherwise. lab/compare.py and the retrieval room import this room; only numpy and the standard library
-are used.
+'unresolved' otherwise. lab/compare.py and the retrieval room import this room; scipy.stats supplies the
+distributions (Student t, normal, binomial), numpy the rest.
 """
 import math
 
 import numpy as np
+from scipy import stats as sps
 
-T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+Z975 = float(sps.norm.ppf(0.975))  # 1.959964: the two-sided 95% normal quantile of Wilson
+
+
+def _check_df(df):
+    if not df > 0:  # scipy answers NaN for df <= 0; say so instead
+        raise ValueError(f'degrees of freedom must be > 0, got {df}')
+
+
+def t_p(t, df):
+    """Two-sided p-value of a t statistic: P(|T| >= |t|) = 2 sf(|t|; df) (no 1 - F cancellation); df may be
+    fractional (Welch-Satterthwaite) or inf (the normal)."""
+    _check_df(df)
+    if math.isnan(t):
+        raise ValueError('t_p of NaN')
+    return min(1.0, 2.0 * float(sps.t.sf(abs(t), df)))
+
+
+def t_quantile(p, df):
+    """The p-quantile of Student's t (scipy's ppf), df fractional or inf. E.g. t_quantile(1 - 0.05 / (2 m), df) for a
+    Bonferroni 1 - 0.05/m interval."""
+    _check_df(df)
+    if not 0.0 < p < 1.0:
+        raise ValueError(f't_quantile needs 0 < p < 1, got {p}')
+    return float(sps.t.ppf(p, df))
 
 
 def t975(df):
-    """The 97.5% quantile of Student's t with df degrees of freedom: the usual table up to 30, then the
-    Cornish-Fisher expansion around the normal quantile (within 0.01% there)."""
-    if df <= len(T975):
-        return T975[df - 1]
-    z = 1.959964
-    return z + (z ** 3 + z) / (4 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df ** 2) + \
-        (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / (384 * df ** 3)
+    """The 97.5% quantile of Student's t with df degrees of freedom (the half-width factor of a 95% interval)."""
+    return t_quantile(0.975, df)
 
 
 def mean_ci(x):
@@ -37,99 +55,13 @@ def mean_ci(x):
 
 
 def wilson(k, n):
-    """95% Wilson score interval of a proportion k/n."""
+    """95% Wilson score interval of a proportion p = k/n, z = the 97.5% normal quantile:
+    (p + z^2/2n -/+ z sqrt(p(1-p)/n + z^2/4n^2)) / (1 + z^2/n)."""
     if n == 0:
         return [0.0, 1.0]
-    z, p = 1.959964, k / n
-    c, h = (p + z * z / (2 * n)) / (1 + z * z / n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return [max(0.0, c - h), min(1.0, c + h)]
-
-
-def _betacf(a, b, x, eps=1e-15, tiny=1e-300, max_iter=100000):
-    """Continued fraction of I_x(a, b) (modified Lentz): I_x(a,b) = x^a (1-x)^b / (a B(a,b)) * 1/(1+ d1/(1+ d2/(1+ ...)))
-    with d_{2m+1} = -(a+m)(a+b+m) x / ((a+2m)(a+2m+1)) and d_{2m} = m (b-m) x / ((a+2m-1)(a+2m)); returns the fraction."""
-    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, max_iter + 1):
-        for aa in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
-                   -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
-            d = 1.0 + aa * d
-            d = 1.0 / (d if abs(d) > tiny else tiny)
-            c = 1.0 + aa / c
-            c = c if abs(c) > tiny else tiny
-            h *= d * c
-        if abs(d * c - 1.0) < eps:
-            return h
-    raise RuntimeError(f'betainc continued fraction did not converge (a={a}, b={b}, x={x})')
-
-
-def betainc(a, b, x):
-    """Regularized incomplete beta I_x(a, b) = B(x; a, b) / B(a, b) for a, b > 0, 0 <= x <= 1: the continued fraction
-    where it converges fast, x < (a+1)/(a+b+2), else the symmetry I_x(a, b) = 1 - I_{1-x}(b, a)."""
-    if not (a > 0 and b > 0) or not 0.0 <= x <= 1.0:
-        raise ValueError(f'betainc needs a, b > 0 and 0 <= x <= 1, got a={a}, b={b}, x={x}')
-    if x == 0.0 or x == 1.0:
-        return float(x)
-    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
-    if x < (a + 1.0) / (a + b + 2.0):
-        return front * _betacf(a, b, x) / a
-    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
-
-
-def _check_df(df):
-    if not df > 0:
-        raise ValueError(f'degrees of freedom must be > 0, got {df}')
-
-
-def t_cdf(t, df):
-    """Student t CDF: F(t) = 1 - I_x(df/2, 1/2) / 2 for t >= 0 and I_x(df/2, 1/2) / 2 for t < 0, x = df / (df + t^2);
-    df may be fractional (Welch-Satterthwaite) or inf (the normal CDF, (1 + erf(t / sqrt 2)) / 2)."""
-    _check_df(df)
-    if math.isnan(t):
-        raise ValueError('t_cdf of NaN')
-    if math.isinf(df):
-        return 0.5 * math.erfc(-t / math.sqrt(2.0))
-    if math.isinf(t):
-        return 1.0 if t > 0 else 0.0
-    tail = 0.5 * betainc(df / 2.0, 0.5, df / (df + t * t))
-    return 1.0 - tail if t > 0 else tail
-
-
-def t_p(t, df):
-    """Two-sided p-value of a t statistic: P(|T| >= |t|) = I_x(df/2, 1/2), x = df / (df + t^2) (no 1 - F cancellation)."""
-    _check_df(df)
-    if math.isnan(t):
-        raise ValueError('t_p of NaN')
-    if math.isinf(df):
-        return math.erfc(abs(t) / math.sqrt(2.0))
-    if math.isinf(t):
-        return 0.0
-    return min(1.0, betainc(df / 2.0, 0.5, df / (df + t * t)))
-
-
-def t_quantile(p, df):
-    """The p-quantile of Student's t: the t with t_cdf(t, df) = p, by bisection (to ~1e-12 relative); the negative of
-    the (1-p)-quantile below p = 1/2. E.g. t_quantile(1 - 0.05 / (2 m), df) for a Bonferroni 1 - 0.05/m interval."""
-    _check_df(df)
-    if not 0.0 < p < 1.0:
-        raise ValueError(f't_quantile needs 0 < p < 1, got {p}')
-    if p == 0.5:
-        return 0.0
-    if p < 0.5:
-        return -t_quantile(1.0 - p, df)
-    lo, hi = 0.0, 1.0
-    while t_cdf(hi, df) < p:
-        lo, hi = hi, 2.0 * hi
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if t_cdf(mid, df) < p:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-12 * hi:
-            break
-    return 0.5 * (lo + hi)
+    z, p = Z975, k / n
+    c, h = p + z * z / (2 * n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return [max(0.0, (c - h) / (1 + z * z / n)), min(1.0, (c + h) / (1 + z * z / n))]
 
 
 # ---- exact McNemar and Holm ------------------------------------------------------------------------------------
@@ -137,17 +69,13 @@ def t_quantile(p, df):
 def mcnemar_exact(b, c):
     """Two-sided exact McNemar p on the discordant counts b (A right, B wrong) and c (A wrong, B right):
     p = min(1, 2 P(X <= min(b, c))), X ~ Binomial(b + c, 1/2), i.e. 2 sum_{i <= min(b,c)} C(n, i) / 2^n; 1 when
-    b + c = 0. Exact integers up to n = 1000, above that P(X <= k) = I_{1/2}(n - k, k + 1)."""
+    b + c = 0."""
     if b < 0 or c < 0 or b != int(b) or c != int(c):
         raise ValueError(f'mcnemar_exact needs counts (integers >= 0), got b={b}, c={c}')
     n, k = int(b) + int(c), int(min(b, c))
     if n == 0:
         return 1.0
-    if n <= 1000:
-        p = 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
-    else:
-        p = 2.0 * betainc(n - k, k + 1, 0.5)
-    return min(1.0, float(p))
+    return min(1.0, 2.0 * float(sps.binom.cdf(k, n, 0.5)))
 
 
 def holm(pvals):
@@ -203,14 +131,25 @@ def _t_result(diff, v, df, scale, method):
     return dict(diff=diff, ci=[diff - h, diff + h], se=se, df=df, p=t_p(diff / se, df), method=method)
 
 
-def paired_diff(a, b, binary=False, paired_seeds=None):
+def align_seeds(b, seeds_a, seeds_b):
+    """b's rows [Sb, N] (one per seed in seeds_b) put in the order of seeds_a, so that row i of a and of b hold the
+    same seed: b itself when the lists are equal, its rows reordered when they hold the same seeds in another order;
+    ValueError naming both lists otherwise (different seeds, a seed listed twice, a list missing or not one per row)."""
+    sa, sb = None if seeds_a is None else list(seeds_a), None if seeds_b is None else list(seeds_b)
+    if sa is None or sb is None or not len(sa) == len(sb) == len(b) == len(set(sa)) or set(sa) != set(sb):
+        raise ValueError(f'pairing seeds needs the same seeds in both arms (one per row), got seeds {sa} and {sb}')
+    return b if sa == sb else b[[sb.index(s) for s in sa]]
+
+
+def paired_diff(a, b, binary=False, paired_seeds=None, seeds=None):
     """Paired difference diff = mean(a) - mean(b) of two arms measured on the same N units (same order); a is
     [Sa, N] (seeds x units), b is [Sb, N]. Returns dict(diff, ci (95%), se, df, p (two-sided), method).
     - Sa = Sb = 1 ('paired-t'): d = a - b over units, se^2 = var(d)/N, df = N - 1. binary=True (0/1 outcomes):
       p = mcnemar_exact(#(a=1,b=0), #(a=0,b=1)) instead, the interval still the paired t one ('mcnemar').
     - seeds paired (paired_seeds, default Sa = Sb > 1; 'seed-paired-t'): D = a - b [S, N], u = D.mean(0) per unit,
       m = D.mean(1) per seed; se^2 = var(u)/N + var(m)/S, Welch-Satterthwaite df over (N-1, S-1). The unit x seed
-      residual is counted in both components, so the interval is conservative.
+      residual is counted in both components, so the interval is conservative. seeds = (a's seed list, b's) pairs
+      the rows by seed value (align_seeds: ValueError unless both arms ran the same seeds); without it by row.
     - otherwise ('seed-unpaired-t'): u = a.mean(0) - b.mean(0); se^2 = var(u)/N + var(ma)/Sa [Sa > 1] + var(mb)/Sb
       [Sb > 1] with ma, mb the arms' seed means; Satterthwaite df over the components present.
     All variances ddof = 1. The interval is diff -/+ t_0.975(df) se, p = 2 P(T_df >= |diff| / se); zero variance gives
@@ -227,6 +166,8 @@ def paired_diff(a, b, binary=False, paired_seeds=None):
         paired_seeds = sa == sb > 1
     if paired_seeds and sa != sb:
         raise ValueError(f'paired seeds need the same seed count, got a {a.shape}, b {b.shape}')
+    if paired_seeds and sa > 1 and seeds is not None:  # one seed each: the units are paired, not the seeds
+        b = align_seeds(b, *seeds)
     diff = float(a.mean() - b.mean())
     scale = float(max(np.abs(a).max(), np.abs(b).max()))
     if sa == sb == 1:
@@ -296,10 +237,12 @@ def verdict(ci, p_adj, margin, higher_is_better=False, alpha=0.05):
 
 
 def compare_family(pairs, margin, binary=False, higher_is_better=False):
-    """One family (one table column): paired_diff(a, b, binary) for each (name, a [Sa, N], b [Sb, N]) in pairs, the
-    p-values Holm-adjusted across the list, and each row's verdict(ci, p_holm, margin, higher_is_better). Returns a
-    list of dict(name, diff, ci, se, df, p, p_holm, verdict, method), in the order given."""
-    rows = [dict(name=name, **paired_diff(a, b, binary=binary)) for name, a, b in pairs]
+    """One family (one table column): paired_diff(a, b, binary, seeds=seeds) for each (name, a [Sa, N], b [Sb, N])
+    or (name, a, b, seeds = (a's seed list, b's)) in pairs, the p-values Holm-adjusted across the list, and each row's
+    verdict(ci, p_holm, margin, higher_is_better). Returns a list of dict(name, diff, ci, se, df, p, p_holm, verdict,
+    method), in the order given."""
+    rows = [dict(name=name, **paired_diff(a, b, binary=binary, seeds=seeds[0] if seeds else None))
+            for name, a, b, *seeds in pairs]
     for r, ph in zip(rows, holm([r['p'] for r in rows])):
         r['p_holm'] = ph
         r['verdict'] = verdict(r['ci'], ph, margin, higher_is_better)

@@ -33,6 +33,27 @@ def test_compare_uses_exact_means_only_when_both_arms_have_them():
     assert best['exact_match']['d']['best'] == 'a' and best['exact_match']['d']['arms']['c']['verdict'] == 'equivalent'
 
 
+def test_seeds_are_paired_by_value_not_list_position():
+    """Two arms of two seeds each: b lists its runs as [1338, 1337] and is paired with a's [1337, 1338] by seed
+    value, giving exactly the rows of b listed in a's order. By hand: D = a - b per seed, 1337: [-.1, -.3, .1, -.4],
+    1338: [.1, -.4, .4, .3]; unit means u = [0, -.35, .25, -.05], var(u)/4 = .181875/3/4; seed means [-.175, .1],
+    var/2 = .0378125/2; se^2 = .0340625. An arm that ran [1337, 1339] is refused, naming both seed lists."""
+    a = fake_arm('a', [[1.0, 2.0, 3.0, 4.0], [2.0, 2.5, 4.0, 4.5]], [[1.0, 2.0, 3.0, 4.0], [2.0, 2.5, 4.0, 4.5]],
+                 [[1, 1, 0, 1], [1, 0, 1, 1]], seeds=(1337, 1338))
+    rows_b, hits_b = [[1.1, 2.3, 2.9, 4.4], [1.9, 2.9, 3.6, 4.2]], [[0, 1, 0, 0], [1, 0, 0, 1]]
+    b = fake_arm('b', rows_b, rows_b, hits_b, seeds=(1337, 1338))
+    swapped = fake_arm('b', rows_b[::-1], rows_b[::-1], hits_b[::-1], seeds=(1338, 1337))
+    m = {'loss': 0.02, 'exact_match': 0.10}
+    got = C.compare([a, swapped], [('a', 'b')], m)
+    assert got == C.compare([a, b], [('a', 'b')], m)
+    row = got['loss']['b'][0]
+    assert row['method'] == 'seed-paired-t' and row['diff'] == approx(-0.0375)
+    assert row['se'] == approx(0.0340625 ** 0.5, abs=1e-12)
+    other = fake_arm('c', rows_b, rows_b, hits_b, seeds=(1337, 1339))
+    with pytest.raises(ValueError, match=r'\[1337, 1338\] and \[1337, 1339\]'):
+        C.compare([a, other], [('a', 'c')], m)
+
+
 def test_vs_arm_of_pairs_with_another_evals_arm():
     """Arms of one eval against an arm of another eval of the same windows (its crop by default, or one named):
     the same rows vs_reference gives when both sit in one file; a different T or window list, or a name not

@@ -1,5 +1,6 @@
 """Tests of lab/stats.py against hand-computed numbers and textbook values (t tables, closed-form t CDFs for
-df = 1, 2, 4, exact binomial sums, Holm by hand). Pure numpy/math, well under a second; no torch."""
+df = 1, 2, 3, 4, exact binomial sums, Holm by hand): the lab's use of scipy.stats gives those numbers. numpy and
+scipy, well under a second; no torch."""
 import importlib.util
 import math
 import os
@@ -7,20 +8,23 @@ import os
 import numpy as np
 import pytest
 
-# lab/stats.py is pure numpy + math: load it by path so this file does not pay for lab/__init__.py, which imports
+# lab/stats.py needs numpy + scipy only: load it by path so this file does not pay for lab/__init__.py, which imports
 # torch (lab.copy_mix) -- ~3 s of a < 1 s test. Same file that `from lab.stats import ...` gives everyone else.
 _PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'lab', 'stats.py')
 _spec = importlib.util.spec_from_file_location('lab_stats_standalone', _PATH)
 S = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(S)
-(betainc, clustered_wilson, compare_family, holm, mcnemar_exact, mean_ci, paired_diff, seeds_mean_ci, t975, t_cdf,
- t_p, t_quantile, verdict, wilson) = (S.betainc, S.clustered_wilson, S.compare_family, S.holm, S.mcnemar_exact,
-                                      S.mean_ci, S.paired_diff, S.seeds_mean_ci, S.t975, S.t_cdf, S.t_p,
-                                      S.t_quantile, S.verdict, S.wilson)
+(align_seeds, clustered_wilson, compare_family, holm, mcnemar_exact, mean_ci, paired_diff, seeds_mean_ci, t975,
+ t_p, t_quantile, verdict, wilson) = (S.align_seeds, S.clustered_wilson, S.compare_family, S.holm, S.mcnemar_exact,
+                                      S.mean_ci, S.paired_diff, S.seeds_mean_ci, S.t975, S.t_p, S.t_quantile,
+                                      S.verdict, S.wilson)
 
 approx = pytest.approx
 T2_975 = 0.95 / math.sqrt(2 * 0.975 * 0.025)  # df = 2 closed form: t_p = (2p - 1) / sqrt(2 p (1 - p)) = 4.302653
 T4_975, T6_975, T7_975 = 2.776445, 2.446912, 2.364624  # textbook 6-digit t_0.975 for df = 4, 6, 7
+T975_TABLE = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
+              2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045,
+              2.042)  # the textbook 3-decimal t_0.975 table, df = 1..30
 
 
 def cdf_df2(t):
@@ -33,32 +37,40 @@ def cdf_df4(t):
     return 0.5 + 3 / 8 * t / math.sqrt(1 + t * t / 4) * (1 - t * t / (12 * (1 + t * t / 4)))
 
 
-# ---- betainc / t ---------------------------------------------------------------------------------------------------
+# ---- t (scipy.stats.t) -------------------------------------------------------------------------------------------
 
-def test_betainc_closed_forms():
-    for x in (0.01, 0.2, 0.5, 0.73, 0.99):
-        assert betainc(1, 1, x) == approx(x, abs=1e-13)
-        assert betainc(2.5, 1, x) == approx(x ** 2.5, abs=1e-13)
-        assert betainc(1, 3.5, x) == approx(1 - (1 - x) ** 3.5, abs=1e-13)
-        assert betainc(2, 2, x) == approx(3 * x * x - 2 * x ** 3, abs=1e-13)
-    assert betainc(7.3, 7.3, 0.5) == approx(0.5, abs=1e-13)
-    assert betainc(3, 4, 0.0) == 0.0 and betainc(3, 4, 1.0) == 1.0
-    with pytest.raises(ValueError):
-        betainc(0, 1, 0.5)
+def test_scipy_t_and_binomial_give_hand_values():
+    """What the removed hand-written incomplete beta was tested for, now asked of the lab's scipy calls: the t
+    quantile and two-sided p against tables and closed forms, the binomial sum of McNemar by hand, Wilson's z."""
+    assert t_quantile(0.975, 5) == approx(2.5706, abs=5e-5)
+    assert t975(5) == t_quantile(0.975, 5)
+    assert t975(31) == approx(2.039513, abs=1e-6) and t975(120) == approx(1.979930, abs=1e-6)
+    for t in (0.1, 0.7, 1.5, 4.0, 25.0):  # df = 3: 2 (1 - F) = 1 - (2/pi) (atan x + x / (1 + x^2)), x = t / sqrt 3
+        x = t / math.sqrt(3)
+        assert t_p(t, 3) == approx(1 - 2 / math.pi * (math.atan(x) + x / (1 + x * x)), abs=2e-12)
+    assert t_p(1.0, 1) == approx(0.5, abs=1e-15)  # Cauchy: 1 - 2 atan(1) / pi
+    assert t_p(math.sqrt(2), 2) == approx(1 - math.sqrt(2) / 2, abs=1e-15)  # 1 - t / sqrt(2 + t^2)
+    assert mcnemar_exact(3, 7) == approx(2 * (1 + 10 + 45 + 120) / 1024, abs=1e-15)  # 0.34375
+    assert S.Z975 == approx(1.959964, abs=5e-7)
+    for bad in (lambda: t_p(1.0, 0), lambda: t_quantile(0.9, 0), lambda: t_quantile(1.0, 3),
+                lambda: t_quantile(0.0, 3), lambda: t_p(float('nan'), 3)):
+        with pytest.raises(ValueError):
+            bad()
 
 
-def test_t_cdf_known_values():
-    assert t_cdf(2.042, 30) == approx(0.975, abs=1e-4)  # table value rounded to 3 decimals
-    assert t_cdf(0, 5) == 0.5
+def test_t_p_known_values():
+    assert t_p(2.042, 30) == approx(0.05, abs=2e-4)  # table value rounded to 3 decimals
+    assert t_p(0, 5) == 1.0
     for t in (0.1, 0.7, 1.5, 4.0, 25.0):
-        assert t_cdf(t, 1) == approx(0.5 + math.atan(t) / math.pi, abs=1e-12)  # Cauchy
-        assert t_cdf(t, 2) == approx(cdf_df2(t), abs=1e-12)
-        assert t_cdf(t, 4) == approx(cdf_df4(t), abs=1e-12)
+        assert t_p(t, 1) == approx(1 - 2 * math.atan(t) / math.pi, abs=2e-12)  # Cauchy
+        assert t_p(t, 2) == approx(2 * (1 - cdf_df2(t)), abs=2e-12)
+        assert t_p(t, 4) == approx(2 * (1 - cdf_df4(t)), abs=2e-12)
         for df in (1, 3, 7.5, 40):
-            assert t_cdf(-t, df) == approx(1 - t_cdf(t, df), abs=1e-12)
-    assert t_cdf(1.959964, 1e6) == approx(0.975, abs=1e-6)  # large df: the normal
-    assert t_cdf(1.959964, math.inf) == approx(0.975, abs=1e-7)
-    assert t_cdf(2.0, 2.5) > t_cdf(2.0, 2) and t_cdf(2.0, 2.5) < t_cdf(2.0, 3)  # fractional df lies between
+            assert t_p(-t, df) == t_p(t, df)
+            assert t_quantile(t_p(t, df) / 2, df) == approx(-t, rel=1e-9)  # the quantile inverts the tail
+    assert t_p(1.959964, 1e6) == approx(0.05, abs=2e-6)  # large df: the normal
+    assert t_p(1.959964, math.inf) == approx(0.05, abs=2e-7)
+    assert t_p(2.0, 2.5) < t_p(2.0, 2) and t_p(2.0, 2.5) > t_p(2.0, 3)  # fractional df lies between
 
 
 def test_t_p_and_quantile_match_tables():
@@ -70,13 +82,13 @@ def test_t_p_and_quantile_match_tables():
     assert t_quantile(0.975, 2) == approx(T2_975, abs=1e-9)
     for df in (4, 6, 7):
         assert t_quantile(0.975, df) == approx({4: T4_975, 6: T6_975, 7: T7_975}[df], abs=1e-6)
-    for df in range(1, 31):  # the 3-decimal table in t975
-        assert abs(t_quantile(0.975, df) - t975(df)) < 6e-4
+    for df in range(1, 31):  # the 3-decimal table
+        assert abs(t_quantile(0.975, df) - T975_TABLE[df - 1]) < 6e-4 and t975(df) == t_quantile(0.975, df)
     assert t_quantile(0.995, 10) == approx(3.169, abs=6e-4)
     assert t_quantile(0.025, 5) == approx(-2.571, abs=6e-4)
     assert t_quantile(0.975, 120) == approx(1.980, abs=6e-4)
     assert t_quantile(0.5, 3) == 0.0
-    assert t_cdf(t_quantile(1 - 0.05 / 8, 9.3), 9.3) == approx(1 - 0.05 / 8, abs=1e-10)
+    assert t_p(t_quantile(1 - 0.05 / 8, 9.3), 9.3) == approx(0.05 / 4, abs=2e-10)
 
 
 # ---- McNemar / Holm ------------------------------------------------------------------------------------------------
@@ -88,7 +100,7 @@ def test_mcnemar_exact_hand_values():
     assert mcnemar_exact(2, 8) == approx(2 * (1 + 10 + 45) / 1024, abs=1e-15)
     assert mcnemar_exact(4, 4) == 1.0 and mcnemar_exact(0, 0) == 1.0
     assert mcnemar_exact(0, 1) == 1.0  # 2 * 1/2
-    # n > 1000 takes the betainc route; compare to the exact integer sum
+    # large n: scipy's binomial CDF against the exact integer sum
     b, c = 480, 570
     exact = 2 * sum(math.comb(1050, i) for i in range(481)) / 2 ** 1050
     assert mcnemar_exact(b, c) == approx(exact, rel=1e-9)
@@ -154,7 +166,7 @@ def test_paired_diff_paired_seeds_fractional_df():
     assert r['df'] == approx(32 / 19, abs=1e-12)  # (4/3)^2 / ((1/3)^2/2 + 1^2/1)
     half = r['ci'][1] - r['diff']
     assert half == approx(r['diff'] - r['ci'][0])
-    assert t_cdf(half / r['se'], 32 / 19) == approx(0.975, abs=1e-10)
+    assert t_p(half / r['se'], 32 / 19) == approx(0.05, abs=2e-10)
     assert half / r['se'] > T2_975  # df < 2: wider than the df = 2 quantile
 
 
@@ -180,6 +192,28 @@ def test_paired_vs_unpaired_seeds_on_shared_seed_effects():
     assert u['se'] == approx(1.0, abs=1e-12) and u['df'] == approx(6.0, abs=1e-12)
     assert u['ci'] == approx([2 - T6_975, 2 + T6_975], abs=1e-5)
     assert p['se'] < u['se']  # pairing the seeds removes the shared seed offsets (here N = 3 so df 2 vs 6 offsets it)
+
+
+def test_paired_diff_pairs_seeds_by_value():
+    """seeds = (a's seed list, b's): rows are paired by seed value, not list position; arms that ran different seeds
+    (or list one twice) are refused with both lists named; one seed each pairs units, not seeds."""
+    b = np.array([[0., 1, 0], [2, 0, 1], [1, 1, 1]])  # seeds 1337, 1338, 1339
+    a, seeds = b + GRID, [1337, 1338, 1339]
+    shuffled = b[[2, 0, 1]]  # the same runs listed as 1339, 1337, 1338
+    r = paired_diff(a, shuffled, seeds=(seeds, [1339, 1337, 1338]))
+    assert r == paired_diff(a, b) and r['se'] == approx(math.sqrt(2 / 3), abs=1e-12) and r['df'] == approx(4.0)
+    assert paired_diff(a, shuffled)['se'] != approx(math.sqrt(2 / 3), abs=1e-3)  # by position: other seeds' runs
+    assert np.array_equal(align_seeds(shuffled, seeds, [1339, 1337, 1338]), b)
+    assert align_seeds(b, seeds, seeds) is b
+    with pytest.raises(ValueError, match=r'\[1337, 1338\] and \[1337, 1339\]'):
+        paired_diff(a[:2], b[:2], seeds=([1337, 1338], [1337, 1339]))
+    with pytest.raises(ValueError, match='same seeds'):
+        paired_diff(a[:2], b[:2], seeds=([1337, 1337], [1337, 1337]))
+    with pytest.raises(ValueError, match='same seeds'):
+        paired_diff(a, b, seeds=(seeds, None))
+    u = paired_diff(a[:2], b[:2], paired_seeds=False, seeds=([1337, 1338], [1337, 1339]))  # not paired: no check
+    assert u['method'] == 'seed-unpaired-t'
+    assert paired_diff(a[:1], b[:1], seeds=([1337], [1338])) == paired_diff(a[:1], b[:1])
 
 
 def test_paired_diff_zero_variance_and_errors():
@@ -212,7 +246,7 @@ def test_seeds_mean_ci():
     assert m == approx(2) and ci == approx([2 - T2_975 / math.sqrt(3), 2 + T2_975 / math.sqrt(3)], abs=1e-8)
 
 
-def wilson_by_hand(p, n, z=1.959964):
+def wilson_by_hand(p, n, z=1.959963984540054):  # the 97.5% normal quantile, to 16 digits
     """Wilson: (p + z^2/2n -/+ z sqrt(p(1-p)/n + z^2/4n^2)) / (1 + z^2/n)."""
     c, h = p + z * z / (2 * n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
     return [(c - h) / (1 + z * z / n), (c + h) / (1 + z * z / n)]
