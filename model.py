@@ -6,8 +6,9 @@ types compute inv_freq once (a non-persistent float32 buffer); cos/sin are built
 dynamic types recompute per forward length. `forward(..., reduction='none')` gives the loss of every token.
 
 Seams for the extras in lab/ (this file imports none of them): `forward(pos=ids)` runs tokens at explicit positions
-(PoSE, the KV cache); `forward(attend=fn)` replaces causal attention in every layer by fn(layer, q, k, v) -> y with
-q, k already rotated (KV cache, position maps, diagnostics); `ATTENTION` holds attention classes by name.
+(PoSE, the KV cache); `forward(rope=(cos, sin))` takes the tables ready-made (eval's per-row lengths);
+`forward(attend=fn)` replaces causal attention in every layer by fn(layer, q, k, v) -> y with q, k already rotated
+(KV cache, position maps, crop, diagnostics); `ATTENTION` holds attention classes by name (lab/alibi.py, lab/copy_mix.py).
 """
 
 import math
@@ -38,6 +39,10 @@ class GPTConfig:
     rope_scaling: dict = None   # Hugging Face style rope_scaling dict, None = plain RoPE
     attention: str = 'causal'   # a class of ATTENTION: 'causal' here; rooms add more (lab/copy_mix.py: 'smear_keys')
 
+    @property
+    def attention_class(self):
+        return 'alibi' if self.pos_emb == 'alibi' else self.attention  # ALiBi lives in its attention (lab/alibi.py)
+
     def __post_init__(self):
         for key in ('block_size', 'vocab_size', 'n_layer', 'n_head', 'n_embd'):
             if getattr(self, key) < 1:
@@ -50,8 +55,9 @@ class GPTConfig:
                  f"head_dim={self.n_embd // self.n_head} must be even for rope; change n_embd or n_head"),
                 (self.rope_scaling is not None and self.pos_emb != 'rope',
                  f"rope_scaling is set but pos_emb={self.pos_emb!r}; scaling only applies to pos_emb='rope'"),
-                (self.attention not in ATTENTION, f"attention={self.attention!r} is unknown ({', '.join(ATTENTION)}); "
-                                                  f"the rooms in lab/ register theirs when imported (import lab)")):
+                (self.attention_class not in ATTENTION,
+                 f"attention={self.attention_class!r} is unknown ({', '.join(ATTENTION)}); import the room that "
+                 f"registers it (lab.alibi for pos_emb='alibi', lab.copy_mix for 'smear_keys')")):
             if bad:
                 raise ValueError(why)
         self.rope_scaling = check_scaling(self.rope_scaling, self.rope_base)  # HF forms too (rope_config.from_hf)
@@ -75,33 +81,6 @@ def sinusoidal_table(positions, n_embd, device=None):
     return pe
 
 
-def alibi_slopes(n_head):
-    """ALiBi (Press et al. 2022): head h's scores get -m_h * (i - j), m_h = 2^(-8h/H), h = 1..H, for H a power of
-    two; else the P = 2^floor(log2 H) slopes, then every other slope of 2P heads (the paper's code)."""
-    geometric = lambda n: [2.0 ** (-8 * h / n) for h in range(1, n + 1)]
-    p = 2 ** int(math.floor(math.log2(n_head)))
-    return torch.tensor(geometric(p) + geometric(2 * p)[0::2][:n_head - p])
-
-
-def alibi_bias(slopes, q_start, q_end, k_len):
-    """ALiBi's float mask of queries q_start..q_end-1 against keys 0..k_len-1: -m_h * (i - j) for j <= i, -inf for
-    j > i. Shape (H, q_end - q_start, k_len), float32; it broadcasts over the batch."""
-    i = torch.arange(q_start, q_end, device=slopes.device)[:, None]
-    j = torch.arange(k_len, device=slopes.device)[None, :]
-    return (-slopes.float()[:, None, None] * (i - j)).masked_fill(j > i, float('-inf'))
-
-
-def chunked_attention(q, k, v, logits, chunk=256, dropout=0.0):
-    """softmax(logits(s, e)) @ v for queries s..e-1 over keys 0..e-1, one chunk of queries at a time: memory
-    O(chunk x T) instead of O(T^2). logits(s, e) returns float32 scores, already scaled, -inf where j > i."""
-    ys = []
-    for s in range(0, q.size(2), chunk):
-        e = min(s + chunk, q.size(2))
-        p = F.dropout(F.softmax(logits(s, e), dim=-1), dropout, dropout > 0)
-        ys.append(p.to(v.dtype) @ v[:, :, :e])
-    return torch.cat(ys, dim=2)
-
-
 def rotate(q, k, rope):
     """q and k rotated by rope = (cos, sin) float32 tables; unchanged when rope is None (no RoPE)."""
     if rope is None:
@@ -118,8 +97,6 @@ class CausalSelfAttention(nn.Module):
         self.c_proj = nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
         self.resid_dropout = nn.Dropout(config.dropout)
         self.n_head, self.n_embd, self.dropout = config.n_head, config.n_embd, config.dropout
-        self.register_buffer('alibi_slopes', alibi_slopes(config.n_head) if config.pos_emb == 'alibi' else None,
-                             persistent=False)
 
     def qkv(self, x, rope):
         """(q, k, v), each (B, n_head, T, head_dim), q and k rotated at their positions."""
@@ -129,18 +106,13 @@ class CausalSelfAttention(nn.Module):
         return (*rotate(q, k, rope), v)
 
     def logits(self, q, k, s, e):
-        """Scaled float32 scores of queries s..e-1 against keys 0..e-1, -inf where j > i (+ ALiBi's bias)."""
+        """Scaled float32 scores of queries s..e-1 against keys 0..e-1, -inf where j > i (for rooms that need them)."""
         att = (q[:, :, s:e] @ k[:, :, :e].transpose(-2, -1)).float() / math.sqrt(q.size(-1))
-        if self.alibi_slopes is not None:
-            return att + alibi_bias(self.alibi_slopes, s, e, e)
         return att.masked_fill(torch.ones(e - s, e, dtype=torch.bool, device=q.device).triu(s + 1), float('-inf'))
 
     def attend(self, q, k, v):
-        """Causal attention: SDPA; for ALiBi the scores plus its bias, a chunk of queries at a time."""
-        p = self.dropout if self.training else 0.0
-        if self.alibi_slopes is None:
-            return F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=p)
-        return chunked_attention(q, k, v, lambda s, e: self.logits(q, k, s, e), dropout=p)
+        """Causal attention (SDPA)."""
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=self.dropout if self.training else 0.0)
 
     def forward(self, x, rope, attend=None):
         B, T, C = x.size()
@@ -169,7 +141,7 @@ class Block(nn.Module):
     def __init__(self, config):
         super().__init__()
         self.ln_1 = nn.LayerNorm(config.n_embd, bias=config.bias)
-        self.attn = ATTENTION[config.attention](config)
+        self.attn = ATTENTION[config.attention_class](config)
         self.ln_2 = nn.LayerNorm(config.n_embd, bias=config.bias)
         self.mlp = MLP(config)
 
@@ -256,12 +228,7 @@ class GPT(nn.Module):
 
     def rope_tables(self, positions):
         """cos/sin in float32 for position ids: an int T (0..T-1) or a tensor (T,) or (B, T); shape (T, head_dim), or
-        (B, 1, T, head_dim) to broadcast over the heads. A dynamic type scales for max position + 1 tokens, each row
-        of a (B, T) tensor for its own (eval.py scores rows at different lengths in one forward this way)."""
-        if self.rope_dynamic and not isinstance(positions, int) and positions.dim() == 2 and \
-                len(set(positions.amax(-1).tolist())) > 1:
-            rows = [self.rope_tables(row) for row in positions]
-            return tuple(torch.stack([r[i] for r in rows])[:, None] for i in (0, 1))
+        (B, 1, T, head_dim) to broadcast over the heads. A dynamic type scales for max position + 1 tokens."""
         if isinstance(positions, int):
             positions, span = torch.arange(positions, device=self.rope_inv_freq.device), positions
         else:
@@ -274,10 +241,11 @@ class GPT(nn.Module):
                                              n_hat)
         return (cos, sin) if cos.dim() == 2 else (cos[:, None], sin[:, None])
 
-    def forward(self, idx, targets=None, reduction='mean', pos=None, attend=None):
+    def forward(self, idx, targets=None, reduction='mean', pos=None, attend=None, rope=None):
         """idx (B, T) token ids -> (logits (B, T, vocab), loss): a scalar (reduction='mean') or per-token NLL in nats
         (reduction='none', (B, T)), None without targets. pos: position ids (T,) or (B, T), default 0..T-1 (a dynamic
-        type scales for max(pos) + 1 tokens). attend: fn(layer, q, k, v) -> y instead of causal attention."""
+        type scales for max(pos) + 1 tokens). attend: fn(layer, q, k, v) -> y instead of causal attention. rope:
+        ready-made (cos, sin) tables instead of rope_tables(pos)."""
         B, T = idx.size()
         c = self.config
         if pos is not None and not (isinstance(pos, torch.Tensor) and not pos.is_floating_point()
@@ -297,7 +265,8 @@ class GPT(nn.Module):
             x = x + self.transformer.wpe(pos)
         elif c.pos_emb == 'sinusoidal':
             x = x + SINUSOIDAL_SCALE * sinusoidal_table(pos, c.n_embd).to(x.dtype)
-        rope = self.rope_tables(pos if given else T) if c.pos_emb == 'rope' else None
+        if rope is None and c.pos_emb == 'rope':
+            rope = self.rope_tables(pos if given else T)
         x = self.transformer.drop(x)
         for i, block in enumerate(self.transformer.h):
             x = block(x, rope, None if attend is None else (lambda q, k, v, i=i: attend(i, q, k, v)))

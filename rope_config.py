@@ -1,34 +1,29 @@
 """
-Support for rope.py that the core calls but a learner need not open: validating a rope config (Hugging Face key
-names; HF's own 4.x / 5.x dicts and whole config.json files are read by from_hf), rope_inv_freq (validate, then
-dispatch through rope.ROPE_SCALING), arm specs ('yarn:beta_fast=8') and their readable names and folder slugs,
-per-pair helpers for plots, the critical dimension, and the side-by-side table:
-
-    python rope_config.py --head_dim 64 --L 256 --factor 4
-
+rope.py's table put to work: check a rope config against it (Hugging Face key names; HF's own 4.x / 5.x dicts and
+whole config.json files are read by from_hf), then rope_inv_freq (check, then dispatch through rope.ROPE_SCALING).
 rope.py holds the formulas and the table; this module reads the table, so rope.py never imports it (no circle).
+Arm specs ('yarn:beta_fast=8') and their names live in lab/specs.py; the per-pair table in lab/rope_table.py.
 """
 import math
 import reprlib
 
 import torch
 
-from rope import ROPE_SCALING, rotations_within, wavelengths
+from rope import ROPE_SCALING
 
 ROPE_TYPES = tuple(ROPE_SCALING)
-DYNAMIC_TYPES = tuple(t for t, (_, _, dyn) in ROPE_SCALING.items() if dyn)
+DYNAMIC_TYPES = tuple(t for t, row in ROPE_SCALING.items() if row.dynamic)
 COMMON_KEYS = {'factor': (float, None), 'original_max_position_embeddings': (int, None)}
-ALIASES = {'plain': 'default'}  # an accepted second name for unscaled RoPE in arm specs
 
 
 def type_keys(rope_type):
     """The keys a type accepts besides rope_type, factor and original_max_position_embeddings: {name: (type, default)}."""
-    return dict(ROPE_SCALING[rope_type][0]) if rope_type in ROPE_SCALING else {}
+    return dict(ROPE_SCALING[rope_type].keys) if rope_type in ROPE_SCALING else {}
 
 
 def all_type_keys():
     """Every per-type key of any type -> its type (what scripts offer as --flags)."""
-    return {k: typ for keys, _, _ in ROPE_SCALING.values() for k, (typ, _) in keys.items()}
+    return {k: typ for row in ROPE_SCALING.values() for k, (typ, _) in row.keys.items()}
 
 
 def _check_factors(v, bad):
@@ -66,14 +61,17 @@ def check_scaling(scaling, base=None):
         if k != 'rope_type' and k not in allowed:
             raise ValueError(f"rope_scaling key {k!r} is not used by rope_type {t!r}; "
                              f"accepted keys: rope_type, {', '.join(allowed)}")
+    row = ROPE_SCALING[t]
     sc = {'rope_type': t, **{k: default for k, (_, default) in allowed.items() if default is not None}}
+    if row.factor is not None:
+        sc['factor'] = row.factor
     sc.update(scaling)
-    if t in ('dynamic', 'dynamic_yarn'):
-        sc.setdefault('factor', 1.0)  # never fine-tuned: s = max(1, l/L)
     def bad(k, want):
         raise ValueError(f"rope_scaling['{k}'] = {reprlib.repr(sc.get(k))} for rope_type {t!r}: {want}")
-    for k, (typ, _) in allowed.items():
+    for k, (typ, _) in allowed.items():  # the types of the keys, generic
         if k not in sc:
+            if typ is list:
+                bad(k, "missing; give a list of numbers, one per pair (head_dim / 2 of them), e.g. from search_longrope.py")
             continue
         v = sc[k]
         if typ is bool and not isinstance(v, bool):
@@ -87,32 +85,18 @@ def check_scaling(scaling, base=None):
         if typ is int and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
             bad(k, "must be a whole number >= 0 (longrope's n-hat: the first positions, which keep plain RoPE; "
                    "0 = none)")
-    for k, (typ, _) in allowed.items():
-        if typ is list and k not in sc:
-            bad(k, "missing; give a list of numbers, one per pair (head_dim / 2 of them), e.g. from search_longrope.py")
     if t != 'default' and 'factor' not in sc:
         bad('factor', "missing; set the scale s = L'/L (a number >= 1)")
     if sc.get('factor', 1.0) < 1:
         bad('factor', "must be >= 1 (s = L'/L; 1 means plain RoPE)")
     L = sc.get('original_max_position_embeddings')
-    if L is None and t not in ('default', 'linear', 'ntk'):
+    if L is None and row.needs_L:
         bad('original_max_position_embeddings', "missing; set it to the training length L")
     if L is not None and (isinstance(L, bool) or not isinstance(L, int) or L < 1):
         bad('original_max_position_embeddings', "must be a positive int (the training length L)")
-    for k in ('beta_slow', 'attention_factor', 'low_freq_factor'):
-        if k in sc and sc[k] <= 0:
-            bad(k, "must be > 0")
-    for k in ('mscale', 'mscale_all_dim'):
-        if k in sc and sc[k] < 0:
-            bad(k, "must be >= 0 (0 means: use the plain YaRN temperature, as Hugging Face does)")
-    if sc.get('beta_fast', 1) <= sc.get('beta_slow', 0):
-        bad('beta_fast', f"must be > beta_slow = {sc['beta_slow']} (rotations in L: fast band edge above slow)")
-    if sc.get('low_freq_factor', 0) >= sc.get('high_freq_factor', 1):
-        bad('low_freq_factor', f"must be < high_freq_factor = {sc['high_freq_factor']}")
-    if ('mscale' in sc) != ('mscale_all_dim' in sc):
-        bad('mscale_all_dim' if 'mscale' in sc else 'mscale', "mscale and mscale_all_dim must be given together")
-    if sc.get('start_token_idx') == 0:
-        del sc['start_token_idx']  # n-hat = 0 is every position scaled: the same config as without the key
+    wrong = row.check(sc) if row.check else None  # the type's own rules, beside its formula in rope.py
+    if wrong:
+        bad(*wrong)
     return sc
 
 
@@ -203,172 +187,14 @@ def rope_inv_freq(head_dim, base=10000.0, scaling=None, seq_len=None):
     t = sc['rope_type']
     if t in ('ntk', 'dynamic') and head_dim < 4:
         raise ValueError(f"head_dim = {head_dim}: rope_type {t!r} needs head_dim >= 4 (b' uses d/(d-2))")
-    l = sc.get('original_max_position_embeddings') if seq_len is None else seq_len
-    inv, af = ROPE_SCALING[t][1](head_dim, base, sc, l)
+    inv, af = scaled_theta(head_dim, base, sc, seq_len)
     return inv.to(torch.float32), float(af)
 
 
-# --------------------------------------------------------------------------- arm specs and names
-
-def parse_value(key, text, typ):
-    """'8' -> 8.0 for a float key, 'false' -> False for a bool key; ValueError naming the key otherwise."""
-    try:
-        if typ is bool:
-            return {'true': True, 'false': False}[text.lower()]
-        return typ(text)
-    except (KeyError, ValueError):
-        raise ValueError(f"{key}={text!r} is not a {typ.__name__}") from None
-
-
-LIST_ARMS = ("a longrope arm comes from a run folder: search one with search_longrope.py, then evaluate it with "
-             "eval.py --ckpt <folder> or fine-tune it with finetune_long.py --init_from=<folder> --rope_type=keep "
-             "(finetune_long.py also takes --short_factor=[...] --long_factor=[...])")
-
-
-def spec_settings(entry, pairs, keys):
-    """['beta_fast=8', ...] of arm spec `entry` -> {key: value} typed by keys ({key: (type, ...)}); one-line errors."""
-    given = {}
-    for pair in pairs:
-        key, _, val = pair.partition('=')
-        if key not in keys or not val:
-            raise ValueError(f"arm {entry!r}: {pair!r} should be key=value with key one of {', '.join(keys)}")
-        if keys[key][0] is list:
-            raise ValueError(f"arm {entry!r}: {key} is a list (one number per pair) and cannot be written in an "
-                             f"arm spec; {LIST_ARMS}")
-        if key in given:
-            raise ValueError(f"arm {entry!r}: {key} is given twice; give it once")
-        given[key] = parse_value(key, val, keys[key][0])
-    return given
-
-
-def parse_arm(entry, factor, L, flags=None):
-    """One arm spec -> rope_scaling dict (None for unscaled RoPE).
-    'yarn:beta_fast=8:attention_factor=1' with factor and L filling what the spec does not set. flags
-    ({key: value}, e.g. a script's --beta_fast=8) go to the types that accept them. A key given twice (twice in
-    the spec, or in the spec and as a flag) is an error. 'default' is unscaled RoPE ('plain' is an alias)."""
-    rope_type, *pairs = entry.strip().split(':')
-    rope_type = ALIASES.get(rope_type, rope_type)
-    if rope_type not in ROPE_SCALING:
-        raise ValueError(f"arm {entry!r}: rope type {rope_type!r} is unknown; use one of {', '.join(ROPE_TYPES)}")
-    keys = {**COMMON_KEYS, **type_keys(rope_type)}
-    given = spec_settings(entry, pairs, keys)
-    for key, val in (flags or {}).items():
-        if val is None or key not in keys:
-            continue
-        if key in given:
-            raise ValueError(f"arm {entry!r} sets {key} and --{key}={val} sets it too; give it in one place")
-        given[key] = val
-    if rope_type == 'default':
-        if given:
-            raise ValueError(f"arm {entry!r}: unscaled RoPE takes no settings")
-        return None
-    missing = [k for k, (typ, _) in keys.items() if typ is list and k not in given]
-    if missing:
-        raise ValueError(f"arm {entry!r} needs {' and '.join(missing)} (one number per pair); {LIST_ARMS}")
-    sc = {'rope_type': rope_type, 'factor': float(factor), 'original_max_position_embeddings': int(L)}
-    sc.update(given)
-    return check_scaling(sc)
-
-
-def scaling_extras(sc):
-    """The scalar settings of a config that differ from its type's defaults (not rope_type, factor or L, nor
-    per-pair lists): {key: value}."""
-    if sc is None or sc['rope_type'] == 'default':
-        return {}
-    keys = type_keys(sc['rope_type'])
-    return {k: v for k, v in sc.items() if k in keys and keys[k][0] is not list and v != keys[k][1]}
-
-
-def scaling_name(sc):
-    """'yarn s=4 β_fast=8': the type, the scale, and the settings that differ from the table's defaults."""
-    if sc is None or sc['rope_type'] == 'default':
-        return 'default'
-    greek = {'beta_fast': 'β_fast', 'beta_slow': 'β_slow'}
-    extras = ''.join(f" {greek.get(k, k)}={v}" if isinstance(v, bool) else f" {greek.get(k, k)}={v:g}"
-                     for k, v in scaling_extras(sc).items())
-    f = sc.get('factor', 1.0)
-    return sc['rope_type'] + ('' if is_dynamic(sc) and f == 1 else f" s={f:g}") + extras
-
-
-def parse_arms(spec, factor, L, flags=None):
-    """'default,linear,yarn:beta_fast=8' -> [(readable name, rope_scaling or None), ...], names unique."""
-    entries = [e for e in spec.split(',') if e.strip()]
-    arms = [parse_arm(e, factor, L, flags) for e in entries]
-    if not arms:
-        raise ValueError(f"no arm in {spec!r}; list rope types like linear,ntk,yarn")
-    used = {k for e in entries for k in type_keys(ALIASES.get(e.split(':')[0].strip(), e.split(':')[0].strip()))}
-    unused = [k for k, v in (flags or {}).items() if v is not None and k not in used]
-    if unused:
-        raise ValueError(f"--{unused[0]}={flags[unused[0]]} is used by none of the arms ({spec}); drop it or add an arm "
-                         f"whose rope type takes it")
-    names = [scaling_name(sc) for sc in arms]
-    dup = next((n for n in names if names.count(n) > 1), None)
-    if dup:
-        raise ValueError(f"arm {dup!r} is given twice; give each arm different settings")
-    return list(zip(names, arms))
-
-
-def slug(name):
-    """A folder name for an arm name: 'yarn s=4 β_fast=8' -> 'yarn_s4_beta_fast8'."""
-    return ''.join(c if c.isalnum() or c in '._-' else '_' for c in name.replace('β', 'beta').replace('=', '')).strip('_')
-
-# --------------------------------------------------------------------------- helpers for readers and plots
-
-def freq_ratio(head_dim, base, scaling, seq_len=None):
-    """theta'_i / theta_i per pair for any config (1 = untouched, 1/s = PI)."""
-    return rope_inv_freq(head_dim, base, scaling, seq_len)[0] / rope_inv_freq(head_dim, base)[0]
-
-def bands(head_dim, base, L, beta_fast=32.0, beta_slow=1.0):
-    """'high' (r_i > beta_fast), 'low' (r_i < beta_slow) or 'middle', per pair."""
-    return ['high' if r > beta_fast else 'low' if r < beta_slow else 'middle'
-            for r in rotations_within(head_dim, base, L).tolist()]
-
-def critical_dimension(head_dim, base, L):
-    """Where plain RoPE breaks (Liu et al. 2023): pairs that turn at least once within L have seen every angle; the
-    dimensions that have are d_extra = 2*ceil((d/2) * log_b(L / 2pi)), and extrapolation is bounded near
-    T_extra = 2pi * b^(d_extra / d), the wavelength of the first pair that never completed a turn.
-    Returns (d_extra, T_extra); d = 32, b = 1e4, L = 128 gives (12, 198.7)."""
-    d_extra = 2 * math.ceil(head_dim / 2 * math.log(L / (2 * math.pi)) / math.log(base))
-    return d_extra, 2 * math.pi * base ** (d_extra / head_dim)
-
-def main(argv=None):
-    import argparse
-    p = argparse.ArgumentParser(description="Per pair: wavelength, turns within L, band, theta'/theta per type.")
-    p.add_argument('--head_dim', type=int, default=64)
-    p.add_argument('--L', type=int, default=256, help='training length')
-    p.add_argument('--factor', type=float, default=4.0, help="scale s = L'/L")
-    p.add_argument('--base', type=float, default=10000.0)
-    p.add_argument('--beta_fast', type=float, default=32.0)
-    p.add_argument('--beta_slow', type=float, default=1.0)
-    p.add_argument('--seq_len', type=int, default=None, help='length l for the dynamic types (default s*L)')
-    a = p.parse_args(argv)
-    d, b, L, s = a.head_dim, a.base, a.L, a.factor
-    l = a.seq_len if a.seq_len is not None else round(s * L)
-    cols = []
-    try:
-        for t in ROPE_TYPES:
-            if any(typ is list for typ, _ in type_keys(t).values()):
-                continue  # longrope: searched factors, no formula to show (search_longrope.py)
-            sc = {'rope_type': t, 'factor': 1.0 if t in DYNAMIC_TYPES else s, 'original_max_position_embeddings': L}
-            if t in ('ntk_by_parts', 'yarn', 'dynamic_yarn'):
-                sc.update(beta_fast=a.beta_fast, beta_slow=a.beta_slow)
-            sc = None if t == 'default' else sc
-            inv, af = rope_inv_freq(d, b, sc, l)
-            cols.append((t, (inv / rope_inv_freq(d, b)[0]).tolist(), af))
-        band = bands(d, b, L, a.beta_fast, a.beta_slow)
-    except ValueError as e:
-        raise SystemExit(f"error: {e}")
-    lam, rot = wavelengths(d, b).tolist(), rotations_within(d, b, L).tolist()
-    print(f"head_dim={d} base={b:g} L={L} s={s:g}; dynamic types at l={l} with factor 1; "
-          f"bands: high r>{a.beta_fast:g}, low r<{a.beta_slow:g}; theta'/theta (1 = kept, {1 / s:.3f} = PI)")
-    short = {'ntk_by_parts': 'by_parts', 'dynamic_yarn': 'dyn_yarn'}
-    print(f"{'pair':>4} {'wavelen':>9} {'turns/L':>8} {'band':<6}" + ''.join(f"{short.get(t, t):>9}" for t, *_ in cols))
-    for i in range(d // 2):
-        print(f"{i:>4} {lam[i]:>9.1f} {rot[i]:>8.2f} {band[i]:<6}" + ''.join(f"{r[i]:>9.3f}" for _, r, _ in cols))
-    print(f"{'attention factor (x cos, sin)':<30}" + ''.join(f"{af:>9.3f}" for _, _, af in cols))
-    d_extra, t_extra = critical_dimension(d, b, L)
-    print(f"critical dimension (Liu et al. 2023): d_extra = {d_extra} (pairs 0..{d_extra // 2 - 1} turn within L), "
-          f"T_extra = {t_extra:.1f} tokens: plain RoPE is expected to break near there")
-
-if __name__ == '__main__':
-    main()
+def scaled_theta(head_dim, base, sc, seq_len=None):
+    """theta'_i in float64 and the attention factor of a CHECKED config sc (check_scaling's output; None = plain),
+    through the table's row for its type; seq_len None means l = L."""
+    sc = sc or {'rope_type': 'default'}
+    L = sc.get('original_max_position_embeddings')
+    return ROPE_SCALING[sc['rope_type']].compute(d=head_dim, b=base, s=sc.get('factor', 1.0), L=L,
+                                                 l=L if seq_len is None else seq_len, c=sc)

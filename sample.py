@@ -22,13 +22,15 @@ import sys
 
 import torch
 
-from arms import lineage_of
+from lab.arms import lineage_of
 from configurator import ConfigError, autocast_context, cli, get_config, pick_device
 from data.sources import get_tokenizer
 from lab import kv_cache
+import lab.alibi, lab.copy_mix  # noqa: E401,F401  register their attention classes, so every checkpoint loads
 from lab.position_maps import is_position_map_spec, mapped_attention, parse_position_map, position_map_name
 from model import load_checkpoint, model_from_checkpoint
-from rope_config import is_dynamic, parse_arm, scaling_name
+from rope_config import is_dynamic
+from lab.specs import parse_arm, scaling_name
 
 DEFAULTS = dict(
     ckpt='',                 # a run folder (or its ckpt.pt) written by train.py or finetune_long.py

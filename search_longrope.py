@@ -45,7 +45,7 @@ from configurator import ConfigError, check_out_dir, cli, get_config, setup_devi
 from data.common import DataError, atomic_write_text, check_vocab, doc_windows, read_json
 from lab.longrope_search import UPPER, longrope_scaling, parse_start_tokens, search, seed_curves
 from model import load_checkpoint, model_from_checkpoint, train_len
-from rope_config import parse_arms
+from lab.specs import parse_arms
 from train import DEFAULTS as TRAIN_DEFAULTS, estimate_loss, extended_model, load_data, train
 
 DEFAULTS = dict(

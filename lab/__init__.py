@@ -1,8 +1,14 @@
 """
 The lab's extras, one room each. The core (rope.py, rope_config.py, model.py) imports none of them; a room imports
 the core and never a script; the scripts (train.py, finetune_long.py, eval.py, sample.py, search_longrope.py) use
-the rooms through their public functions, and deleting a room costs them only the lines that call it.
+the rooms through their public functions, and deleting a room costs them only the lines that call it. Importing
+this package imports nothing (lab.stats needs no torch); a script that loads checkpoints imports lab.alibi and
+lab.copy_mix, which register their attention classes with model.py.
 
+  specs            arm specs ('yarn:beta_fast=8'), readable names, folder slugs (every script)
+  rope_table       the per-pair table of every rope type (python -m lab.rope_table)
+  attention        attention a query chunk at a time (alibi, crop, position_maps, diagnostics)
+  alibi            ALiBi, the relative-bias baseline (attention of pos_emb='alibi')
   kv_cache         the KV cache and cached decoding (sample.py)
   position_maps    ReRoPE, Leaky ReRoPE, Self-Extend and their exact attention (eval.py, sample.py)
   diagnostics      attention entropy (eval.py)
@@ -16,4 +22,3 @@ the rooms through their public functions, and deleting a room costs them only th
   bench            FLOPs per token, MFU and the timed steps of train.py --bench=True
   hf_export        a run as a GPT-NeoX folder for transformers (python -m lab.hf_export)
 """
-from lab import copy_mix  # noqa: F401  registers attention='smear_keys' with model.py, so every checkpoint loads

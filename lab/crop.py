@@ -31,7 +31,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from model import chunked_attention
+from lab.attention import chunked_attention
 
 FORMS = ('sliding', 'truncated')
 CROP_KEYS = {'window': (int, 'the window w: each prediction sees its last w tokens (default L)'),
@@ -104,7 +104,7 @@ def check_positions(positions, n_rows, limit, what):
 
 @torch.no_grad()
 def truncated_scores(model, rows, positions, window, ctx=None, batch_size=8):
-    """The truncated crop in eval.score's format: for every p in positions[r], the NLL of rows[r, p + 1] (and whether
+    """The truncated crop in lab.scoring.score's format: for every p in positions[r], the NLL of rows[r, p + 1] (and whether
     the argmax is that target) from a forward over ONLY rows[r, max(0, p - window + 1) : p + 1], a fresh input at
     position ids 0..n-1 (n = min(p + 1, window)). Crops of one length share a forward (all of length `window` in
     big batches, see crop_batches); p < window is the model's ordinary forward over the whole prefix.

@@ -7,7 +7,7 @@ at a time (memory O(chunk x T), so T = 4096 fits on a CPU), and the entropy of e
 import numpy as np
 import torch
 
-from model import chunked_attention
+from lab.attention import chunked_attention
 
 
 @torch.no_grad()
@@ -35,7 +35,7 @@ def attention_entropy(model, idx, chunk=256, logits=None):
 @torch.no_grad()
 def entropy_at(model, x, positions, n0, chunk, ctx, logits=None):
     """Mean attention entropy (over layers, heads, windows) per query position, each query scored as the model runs
-    when generating: positions below n0 from one forward, any later p by a forward of p + 1 tokens (eval.nll)."""
+    when generating: positions below n0 from one forward, any later p by a forward of p + 1 tokens (lab.scoring.score)."""
     out = np.full(x.size(1), np.nan)
     near = [p for p in positions if p < n0]
     with ctx:

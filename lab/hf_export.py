@@ -35,9 +35,11 @@ import torch
 from configurator import ConfigError, cli, get_config
 from data.common import atomic_write, atomic_write_text
 from data.sources import CHAR_EOT, GPT2_EOT, gpt2_files_on_disk
+import lab.alibi, lab.copy_mix  # noqa: E401,F401  register their attention classes, so every checkpoint loads
 from model import checkpoint_args, load_checkpoint, model_from_checkpoint, train_len
 from rope import ROPE_SCALING, plain_inv_freq
-from rope_config import ALIASES, DYNAMIC_TYPES, parse_arm, rope_inv_freq, scaling_name
+from rope_config import DYNAMIC_TYPES, rope_inv_freq, scaled_theta
+from lab.specs import ALIASES, parse_arm, scaling_name
 
 DEFAULTS = dict(
     ckpt='',             # a run folder (or its ckpt.pt) written by train.py, finetune_long.py or search_longrope.py
@@ -75,7 +77,7 @@ def check_exportable(args):
         raise ValueError(f"rope_scaling['start_token_idx'] = {n_hat} (LongRoPE's n-hat: positions below it keep plain "
                          f"RoPE) has no Hugging Face counterpart: transformers' longrope scales every position; "
                          f"export a search run without it (search_longrope.py --search_start_tokens=0)")
-    if t not in NATIVE and ROPE_SCALING[t][2]:
+    if t not in NATIVE and ROPE_SCALING[t].dynamic:
         raise ValueError(f"rope_type {t!r} depends on the input length in a way transformers has no type for; "
                          f"export a static type (--rope_type=...)")
 
@@ -97,11 +99,11 @@ def hf_rope(head_dim, base, scaling, L, block_size):
         return rp, (L if t == 'dynamic' else round(s * L))  # dynamic: HF's L is max_position_embeddings
     rp.update(factor=s, original_max_position_embeddings=L)
     if t in NATIVE:  # yarn, llama3, longrope: the type's own keys as they are
-        rp.update({k: v for k, v in sc.items() if k in ROPE_SCALING[t][0] and k != 'start_token_idx'})
+        rp.update({k: v for k, v in sc.items() if k in ROPE_SCALING[t].keys and k != 'start_token_idx'})
         if t == 'longrope':
             rp['attention_factor'] = rope_inv_freq(head_dim, base, sc)[1]
         return rp, round(s * L)
-    theta_new, af = ROPE_SCALING[t][1](head_dim, base, sc, L)  # float64: a static per-pair curve
+    theta_new, af = scaled_theta(head_dim, base, sc, L)  # float64: a static per-pair curve
     f = (plain_inv_freq(head_dim, base) / theta_new).tolist()
     rp.update(rope_type='longrope', short_factor=f, long_factor=list(f), attention_factor=float(af))
     return rp, round(s * L)

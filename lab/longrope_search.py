@@ -33,8 +33,9 @@ import time
 import numpy as np
 from tqdm import tqdm
 
-from rope import ROPE_SCALING, plain_inv_freq
-from rope_config import parse_arms
+from rope import plain_inv_freq
+from rope_config import scaled_theta
+from lab.specs import parse_arms
 
 UPPER = 1.25                  # factors lie in [1, UPPER x s] (the paper's search space; the released code: 1 + s)
 START_TOKENS = '0,1,2,4,8,12,16,20,24,28,32,64,128,256'  # the paper's n-hat candidates
@@ -48,7 +49,7 @@ def seed_curves(specs, s, L, head_dim, base):
     out = []
     for name, sc in parse_arms(specs, s, L):
         # theta' in float64 from the table's function (rope_inv_freq's float32 could make a flat curve wiggle)
-        scaled = theta if sc is None else ROPE_SCALING[sc['rope_type']][1](head_dim, base, sc, round(s * L))[0]
+        scaled = theta if sc is None else scaled_theta(head_dim, base, sc, round(s * L))[0]
         out.append((name, np.clip((theta / scaled).numpy(), 1.0, UPPER * s)))
     return out
 

@@ -25,9 +25,9 @@ import math
 
 import torch
 
-from model import chunked_attention
+from lab.attention import chunked_attention
 from rope import apply_rope, rope_cos_sin
-from rope_config import spec_settings
+from lab.specs import spec_settings
 
 
 def rerope_positions(pos, w):

@@ -16,7 +16,7 @@ make_rooms builds the last three for eval.py (their settings included); room_sco
 Distance buckets (distance_buckets): [lo, 3L/4) and [3L/4, L - span] with the whole row, scored tokens included,
 inside the first L tokens; then [L, 2L), [2L, 4L), ... up to T - span. A row holds only the tokens up to its last
 scored target, and room_scores scores every row of a room in one call, sorted by length, so that rows of similar
-length share forwards. score(rows, positions) -> (loss, hit) is eval.score bound to an arm; the rooms never call a
+length share forwards. score(rows, positions) -> (loss, hit) is lab.scoring.score bound to an arm; the rooms never call a
 model themselves.
 """
 import numpy as np
@@ -30,7 +30,7 @@ ROOM_SEEDS = {'passkey_depth': 11, 'needles': 12, 'recall': 13}  # each room its
 def passkey_examples(val, starts, ends, T, L, K, pos, vocab_size, eot, seed):
     """The passkey test: in each window a random string of K tokens (never eot) at pos, then the same string again at
     pos + d; and a control with the string only at pos + d (no earlier copy), so that the gain isolates retrieval.
-    Distance buckets [K, L), [L, 2L), ... up to the bucket ends (eval.bucket_ends): in [K, L) both copies and the scored tokens lie inside the first L tokens.
+    Distance buckets [K, L), [L, 2L), ... up to the bucket ends (lab.scoring.bucket_ends): in [K, L) both copies and the scored tokens lie inside the first L tokens.
     Returns buckets [(label, lo, hi)] and examples [dict(bucket, distance, depth, first, repeat, key, seq, control)]."""
     rng = np.random.default_rng(seed)
     tokens = np.array([t for t in range(vocab_size) if t != eot])
@@ -54,7 +54,7 @@ def passkey_examples(val, starts, ends, T, L, K, pos, vocab_size, eot, seed):
 def retrieval_scores(score, buckets, examples, K, cue):
     """Per distance bucket, each example's outcomes: exact (greedy reproduces every token after the cue, given the
     true prefix) and gain = control loss - repeat loss over the scored tokens (same string, same place, no earlier
-    copy in the control). score(rows, positions) -> (loss, hit) is eval.score bound to an arm: it scores each token
+    copy in the control). score(rows, positions) -> (loss, hit) is lab.scoring.score bound to an arm: it scores each token
     as the model generates it (a dynamic arm at the scale it has when emitting that token). Returns per bucket
     dict(bucket, distance_lo, distance_hi, exact [N] bools, gain [N], repeat_loss, control_loss, depth [N],
     distance [N]) (room_scores on the passkey's scored positions)."""

@@ -1,5 +1,5 @@
 """ALiBi (pos_emb='alibi'): the head slopes, the bias against a direct construction, the chunked attention path
-(model.chunked_attention over CausalSelfAttention.logits) against plain softmax attention, zero slopes = no position
+(lab.attention.chunked_attention over ALiBiAttention.logits, lab/alibi.py) against plain softmax attention, zero slopes = no position
 encoding, causality, and a trained checkpoint through eval.py."""
 import math
 
@@ -7,17 +7,19 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import model as model_mod
+import lab.alibi as alibi_mod
 from lab.diagnostics import attention_entropy
-from model import GPT, GPTConfig, alibi_bias, alibi_slopes, chunked_attention
+from model import GPT, GPTConfig
+from lab.alibi import alibi_bias, alibi_slopes
+from lab.attention import chunked_attention
 
 V = 50
 
 
 def query_chunk(monkeypatch, chunk):
-    """The query chunk of the ALiBi path (CausalSelfAttention.attend -> model.chunked_attention; 256 by default)."""
-    whole = model_mod.chunked_attention
-    monkeypatch.setattr(model_mod, 'chunked_attention',
+    """The query chunk of the ALiBi path (ALiBiAttention.attend -> chunked_attention; 256 by default)."""
+    whole = alibi_mod.chunked_attention
+    monkeypatch.setattr(alibi_mod, 'chunked_attention',
                         lambda q, k, v, logits, _=None, dropout=0.0: whole(q, k, v, logits, chunk, dropout))
 
 

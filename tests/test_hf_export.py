@@ -14,7 +14,8 @@ from conftest import run
 from lab import hf_export
 from lab.hf_export import export, read_safetensors_header
 from model import GPT, GPTConfig, model_args
-from rope_config import check_scaling, from_hf, parse_arm, rope_inv_freq
+from rope_config import check_scaling, from_hf, rope_inv_freq
+from lab.specs import parse_arm
 
 L, C, H = 16, 32, 2  # tiny: head_dim 16 (8 pairs); 2L = 32 tokens
 ITOS = ['\x00', '\n', ' ', ':', 'A', 'B', 'C', 'E', 'M', 'O', 'R'] + [chr(c) for c in range(ord('a'), ord('z') + 1)]

@@ -12,8 +12,8 @@ import model as model_mod
 import rope
 import rope_config
 from lab.diagnostics import attention_entropy
-from model import (GPT, GPTConfig, chunked_attention, sinusoidal_table, load_checkpoint, model_from_checkpoint,
-                   model_args)
+from model import GPT, GPTConfig, sinusoidal_table, load_checkpoint, model_from_checkpoint, model_args
+from lab.attention import chunked_attention
 
 V = 50
 

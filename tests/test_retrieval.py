@@ -1,7 +1,7 @@
 """Tests of lab/retrieval.py's rooms (issue 20) with known answers: a model that copies (it looks up the longest
 suffix of its input earlier in the row) must score 100% exact on the passkey and the needles and gain on recall; a
 model that ignores its context (unigram logits) scores no exact match and no gain. No training, no eval.py run:
-the fixture corpus at character level, and a scorer with eval.score's convention."""
+the fixture corpus at character level, and a scorer with lab.scoring.score's convention."""
 import json
 import os
 
@@ -73,7 +73,7 @@ class Unigram(torch.nn.Module):
 
 
 def scorer(model, batch_size=8, seen=None):
-    """eval.score's convention for a static arm: rows in chunks of batch_size, one forward per chunk up to its
+    """lab.scoring.score's convention for a static arm: rows in chunks of batch_size, one forward per chunk up to its
     last scored position; (loss, hit) as lists of arrays. `seen` collects each chunk's forward length."""
     @torch.no_grad()
     def score(rows, positions):
@@ -287,16 +287,13 @@ def test_rows_are_sorted_by_length_and_scored_in_place(corpus):
 
 
 def test_eval_score_runs_the_rooms(corpus):
-    """Through eval.score itself (a static plan, then every token at its own length): the oracle's outcomes."""
-    try:
-        import eval as ev
-    except Exception as e:  # eval.py being edited elsewhere
-        pytest.skip(f"eval.py does not import ({e})")
+    """Through lab.scoring.score itself (a static plan, then every token at its own length): the oracle's outcomes."""
+    import lab.scoring as scoring
     val, V, starts = corpus['val'], corpus['V'], corpus['starts'][:4]
     buckets, ex = needle_examples(val, starts, T, L, V, 0, 5, queries=2)
     pb, pe = passkey_examples(val, starts, [16, 32, 64], 64, 16, 6, 2, V, 0, 7)
     for plan in (([(1, T)], T), ([(1, T)], 0)):
-        score = lambda rows, where: ev.score(CopyOracle(V), rows, where, plan, torch.no_grad(), 4)  # noqa: E731
+        score = lambda rows, where: scoring.score(CopyOracle(V), rows, where, plan, torch.no_grad(), 4)  # noqa: E731
         assert all(all(r['exact']) for r in room_scores(score, buckets, ex))
         assert all(all(r['exact']) and min(r['gain']) > 5 for r in retrieval_scores(score, pb, pe, 6, 4))
 

@@ -6,11 +6,14 @@ import pytest
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import lab.rope_table  # noqa: E402
+import lab.specs  # noqa: E402
 import rope  # noqa: E402
 import rope_config  # noqa: E402
 from rope import apply_rope, rope_cos_sin, rotations_within, wavelengths, yarn_correction_range  # noqa: E402
-from rope_config import (ROPE_TYPES, all_type_keys, bands, check_scaling, freq_ratio, is_dynamic,  # noqa: E402
-                         parse_arm, parse_arms, rope_inv_freq, slug, type_keys)
+from rope_config import ROPE_TYPES, all_type_keys, check_scaling, is_dynamic, rope_inv_freq, type_keys  # noqa: E402
+from lab.rope_table import bands, freq_ratio  # noqa: E402
+from lab.specs import parse_arm, parse_arms, slug  # noqa: E402
 
 D, B, L = 128, 10000.0, 4096
 PLAIN = rope_inv_freq(D, B)[0]
@@ -325,7 +328,7 @@ def test_check_scaling_fills_defaults_and_copies():
 
 
 def test_cli_view(capsys):
-    rope_config.main(['--head_dim', '64', '--L', '256', '--factor', '4'])
+    lab.rope_table.main(['--head_dim', '64', '--L', '256', '--factor', '4'])
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2 + 32 + 2 and lines[1].split()[4:] == ['default', 'linear', 'ntk', 'dynamic', 'by_parts',
                                                                  'yarn', 'dyn_yarn', 'llama3']
@@ -333,7 +336,7 @@ def test_cli_view(capsys):
     assert lines[-3].split()[4:] == ['1.000'] + ['0.250'] * 7  # last pair: every scaled type is PI there
     assert lines[-2].split()[-3:] == ['1.139', '1.139', '1.000']  # yarn, dynamic yarn mscale(4); llama3 none
     with pytest.raises(SystemExit, match='head_dim'):
-        rope_config.main(['--head_dim', '63'])
+        lab.rope_table.main(['--head_dim', '63'])
 
 
 def test_parse_arms():
@@ -394,16 +397,16 @@ def test_yarn_mscale_zero_falls_back_to_the_plain_temperature(mscale, mscale_all
 
 def test_critical_dimension_worked_numbers():
     """d = 32, b = 1e4, L = 128: (16) * log_1e4(128 / 2pi) = 5.236 -> d_extra = 12, T_extra = 2pi * 1e4^(12/32)."""
-    d_extra, t_extra = rope_config.critical_dimension(32, 10000.0, 128)
+    d_extra, t_extra = rope.critical_dimension(32, 10000.0, 128)
     assert d_extra == 12 and t_extra == pytest.approx(198.692, abs=1e-3)
     # d_extra / 2 is the number of pairs that turn at least once within L; T_extra is the next pair's wavelength
     assert d_extra // 2 == int((rotations_within(32, 10000.0, 128) >= 1).sum())
     assert t_extra == pytest.approx(wavelengths(32, 10000.0)[d_extra // 2].item(), rel=1e-9)
-    assert rope_config.critical_dimension(128, 10000.0, 4096)[0] == 92  # 64 * log_1e4(651.9) = 45.03 -> 2 * 46
+    assert rope.critical_dimension(128, 10000.0, 4096)[0] == 92  # 64 * log_1e4(651.9) = 45.03 -> 2 * 46
 
 
 def test_cli_table_prints_the_critical_dimension(capsys):
-    rope_config.main(['--head_dim', '32', '--L', '128', '--factor', '4'])
+    lab.rope_table.main(['--head_dim', '32', '--L', '128', '--factor', '4'])
     out = capsys.readouterr().out
     assert 'd_extra = 12' in out and 'T_extra = 198.7' in out
 
@@ -458,7 +461,7 @@ def test_longrope_arm_specs_and_names():
     arms = parse_arms('longrope,yarn', 4, 128, flags=flags)  # lists come as flags (finetune_long.py --long_factor=[...])
     assert [n for n, _ in arms] == ['longrope s=4', 'yarn s=4 β_fast=8']
     assert arms[0][1] == check_scaling(lr_cfg(short_factor=[1.0] * 4))
-    assert rope_config.scaling_name(lr_cfg(attention_factor=1.0)) == 'longrope s=4 attention_factor=1'
+    assert lab.specs.scaling_name(lr_cfg(attention_factor=1.0)) == 'longrope s=4 attention_factor=1'
 
 
 def test_longrope_start_tokens_keep_plain_rope():

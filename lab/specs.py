@@ -1,0 +1,110 @@
+"""
+Arm specs, the short strings scripts take for a rope config ('yarn:beta_fast=8', 'dynamic_yarn:factor=4'), and the
+readable names ('yarn s=4 β_fast=8') and folder slugs ('yarn_s4_beta_fast8') made from a config. A spec's keys and
+their types come from rope.py's table, so a new rope type needs nothing here.
+"""
+from rope_config import COMMON_KEYS, ROPE_SCALING, ROPE_TYPES, check_scaling, is_dynamic, type_keys
+
+ALIASES = {'plain': 'default'}  # an accepted second name for unscaled RoPE in arm specs
+
+def parse_value(key, text, typ):
+    """'8' -> 8.0 for a float key, 'false' -> False for a bool key; ValueError naming the key otherwise."""
+    try:
+        if typ is bool:
+            return {'true': True, 'false': False}[text.lower()]
+        return typ(text)
+    except (KeyError, ValueError):
+        raise ValueError(f"{key}={text!r} is not a {typ.__name__}") from None
+
+
+LIST_ARMS = ("a longrope arm comes from a run folder: search one with search_longrope.py, then evaluate it with "
+             "eval.py --ckpt <folder> or fine-tune it with finetune_long.py --init_from=<folder> --rope_type=keep "
+             "(finetune_long.py also takes --short_factor=[...] --long_factor=[...])")
+
+
+def spec_settings(entry, pairs, keys):
+    """['beta_fast=8', ...] of arm spec `entry` -> {key: value} typed by keys ({key: (type, ...)}); one-line errors."""
+    given = {}
+    for pair in pairs:
+        key, _, val = pair.partition('=')
+        if key not in keys or not val:
+            raise ValueError(f"arm {entry!r}: {pair!r} should be key=value with key one of {', '.join(keys)}")
+        if keys[key][0] is list:
+            raise ValueError(f"arm {entry!r}: {key} is a list (one number per pair) and cannot be written in an "
+                             f"arm spec; {LIST_ARMS}")
+        if key in given:
+            raise ValueError(f"arm {entry!r}: {key} is given twice; give it once")
+        given[key] = parse_value(key, val, keys[key][0])
+    return given
+
+
+def parse_arm(entry, factor, L, flags=None):
+    """One arm spec -> rope_scaling dict (None for unscaled RoPE).
+    'yarn:beta_fast=8:attention_factor=1' with factor and L filling what the spec does not set. flags
+    ({key: value}, e.g. a script's --beta_fast=8) go to the types that accept them. A key given twice (twice in
+    the spec, or in the spec and as a flag) is an error. 'default' is unscaled RoPE ('plain' is an alias)."""
+    rope_type, *pairs = entry.strip().split(':')
+    rope_type = ALIASES.get(rope_type, rope_type)
+    if rope_type not in ROPE_SCALING:
+        raise ValueError(f"arm {entry!r}: rope type {rope_type!r} is unknown; use one of {', '.join(ROPE_TYPES)}")
+    keys = {**COMMON_KEYS, **type_keys(rope_type)}
+    given = spec_settings(entry, pairs, keys)
+    for key, val in (flags or {}).items():
+        if val is None or key not in keys:
+            continue
+        if key in given:
+            raise ValueError(f"arm {entry!r} sets {key} and --{key}={val} sets it too; give it in one place")
+        given[key] = val
+    if rope_type == 'default':
+        if given:
+            raise ValueError(f"arm {entry!r}: unscaled RoPE takes no settings")
+        return None
+    missing = [k for k, (typ, _) in keys.items() if typ is list and k not in given]
+    if missing:
+        raise ValueError(f"arm {entry!r} needs {' and '.join(missing)} (one number per pair); {LIST_ARMS}")
+    sc = {'rope_type': rope_type, 'factor': float(factor), 'original_max_position_embeddings': int(L)}
+    sc.update(given)
+    return check_scaling(sc)
+
+
+def scaling_extras(sc):
+    """The scalar settings of a config that differ from its type's defaults (not rope_type, factor or L, nor
+    per-pair lists): {key: value}."""
+    if sc is None or sc['rope_type'] == 'default':
+        return {}
+    keys = type_keys(sc['rope_type'])
+    return {k: v for k, v in sc.items() if k in keys and keys[k][0] is not list and v != keys[k][1]}
+
+
+def scaling_name(sc):
+    """'yarn s=4 β_fast=8': the type, the scale, and the settings that differ from the table's defaults."""
+    if sc is None or sc['rope_type'] == 'default':
+        return 'default'
+    greek = {'beta_fast': 'β_fast', 'beta_slow': 'β_slow'}
+    extras = ''.join(f" {greek.get(k, k)}={v}" if isinstance(v, bool) else f" {greek.get(k, k)}={v:g}"
+                     for k, v in scaling_extras(sc).items())
+    f = sc.get('factor', 1.0)
+    return sc['rope_type'] + ('' if is_dynamic(sc) and f == 1 else f" s={f:g}") + extras
+
+
+def parse_arms(spec, factor, L, flags=None):
+    """'default,linear,yarn:beta_fast=8' -> [(readable name, rope_scaling or None), ...], names unique."""
+    entries = [e for e in spec.split(',') if e.strip()]
+    arms = [parse_arm(e, factor, L, flags) for e in entries]
+    if not arms:
+        raise ValueError(f"no arm in {spec!r}; list rope types like linear,ntk,yarn")
+    used = {k for e in entries for k in type_keys(ALIASES.get(e.split(':')[0].strip(), e.split(':')[0].strip()))}
+    unused = [k for k, v in (flags or {}).items() if v is not None and k not in used]
+    if unused:
+        raise ValueError(f"--{unused[0]}={flags[unused[0]]} is used by none of the arms ({spec}); drop it or add an arm "
+                         f"whose rope type takes it")
+    names = [scaling_name(sc) for sc in arms]
+    dup = next((n for n in names if names.count(n) > 1), None)
+    if dup:
+        raise ValueError(f"arm {dup!r} is given twice; give each arm different settings")
+    return list(zip(names, arms))
+
+
+def slug(name):
+    """A folder name for an arm name: 'yarn s=4 β_fast=8' -> 'yarn_s4_beta_fast8'."""
+    return ''.join(c if c.isalnum() or c in '._-' else '_' for c in name.replace('β', 'beta').replace('=', '')).strip('_')
