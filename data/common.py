@@ -14,6 +14,7 @@ token: bin[end - 1] == eot_token, and the spans tile the split (the first starts
 starts where the previous ended, the last ends at the length of the .bin).
 """
 
+import bisect
 import json
 import os
 import tempfile
@@ -215,15 +216,63 @@ def data_dir_of(dataset):
 
 
 def doc_windows(docs, T, n, seed):
-    """n windows [start, start+T) lying inside single documents, drawn with a fixed seed: the same windows for
-    the same (docs, T, n, seed). Documents are picked in proportion to how many windows they hold."""
-    room = np.array([max(0, end - start - T) for _, start, end in docs], dtype=np.float64)
-    if room.sum() == 0:
-        longest = max(end - start for _, start, end in docs)
-        raise DataError(f"no held-out document is longer than {T} tokens (longest: {longest}); use a shorter length")
+    """n windows [start, start+T) lying inside single documents and sharing no token with one another, drawn with a
+    fixed seed: the same windows for the same (docs, T, n, seed). Callers pass T = their length + 1 (the inputs and the
+    next-token target), so no token is scored, or seen as context, by two windows. A document of length len holds
+    len // T such windows (the count eval.py checks num_windows against); DataError when the documents hold fewer
+    than n.
+
+    The draw is the former one (with replacement: a document in proportion to how many starts it holds, then a start
+    in it) with every window that would overlap one already kept drawn again, so a draw that had no overlap is
+    unchanged. When that keeps failing (n close to what fits), the windows are placed instead: n of the len // T slots
+    chosen at random, then spread at random within each document."""
+    lens = np.array([end - start for _, start, end in docs], dtype=np.int64)
+    fits = lens // T
+    if fits.sum() == 0:
+        raise DataError(f"no document of the split is longer than {T - 1} tokens (longest: {lens.max()}), so none "
+                        f"holds a window of {T}; use a shorter length")
+    if n > fits.sum():
+        raise DataError(f"{n} windows of {T} tokens that share no token do not fit: the split's documents hold "
+                        f"{fits.sum()} such windows; ask for fewer (--num_windows; in training --eval_iters x "
+                        f"--batch_size) or shorter ones (--eval_len; in training --block_size)")
     rng = np.random.default_rng(seed)
-    which = rng.choice(len(docs), size=n, p=room / room.sum())
-    return [int(docs[d][1] + rng.integers(0, room[d] + 1)) for d in which]
+    room = np.array([max(0, end - start - T) for _, start, end in docs], dtype=np.float64)
+    starts = _drawn_apart(docs, T, n, rng, room) if room.sum() > 0 else None
+    return starts if starts is not None else _placed_apart(docs, T, n, rng, lens, fits)
+
+
+def _drawn_apart(docs, T, n, rng, room, tries=20):
+    """doc_windows' draw: the former draw of n starts, each one overlapping a kept window drawn again (at most
+    tries x n draws again in all); None when that is not enough."""
+    p = room / room.sum()
+    kept, order = [], []  # sorted starts, and the starts in the order drawn
+
+    def offer(d):
+        s = int(docs[d][1] + rng.integers(0, room[d] + 1))
+        i = bisect.bisect(kept, s)
+        if (i == 0 or kept[i - 1] + T <= s) and (i == len(kept) or s + T <= kept[i]):
+            kept.insert(i, s)
+            order.append(s)
+    for d in rng.choice(len(docs), size=n, p=p):
+        offer(d)
+    for _ in range(tries * n):
+        if len(order) == n:
+            break
+        offer(rng.choice(len(docs), p=p))
+    return order if len(order) == n else None
+
+
+def _placed_apart(docs, T, n, rng, lens, fits):
+    """n windows of T that share no token, whenever n <= fits.sum(): n of the slots chosen at random (k of them in a
+    document), then k starts spread at random in it (k distinct gaps out of len - k*T + k, the i-th start shifted by
+    i*(T - 1), so consecutive starts are at least T apart and the last window ends by the document's end)."""
+    slots = rng.choice(int(fits.sum()), size=n, replace=False)
+    k = np.bincount(np.searchsorted(np.cumsum(fits), slots, side='right'), minlength=len(docs))
+    starts = []
+    for d in np.flatnonzero(k):
+        gaps = np.sort(rng.choice(int(lens[d] - k[d] * T + k[d]), size=int(k[d]), replace=False))
+        starts += [int(docs[d][1] + g + i * (T - 1)) for i, g in enumerate(gaps)]
+    return [starts[i] for i in rng.permutation(n)]
 
 
 def fetch_windows(data, starts, T, device):

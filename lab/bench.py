@@ -1,6 +1,6 @@
 """
-Speed: training FLOPs per token and model FLOPs utilisation (MFU) against the device's peak, for train.py --bench=True
-(nanoGPT keeps its bench.py apart too).
+Speed: training FLOPs per token and model FLOPs utilisation (MFU) per device (one device's share of the tokens against
+its peak), for train.py --bench=True (nanoGPT keeps its bench.py apart too).
 """
 import time
 
@@ -17,13 +17,19 @@ def flops_per_token(model, T):
     return 6 * model.get_num_params() + 12 * c.n_layer * c.n_embd * T
 
 
-def mfu(model, T, tokens_per_s, device):
-    """Model FLOPs utilisation against the device's peak, or None when the peak is unknown (e.g. CPU)."""
+def peak_flops(device):
+    """One device's peak dense bf16 FLOP/s, or None when it is unknown (e.g. CPU)."""
     if not str(device).startswith('cuda'):
         return None
     name = torch.cuda.get_device_name(device)
-    peak = next((v for k, v in PEAK_FLOPS.items() if k in name), None)
-    return None if peak is None else flops_per_token(model, T) * tokens_per_s / peak
+    return next((v for k, v in PEAK_FLOPS.items() if k in name), None)
+
+
+def mfu(model, T, tokens_per_s, device, world=1):
+    """Model FLOPs utilisation per device: tokens_per_s is the rate of all `world` processes together (one device
+    each), so each device does tokens_per_s / world of them against its own peak. None when the peak is unknown."""
+    peak = peak_flops(device)
+    return None if peak is None else flops_per_token(model, T) * tokens_per_s / world / peak
 
 
 def run(cfg, setup_run, train_step, warmup=3):
@@ -43,9 +49,11 @@ def run(cfg, setup_run, train_step, warmup=3):
     sync()
     T = cfg['block_size']
     tok_s = cfg['batch_size'] * T * cfg['gradient_accumulation_steps'] * (cfg['max_iters'] - warmup) / (time.time() - t0)
-    frac = mfu(r['model'], T, tok_s, r['device'])
+    frac = mfu(r['model'], T, tok_s, r['device'], r['world'])  # tok_s counts all processes' micro-batches
     if r['rank'] == 0:
+        share = 'n/a' if frac is None else f'{100 * frac:.1f}%'
         print(f"bench: {r['model'].get_num_params() / 1e6:.2f}M params, pos_emb={r['model'].config.pos_emb}, T={T}, "
               f"batch={cfg['batch_size']}x{cfg['gradient_accumulation_steps']}, device={r['device']}, "
-              f"compile={cfg['compile']}: {tok_s:,.0f} tokens/s, MFU {'n/a' if frac is None else f'{100 * frac:.1f}%'}")
-    return {'tokens_per_s': tok_s, 'mfu': frac}
+              f"compile={cfg['compile']}: {tok_s:,.0f} tokens/s over {r['world']} process(es) "
+              f"({tok_s / r['world']:,.0f} per device), MFU {share} per device")
+    return {'tokens_per_s': tok_s, 'tokens_per_s_per_device': tok_s / r['world'], 'mfu': frac}
