@@ -2,7 +2,13 @@
 # Every step is a plain command you can copy and change. PY=python3 make demo to pick another interpreter.
 PY ?= $(shell command -v python >/dev/null && echo python || echo python3)
 
-.PHONY: demo install data train train-copy finetune pose longrope longrope-ref longrope4 eval eval-2048 ape pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases test
+.PHONY: quick demo install data train train-copy finetune pose longrope longrope-ref longrope4 eval eval-2048 ape pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases test
+
+quick:                # the story in minutes: a small base at L=128, plain RoPE vs PI / NTK-aware / YaRN zero-shot and fine-tuned 40 steps at 512 (one seed), loss against position to 4 x L (QUICK_TIME on 2 idle cores)
+	$(MAKE) install data
+	$(PY) train.py config/train_quick.py --overwrite=True
+	$(PY) finetune_long.py config/finetune_quick.py --overwrite=True
+	$(PY) eval.py config/eval_quick.py
 
 demo: install data train-copy finetune pose longrope eval
 
@@ -40,11 +46,11 @@ eval:                 # every arm under one protocol to 1024 = 8 x L: loss, ppl,
 	$(PY) eval.py config/eval_char_cpu.py
 
 eval-2048:            # optional: the zero-shot maps, Dynamic YaRN and static YaRN at T = 2048 = 16 x L, where Leaky ReRoPE k=16 passes L (64 + 1983/16 = 188) and Self-Extend w=64 G=32 does not (63 + 62 = 125)
-	$(PY) eval.py --base=out/char-base-copy --rope_types=default,crop:form=sliding,yarn:beta_fast=8,dynamic_yarn,rerope:window=64,leaky_rerope:window=64:k=16,self_extend:window=64:group=32 --eval_len=2048 --num_windows=32 --out_dir=out/char-eval-2048 --contrasts="rerope w=64 zero-shot | dynamic_yarn zero-shot; self_extend w=64 G=32 zero-shot | rerope w=64 zero-shot; leaky_rerope w=64 k=16 zero-shot | rerope w=64 zero-shot; dynamic_yarn zero-shot | yarn s=16 β_fast=8 zero-shot"
+	$(PY) eval.py --base=out/char-base-copy --rope_types=default,crop:form=sliding,yarn:beta_fast=8,dynamic_yarn,rerope:window=64,leaky_rerope:window=64:k=16,self_extend:window=64:group=32 --eval_len=2048 --num_windows=32 --out_dir=out/char-eval-2048 --contrasts="rerope_w64_zero-shot | dynamic_yarn_zero-shot; self_extend_w64_G32_zero-shot | rerope_w64_zero-shot; leaky_rerope_w64_k16_zero-shot | rerope_w64_zero-shot; dynamic_yarn_zero-shot | yarn_s16_beta_fast8_zero-shot"
 
 pi-steps:             # optional: does PI catch up with more steps? PI s=4 fine-tuned 400 steps (3 seeds) beside the demo's 100-step arms (~12 min)
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --rope_type=linear --plain=False --max_iters=400 --out_dir=out/char-ft-pi400 --overwrite=True
-	$(PY) eval.py --ckpt=out/char-base-copy,out/char-ft,out/char-ft-pi400 --eval_len=1024 --num_windows=32 --out_dir=out/char-eval-pi400 --contrasts="linear s=4 ft400 | linear s=4 ft100; linear s=4 ft400 | yarn s=4 β_fast=8 ft100; linear s=4 ft400 | default ft100"
+	$(PY) eval.py --ckpt=out/char-base-copy,out/char-ft,out/char-ft-pi400 --eval_len=1024 --num_windows=32 --out_dir=out/char-eval-pi400 --contrasts="linear_s4_ft400 | linear_s4_ft100; linear_s4_ft400 | yarn_s4_beta_fast8_ft100; linear_s4_ft400 | default_ft100"
 
 # The papers' claims in miniature (issue 21; docs/results.md has one section per study). Each reuses the demo's runs.
 long-s8:              # train short, test long: PI and YaRN at s=8 fine-tuned at 512 (3 seeds) beside the s=4 ones; the s=4 fine-tunes run at s=8 and under Dynamic YaRN; YaRN s=2 over the plain control's 512 (24 min 29 s on 2 cores)
@@ -52,28 +58,31 @@ long-s8:              # train short, test long: PI and YaRN at s=8 fine-tuned at
 	$(PY) eval.py config/eval_long_s8.py
 
 long-s8-2048:         # optional: the s=4 and s=8 fine-tunes to 2048 (13 min 33 s), and the s=4 YaRN fine-tune under Dynamic YaRN to 2048 (45 min 35 s; 59 min 8 s for the target)
-	$(PY) eval.py --ckpt=out/char-ft,out/char-ft-s8 --eval_len=2048 --num_windows=32 --out_dir=out/char-eval-s8-2048 --contrasts="yarn s=8 β_fast=8 ft100 | yarn s=4 β_fast=8 ft100; linear s=8 ft100 | linear s=4 ft100; yarn s=8 β_fast=8 ft100 | linear s=8 ft100; default ft100 | yarn s=4 β_fast=8 ft100"
-	$(PY) eval.py --ckpt=out/char-ft/yarn_s4_beta_fast8/seed1337,out/char-ft/yarn_s4_beta_fast8/seed1338,out/char-ft/yarn_s4_beta_fast8/seed1339 --eval_len=2048 --num_windows=32 --out_dir=out/char-eval-dyn-2048 --retune="yarn s=4 β_fast=8 ft100 | dynamic_yarn:factor=4:beta_fast=8" --contrasts="yarn s=4 β_fast=8 ft100 @ dynamic_yarn s=4 β_fast=8 | yarn s=4 β_fast=8 ft100"
+	$(PY) eval.py --ckpt=out/char-ft,out/char-ft-s8 --eval_len=2048 --num_windows=32 --out_dir=out/char-eval-s8-2048 --contrasts="yarn_s8_beta_fast8_ft100 | yarn_s4_beta_fast8_ft100; linear_s8_ft100 | linear_s4_ft100; yarn_s8_beta_fast8_ft100 | linear_s8_ft100; default_ft100 | yarn_s4_beta_fast8_ft100"
+	$(PY) eval.py --ckpt=out/char-ft/yarn_s4_beta_fast8/seed1337,out/char-ft/yarn_s4_beta_fast8/seed1338,out/char-ft/yarn_s4_beta_fast8/seed1339 --eval_len=2048 --num_windows=32 --out_dir=out/char-eval-dyn-2048 --retune="yarn_s4_beta_fast8_ft100 | dynamic_yarn:factor=4:beta_fast=8" --contrasts="yarn_s4_beta_fast8_ft100_at_dynamic_yarn_s4_beta_fast8 | yarn_s4_beta_fast8_ft100"
 
 plain-lengths:        # the plain control's puzzle: plain fine-tunes at 400 and 560 beside the demo's at 512 (3 seeds each); the critical-dimension account puts all three breaks near 628 (7 min 8 s)
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --rope_type=default --plain=False --block_size=400 --out_dir=out/char-ft-plain400 --overwrite=True
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --rope_type=default --plain=False --block_size=560 --out_dir=out/char-ft-plain560 --overwrite=True
-	$(PY) eval.py --ckpt=out/char-ft/default/seed1337,out/char-ft/default/seed1338,out/char-ft/default/seed1339,out/char-ft-plain400,out/char-ft-plain560 --eval_len=1024 --num_windows=32 --out_dir=out/char-eval-plain-lengths --contrasts="default ft100 [char-ft-plain400] | default ft100 [char-ft]; default ft100 [char-ft-plain560] | default ft100 [char-ft]; default ft100 [char-ft-plain560] | default ft100 [char-ft-plain400]"
+	$(PY) eval.py --ckpt=out/char-ft/default/seed1337,out/char-ft/default/seed1338,out/char-ft/default/seed1339,out/char-ft-plain400,out/char-ft-plain560 --eval_len=1024 --num_windows=32 --out_dir=out/char-eval-plain-lengths --contrasts="default_ft100_char-ft-plain400 | default_ft100_char-ft; default_ft100_char-ft-plain560 | default_ft100_char-ft; default_ft100_char-ft-plain560 | default_ft100_char-ft-plain400"
 
 slow-pairs:           # the plain control's puzzle, its size: pairs 8-15 (no full turn in 512) or 6-15 (no full turn in 128) interpolated by 4 in a plain fine-tune at 512, so they never see an angle the base did not; the count and the tolerance accounts predict different orders (8 min 21 s)
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --rope_type=ntk_by_parts:beta_fast=0.3:beta_slow=0.25,ntk_by_parts:beta_fast=0.7:beta_slow=0.6 --plain=False --out_dir=out/char-ft-slowpairs --overwrite=True
-	$(PY) eval.py --ckpt=out/char-ft,out/char-ft-slowpairs --eval_len=1024 --num_windows=32 --out_dir=out/char-eval-slowpairs --contrasts="ntk_by_parts s=4 β_fast=0.3 β_slow=0.25 ft100 | default ft100; ntk_by_parts s=4 β_fast=0.7 β_slow=0.6 ft100 | default ft100; ntk_by_parts s=4 β_fast=0.7 β_slow=0.6 ft100 | ntk_by_parts s=4 β_fast=0.3 β_slow=0.25 ft100; yarn s=4 β_fast=8 ft100 | ntk_by_parts s=4 β_fast=0.7 β_slow=0.6 ft100"
+	$(PY) eval.py --ckpt=out/char-ft,out/char-ft-slowpairs --eval_len=1024 --num_windows=32 --out_dir=out/char-eval-slowpairs --contrasts="ntk_by_parts_s4_beta_fast0.3_beta_slow0.25_ft100 | default_ft100; ntk_by_parts_s4_beta_fast0.7_beta_slow0.6_ft100 | default_ft100; ntk_by_parts_s4_beta_fast0.7_beta_slow0.6_ft100 | ntk_by_parts_s4_beta_fast0.3_beta_slow0.25_ft100; yarn_s4_beta_fast8_ft100 | ntk_by_parts_s4_beta_fast0.7_beta_slow0.6_ft100"
 
 copy-capped:          # the copy-skill confound: the demo's fine-tunes again with copies mixed in at distances capped below L (120), 3 seeds each, beside the text-only ones and zero-shot s=4 (15 min 36 s, partly on a shared machine)
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --copy_share=0.5 --copy_max_distance=120 --out_dir=out/char-ft-capped --overwrite=True
 	$(PY) eval.py config/eval_copy_capped.py
 
-bases:                # three bases: two more copying bases (seeds 1338, 1339), the zero-shot arms on each, the contrasts combined with the demo's eval (53 min 12 s; the bases train 14-15 min each)
+bases: out/char-eval/summary.json  # three bases: two more copying bases (seeds 1338, 1339), the zero-shot arms on each, the contrasts combined with the demo's eval (53 min 12 s; the bases train 14-15 min each)
 	$(PY) train.py config/train_shakespeare_char_copy_cpu.py --seed=1338 --out_dir=out/char-base-copy-1338 --overwrite=True
 	$(PY) train.py config/train_shakespeare_char_copy_cpu.py --seed=1339 --out_dir=out/char-base-copy-1339 --overwrite=True
 	$(PY) eval.py config/eval_bases.py --base=out/char-base-copy-1338 --out_dir=out/char-eval-base1338
 	$(PY) eval.py config/eval_bases.py --base=out/char-base-copy-1339 --out_dir=out/char-eval-base1339
 	$(PY) eval.py --combine=out/char-eval,out/char-eval-base1338,out/char-eval-base1339 --out_dir=out/char-eval-bases
+
+out/char-eval/summary.json:  # the demo's eval, which `make bases` combines with its own; run once if it is missing (needs make demo's runs)
+	$(MAKE) eval
 
 out/char-base/ckpt.pt:  # the pure-text RoPE base that `make ape` compares against, trained once if it is missing (~7 min)
 	$(PY) train.py config/train_shakespeare_char_cpu.py --overwrite=True

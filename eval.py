@@ -32,12 +32,8 @@ fine-tune logs), summary.json, summary.md (printed), and plot.py's PNGs. Everyth
 anything is written, and every file is written atomically.
 """
 
-import csv
-import io
-import json
 import math
 import os
-import re
 import time
 import warnings
 
@@ -45,17 +41,19 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from arms import plan_arms
 from configurator import ConfigError, autocast_context, check_out_dir, cli, get_config, pick_device
-from data.common import atomic_write_text, check_vocab, data_dir_of, doc_windows, load_meta, load_split, read_json
-from lab.compare import across_bases, base_tables, compare, first_difference, vs_best, vs_reference
+from data.common import atomic_write_text, check_vocab, data_dir_of, doc_windows, load_meta, load_split
+import lab.alibi, lab.copy_mix  # noqa: E401,F401  register their attention classes, so every checkpoint loads
+from lab.arms import parse_contrasts, plan_arms
+from lab.compare import compare, vs_best, vs_reference
 from lab.crop import truncated_entropy, truncated_scores, window_attention, window_logits
 from lab.diagnostics import entropy_at
 from lab.position_maps import mapped_attention, mapped_logits
-from lab.retrieval import make_rooms, passkey_examples, retrieval_scores, room_scores, summarize_retrieval
-from lab.stats import seeds_mean_ci
+from lab.report import summary_markdown
+from lab.retrieval import make_rooms, passkey_examples, retrieval_scores, room_scores
+from lab.scoring import bucket_ends, design_positions, grid_positions, score, scoring_plan
+from lab.summary import combine_bases, csv_text, json_text, per_position_csv, summarize_arm
 from model import model_from_checkpoint
-from rope_config import is_dynamic, rope_inv_freq, scaling_extras
 
 DEFAULTS = dict(
     ckpt='',                # run folders, comma-separated
@@ -63,7 +61,7 @@ DEFAULTS = dict(
     rope_types='',          # zero-shot arms: default,linear,ntk,dynamic,yarn,yarn:beta_fast=8,ntk:factor=8,...
                             # or maps: rerope:window=64,leaky_rerope:window=64:k=16,self_extend:window=32:group=4
     position_map='',        # a map also switched on in every fine-tuned arm (as another arm), e.g. rerope:window=256
-    retune='',              # fine-tuned arms again with another scaling: 'yarn s=4 β_fast=8 ft100 | dynamic_yarn:factor=4; ...'
+    retune='',              # fine-tuned arms again with another scaling: 'yarn_s4_beta_fast8_ft100 | dynamic_yarn:factor=4; ...'
     factor=0.0,             # zero-shot scale s; 0 = T/L (dynamic types: 1, the scale then follows l/L)
     eval_len=0,             # T; 0 = max(4 x the longest fine-tune length, 8 x L)
     num_windows=32,         # held-out windows of T tokens, the same for every arm
@@ -74,7 +72,7 @@ DEFAULTS = dict(
     samples=32,             # moving-scale arms (Dynamic NTK/YaRN): random positions per bucket and window, each
                             # scored at its own length; 0 = every position its own forward (exact; slow, cost printed)
     grid=16,                # the entropy diagnostic of such arms: evenly spaced positions per bucket
-    contrasts='',           # named paired comparisons 'arm A | arm B; arm C | arm D' (arm names as in summary.md)
+    contrasts='',           # named paired comparisons 'arm A | arm B; arm C | arm D' (arm ids, or display names)
     margin_loss=0.02,       # equivalence margin of a loss difference (nats)
     margin_exact=0.10,      # equivalence margin of an exact-match difference (fraction)
     entropy_windows=4,      # windows for the attention entropy (manual attention, chunked)
@@ -103,123 +101,7 @@ PROTOCOL = ("Every arm is scored as it generates: position p by a forward over p
             "emitted at); ppl_at[n] = one forward of the first n tokens; 95% intervals carry windows (or examples) "
             "and seeds.")
 
-# ----------------------------------------------------------------------------- statistics
-
-
 # ----------------------------------------------------------------------------- measuring
-
-
-def bucket_ends(L, T):
-    """L, 2L, 4L, ... below T, then T: the ends of the position buckets and the context cuts of ppl_at."""
-    ends, e = [], L
-    while e < T:
-        ends.append(e)
-        e *= 2
-    return ends + [T]
-
-
-def constant_runs(model, T):
-    """The forward lengths 1..T cut into maximal runs (a, b) over which the arm's RoPE tables (inv_freq and attention
-    factor) stay the same, so one forward of any length in [a, b] scores positions a-1..b-1 exactly as generation
-    does: [(1, T)] for a static arm or another position encoding; LongRoPE [(1, L), (L + 1, T)] (short factors, then
-    long ones); Dynamic NTK / YaRN [(1, L)] and then one run per length. Found by bisection: the tables move
-    monotonically with the length, so the lengths sharing a's tables are one interval from a."""
-    c = model.config
-    if c.pos_emb != 'rope' or not is_dynamic(c.rope_scaling):
-        return [(1, T)]
-    table = lambda n: rope_inv_freq(model.head_dim, c.rope_base, c.rope_scaling, n)  # noqa: E731
-    runs, a = [], 1
-    while a <= T:
-        ref, lo, hi = table(a), a, T
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            same = table(mid)
-            lo, hi = (mid, hi) if same[1] == ref[1] and torch.equal(same[0], ref[0]) else (lo, mid - 1)
-        runs.append((a, lo))
-        a = lo + 1
-    return runs
-
-
-def scoring_plan(model, T, samples, max_runs=16):
-    """(runs, moving_from): positions p < moving_from are scored exactly, one forward per constant run; positions
-    from moving_from on belong to a scale that moves at every length (more than max_runs runs: Dynamic NTK / YaRN
-    past their first run) and are scored at sampled positions, each at its own length. samples=0: everything
-    exact (moving_from = T), one forward per run; the cost is printed by eval.py."""
-    runs = constant_runs(model, T)
-    return runs, T if samples == 0 or len(runs) <= max_runs else runs[0][1]
-
-
-def design_positions(L, T, n, samples, seed):
-    """Where a moving-scale arm is scored: for each of n windows and each position bucket, `samples` positions drawn
-    at random, one per equal-width stratum of the bucket (every position when the bucket is smaller), seeded, the
-    same for every arm. Unbiased for the bucket's mean and, unlike a fixed grid, not tied to the same tokens in every
-    window. Returns a list of n sorted int lists."""
-    rng = np.random.default_rng([seed, 7])
-    out = [[] for _ in range(n)]
-    for lo, hi in zip([0] + bucket_ends(L, T), bucket_ends(L, T)):
-        m = min(samples, hi - lo)
-        edges = lo + (np.arange(m + 1) * (hi - lo)) // m
-        for w in range(n):
-            out[w] += (edges[:-1] + (rng.random(m) * (edges[1:] - edges[:-1])).astype(int)).tolist()
-    return out
-
-
-@torch.no_grad()
-def score(model, rows, positions, plan, ctx, batch_size, attend=None):
-    """The NLL (and whether the argmax is the target) of rows[r, p + 1] given rows[r, :p + 1] for every p in
-    positions[r], each scored as the model generates (see scoring_plan): positions in one constant run share a
-    forward (of the run's longest needed length); a moving-scale position gets a forward of exactly p + 1 tokens,
-    the k-th such position of every row in one batched forward whose position ids stop at each row's own p (a
-    dynamic type scales each row for its own length; later tokens do not reach p through causal attention).
-    rows: LongTensor [R, n]; positions: R int lists. Returns (loss, hit): R float / bool numpy arrays."""
-    runs, moving_from = plan
-    ends, device = [b for _, b in runs], next(iter(model.parameters()), rows).device
-    jobs = {}
-    for r, ps in enumerate(positions):
-        k = 0
-        for j, p in enumerate(ps):
-            key = ('moving', k) if p >= moving_from else ('run', int(np.searchsorted(ends, p + 1)))
-            k += key[0] == 'moving'
-            jobs.setdefault(key, []).append((r, j, p))
-    loss = [np.full(len(ps), np.nan) for ps in positions]
-    hit = [np.zeros(len(ps), dtype=bool) for ps in positions]
-    for key, items in jobs.items():
-        wide = 4 * batch_size if key[0] == 'moving' else batch_size  # one position per row: rows are cheap
-        for i in range(0, len(items), wide if key[0] == 'moving' else len(items)):
-            part = items[i:i + wide] if key[0] == 'moving' else items
-            rs = sorted({r for r, _, _ in part})
-            for c in range(0, len(rs), wide):
-                chunk = rs[c:c + wide]
-                mine = [it for it in part if it[0] in chunk]
-                n = max(p for _, _, p in mine) + 1
-                x = rows[chunk, :n + 1].to(device)
-                pos = None
-                if key[0] == 'moving':
-                    stop = torch.tensor([next(p for r2, _, p in mine if r2 == r) for r in chunk], device=x.device)
-                    pos = torch.minimum(torch.arange(n, device=x.device)[None], stop[:, None])
-                with ctx:
-                    logits, l = model(x[:, :-1], x[:, 1:], reduction='none', pos=pos, attend=attend)
-                at = torch.tensor([chunk.index(r) for r, _, _ in mine]), torch.tensor([p for _, _, p in mine])
-                got_l = l[at].float().cpu().numpy()
-                got_h = (logits[at].argmax(-1) == x[at[0], at[1] + 1]).cpu().numpy()
-                for (r, j, _), gl, gh in zip(mine, got_l, got_h):
-                    loss[r][j], hit[r][j] = gl, gh
-    return loss, hit
-
-
-def grid_positions(L, T, n0, grid):
-    """The attention-entropy diagnostic's positions: every position below n0, then `grid` evenly spaced ones per
-    bucket (each needs its own forward when the scale moves)."""
-    if n0 >= T:
-        return list(range(T))
-    out, lo = list(range(n0)), 0
-    for hi in bucket_ends(L, T):
-        a = max(lo, n0)
-        if a < hi:
-            out += sorted(set(np.linspace(a, hi - 1, min(grid, hi - a)).round().astype(int).tolist()))
-        lo = hi
-    return out
-
 
 def measure_run(arm, r, run, cfg, device, ctx):
     """One checkpoint of an arm (one seed): per-position losses [windows, T] (NaN where not scored), ppl_at,
@@ -269,86 +151,7 @@ def measure_arm(arm, run, cfg, device, ctx):
         return summarize_arm(arm, per_run, run, ent), curve, ent
 
 
-def bucket_windows(losses, mask, lo, hi):
-    """Per seed and window, a bucket's mean loss: over every position when all were scored ('exact'), and over the
-    design's sampled positions ('design'; every arm has those). losses [S, W, T], mask [W, T]. -> (exact or None,
-    design), each [S, W]."""
-    part, m = losses[:, :, lo:hi], mask[:, lo:hi]
-    design = np.stack([[row[mm].mean() for row, mm in zip(seed, m)] for seed in part])
-    return (part.mean(-1) if np.isfinite(part).all() else None), design
-
-
-def summarize_arm(arm, per_run, run, ent):
-    """One arm's summary.json entry. Bucket means are exact (every position) where the arm was scored everywhere,
-    else the design estimate (stratified sampled positions); the 95% interval carries windows and seeds
-    (lab.stats.seeds_mean_ci). per_window / per_window_design keep [seed][window] values for paired tests."""
-    L, T = run['L'], run['T']
-    ends = bucket_ends(L, T)
-    losses = np.stack([p['loss'] for p in per_run])
-    buckets, cis, exact, design, how = {}, {}, {}, {}, {}
-    for lo, hi in zip([0] + ends, ends):
-        label = f"{lo}-{hi}"
-        ex, de = bucket_windows(losses, run['mask'], lo, hi)
-        buckets[label], cis[label] = seeds_mean_ci(ex if ex is not None else de)
-        how[label] = 'exact' if ex is not None else 'sampled'
-        exact[label] = None if ex is None else ex.round(6).tolist()
-        design[label] = de.round(6).tolist()
-    model = per_run[0]['model']
-    sc = arm['scaling']
-    half = [L // 2] if L >= 2 else []
-    out = dict(name=arm['name'], checkpoint=arm['checkpoint'], kind=arm['kind'], train_len=arm['L'],
-               seq_len=arm['seq_len'], finetune_steps=arm['steps'], pose=arm['pose'], rope_scaling=sc,
-               rope_type=(sc or {}).get('rope_type', 'default') if model.config.pos_emb == 'rope' else None,
-               factor=(sc or {}).get('factor'), settings=scaling_extras(sc), pos_emb=model.config.pos_emb,
-               position_map=arm.get('position_map'), crop=arm.get('crop'), seeds=arm['seeds'],
-               head_dim=model.head_dim, rope_base=model.config.rope_base, dynamic=arm['dynamic'],
-               scoring=dict(constant_runs=per_run[0]['runs'], moving_from=per_run[0]['moving_from'], buckets=how),
-               buckets=buckets, buckets_ci=cis,
-               ppl_at={c: float(np.mean([p['ppl'][c] for p in per_run])) for c in per_run[0]['ppl']},
-               retrieval=summarize_retrieval([p['ret'] for p in per_run]) if per_run[0]['ret'] else [],
-               entropy_buckets={f"{lo}-{hi}": float(np.nanmean(ent[lo:hi]))
-                                for lo, hi in zip([0] + half + ends, half + ends)},
-               per_window=exact, per_window_design=design,
-               **{n: summarize_retrieval([p['rooms'][n] for p in per_run]) for n in run['rooms']})
-    if len(per_run) > 1:
-        out['buckets_seed_sd'] = {k: float(np.std(np.mean(v if exact[k] is None else exact[k], axis=1), ddof=1))
-                                  for k, v in design.items()}
-    return out
-
-
 # ----------------------------------------------------------------------------- writing
-
-
-def csv_text(header, rows):
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator='\n')
-    w.writerow(header)
-    w.writerows(rows)
-    return buf.getvalue()
-
-
-def rounded(obj, digits=7):
-    """obj with every float rounded to `digits` significant digits (JSON size, not precision: losses are ~1e-6)."""
-    if isinstance(obj, float):
-        return float(f"{obj:.{digits}g}")
-    if isinstance(obj, dict):
-        return {k: rounded(v, digits) for k, v in obj.items()}
-    return [rounded(v, digits) for v in obj] if isinstance(obj, (list, tuple)) else obj
-
-
-def json_text(obj):
-    """Indented JSON, floats to 7 significant digits, innermost lists (per-window and per-example values) on one
-    line each."""
-    text = json.dumps(rounded(obj), indent=1, ensure_ascii=False)
-    flat = lambda m: '[' + ', '.join(x.strip() for x in m.group(1).split(',')) + ']'  # noqa: E731
-    return re.sub(r'\[\s*\n\s*((?:-?[0-9][0-9.e+-]*|true|false|null)(?:,\s*(?:-?[0-9][0-9.e+-]*|true|false|null))*)\s*\]',
-                  flat, text) + '\n'
-
-
-def per_position_csv(names, cols):
-    """position,<arm>,...; an empty cell where a dynamic arm was not scored (off its grid)."""
-    return csv_text(['position'] + names, [[p] + ['' if math.isnan(c[p]) else f"{c[p]:.6f}" for c in cols]
-                                           for p in range(len(cols[0]))])
 
 
 def write_outputs(cfg, run, results, pos_cols, ent_cols, timing, t0):
@@ -377,7 +180,7 @@ def write_outputs(cfg, run, results, pos_cols, ent_cols, timing, t0):
              plot=dict(log_x=cfg['log_x'], smooth=cfg['smooth']), arm_seconds=timing)
     summary = dict(settings=s, arms=results)
     import plot
-    md = plot.summary_markdown(summary)
+    md = summary_markdown(summary)
     names = [a['name'] for a in arms]
     ret_rows = [[a['name'], r['bucket'], r['distance_lo'], r['distance_hi'], r['n'], f"{r['exact_match']:.6f}",
                  f"{r['exact_match_ci'][0]:.6f}", f"{r['exact_match_ci'][1]:.6f}", f"{r['repeat_loss']:.6f}",
@@ -486,51 +289,10 @@ def margins(cfg):
     return {'loss': cfg['margin_loss'], 'exact_match': cfg['margin_exact']}
 
 
-def parse_contrasts(text, names):
-    """'arm A | arm B; arm C | arm D' -> [(A, B), ...]; every name must be an arm of this eval."""
-    pairs = []
-    for item in [x.strip() for x in text.split(';') if x.strip()]:
-        parts = [p.strip() for p in item.split('|')]
-        if len(parts) != 2 or parts[0] == parts[1]:
-            raise ConfigError(f"contrast {item!r} must be two different arm names joined by '|', e.g. "
-                              f"'yarn s=8 zero-shot | linear s=8 zero-shot'")
-        for p in parts:
-            if p not in names:
-                raise ConfigError(f"contrast {item!r}: no arm is named {p!r}; the arms are: {', '.join(names)}")
-        pairs.append(tuple(parts))
-    return pairs
-
-
-def combine_bases(cfg):
-    """--combine: each folder's summary.json (the same eval, on another base model) -> the named contrasts and every
-    arm against the crop, with a t interval over the bases (lab.compare.across_bases), in out_dir/bases.json and .md."""
-    dirs = [d.strip() for d in cfg['combine'].split(',') if d.strip()]
-    if len(dirs) < 2:
-        raise ConfigError(f"combine={cfg['combine']!r} names {len(dirs)} eval folder(s); give two or more, "
-                          f"comma-separated, each holding a summary.json from eval.py")
-    check_out_dir(cfg['out_dir'])
-    sums = [read_json(os.path.join(d, 'summary.json'), f"run eval.py with --out_dir={d} first") for d in dirs]
-    for d, s in zip(dirs[1:], sums[1:]):
-        key = first_difference(s, sums[0], ('T', 'L', 'windows', 'seed', 'split'))
-        if key:
-            raise ConfigError(f"{d} was evaluated with another {key} than {dirs[0]}; combine evals of the same "
-                              f"settings (windows, T, seed) on different base models")
-    out = dict(folders=dirs, bases=[next(a['checkpoint'] for a in s['arms'] if a['kind'] == 'base') for s in sums],
-               margins=margins(cfg), comparisons=across_bases(base_tables(sums), margins(cfg)))
-    import plot
-    md = plot.bases_markdown(out)
-    os.makedirs(cfg['out_dir'], exist_ok=True)
-    atomic_write_text(os.path.join(cfg['out_dir'], 'bases.json'), json_text(out))
-    atomic_write_text(os.path.join(cfg['out_dir'], 'bases.md'), md)
-    print(md)
-    print(f"eval: {len(dirs)} bases combined; wrote bases.json, bases.md to {cfg['out_dir']}")
-    return out
-
-
 def main(argv):
     cfg = get_config(argv, DEFAULTS)
     if cfg['combine']:
-        return combine_bases(cfg)
+        return combine_bases(cfg['combine'], cfg['out_dir'], margins(cfg))
     if cfg['plot_only']:
         import plot
         if cfg['smooth'] < 0:

@@ -8,17 +8,17 @@ rope_types = ','.join([
 ])
 eval_len = 1024
 num_windows = 32
-_Y8 = 'yarn s=8 β_fast=8 zero-shot'
+_Y8 = 'yarn_s8_beta_fast8_zero-shot'  # arm ids (lab/arms.py arm_id): 'yarn s=8 β_fast=8 zero-shot'
 contrasts = '; '.join(f"{a} | {b}" for a, b in [
-    (_Y8, 'linear s=8 zero-shot'),
-    (_Y8, 'yarn s=8 β_fast=8 attention_factor=1 zero-shot'),
-    ('yarn s=8 zero-shot', 'ntk_by_parts s=8 zero-shot'),
-    (_Y8, 'yarn s=8 zero-shot'),
-    ('dynamic_yarn zero-shot', _Y8),
-    ('llama3 s=8 zero-shot', _Y8),
-    ('rerope w=64 zero-shot', 'rerope w=64 no-log zero-shot'),
-    ('rerope w=64 zero-shot', 'dynamic_yarn zero-shot'),
-    ('rerope w=64 zero-shot', _Y8),
-    ('leaky_rerope w=64 k=16 zero-shot', 'rerope w=64 zero-shot'),
-    ('self_extend w=64 G=32 zero-shot', 'rerope w=64 zero-shot'),
+    (_Y8, 'linear_s8_zero-shot'),
+    (_Y8, 'yarn_s8_beta_fast8_attention_factor1_zero-shot'),
+    ('yarn_s8_zero-shot', 'ntk_by_parts_s8_zero-shot'),
+    (_Y8, 'yarn_s8_zero-shot'),
+    ('dynamic_yarn_zero-shot', _Y8),
+    ('llama3_s8_zero-shot', _Y8),
+    ('rerope_w64_zero-shot', 'rerope_w64_no-log_zero-shot'),
+    ('rerope_w64_zero-shot', 'dynamic_yarn_zero-shot'),
+    ('rerope_w64_zero-shot', _Y8),
+    ('leaky_rerope_w64_k16_zero-shot', 'rerope_w64_zero-shot'),
+    ('self_extend_w64_G32_zero-shot', 'rerope_w64_zero-shot'),
 ])

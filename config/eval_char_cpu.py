@@ -12,24 +12,24 @@ rope_types = ','.join([
 eval_len = 1024
 num_windows = 32
 out_dir = 'out/char-eval'
-_Y8 = 'yarn s=8 β_fast=8 zero-shot'
+_Y8 = 'yarn_s8_beta_fast8_zero-shot'  # arm ids (lab/arms.py arm_id): 'yarn s=8 β_fast=8 zero-shot'
 contrasts = '; '.join(f"{a} | {b}" for a, b in [
-    (_Y8, 'linear s=8 zero-shot'),                                   # YaRN vs PI, zero-shot
-    ('yarn s=4 β_fast=8 ft100', 'linear s=4 ft100'),                  # YaRN vs PI, fine-tuned
-    ('linear s=4 ft100', 'linear s=4 ft20'),                          # does PI gain from 80 more steps?
-    (_Y8, 'yarn s=8 β_fast=8 attention_factor=1 zero-shot'),          # what YaRN's temperature is worth
-    ('yarn s=8 zero-shot', 'ntk_by_parts s=8 zero-shot'),             # the same, at beta_fast = 32
-    (_Y8, 'yarn s=8 zero-shot'),                                      # beta_fast 8 vs 32
-    ('longrope s=8 zero-shot', _Y8),                                  # a searched curve vs the formula
-    ('dynamic_yarn zero-shot', _Y8),                                  # dynamic vs static YaRN
-    ('dynamic zero-shot', 'ntk s=8 zero-shot'),                       # dynamic vs static NTK
-    ('llama3 s=8 zero-shot', _Y8),
-    ('rerope w=64 zero-shot', 'rerope w=64 no-log zero-shot'),        # what ReRoPE's log scaling is worth
-    ('rerope w=64 zero-shot', 'dynamic_yarn zero-shot'),
-    ('rerope w=64 zero-shot', _Y8),
-    ('leaky_rerope w=64 k=16 zero-shot', 'rerope w=64 zero-shot'),
-    ('self_extend w=64 G=32 zero-shot', 'rerope w=64 zero-shot'),
-    ('yarn s=4 β_fast=8 pose ft100', 'yarn s=4 β_fast=8 ft100'),      # PoSE vs full-length fine-tuning
-    ('default pose ft100', 'default ft100'),
-    ('yarn s=4 β_fast=8 ft100', 'default ft100'),                     # a scaled fine-tune vs the plain control
+    (_Y8, 'linear_s8_zero-shot'),                                    # YaRN vs PI, zero-shot
+    ('yarn_s4_beta_fast8_ft100', 'linear_s4_ft100'),                 # YaRN vs PI, fine-tuned
+    ('linear_s4_ft100', 'linear_s4_ft20'),                           # does PI gain from 80 more steps?
+    (_Y8, 'yarn_s8_beta_fast8_attention_factor1_zero-shot'),         # what YaRN's temperature is worth
+    ('yarn_s8_zero-shot', 'ntk_by_parts_s8_zero-shot'),              # the same, at beta_fast = 32
+    (_Y8, 'yarn_s8_zero-shot'),                                      # beta_fast 8 vs 32
+    ('longrope_s8_zero-shot', _Y8),                                  # a searched curve vs the formula
+    ('dynamic_yarn_zero-shot', _Y8),                                 # dynamic vs static YaRN
+    ('dynamic_zero-shot', 'ntk_s8_zero-shot'),                       # dynamic vs static NTK
+    ('llama3_s8_zero-shot', _Y8),
+    ('rerope_w64_zero-shot', 'rerope_w64_no-log_zero-shot'),         # what ReRoPE's log scaling is worth
+    ('rerope_w64_zero-shot', 'dynamic_yarn_zero-shot'),
+    ('rerope_w64_zero-shot', _Y8),
+    ('leaky_rerope_w64_k16_zero-shot', 'rerope_w64_zero-shot'),
+    ('self_extend_w64_G32_zero-shot', 'rerope_w64_zero-shot'),
+    ('yarn_s4_beta_fast8_pose_ft100', 'yarn_s4_beta_fast8_ft100'),   # PoSE vs full-length fine-tuning
+    ('default_pose_ft100', 'default_ft100'),
+    ('yarn_s4_beta_fast8_ft100', 'default_ft100'),                   # a scaled fine-tune vs the plain control
 ])

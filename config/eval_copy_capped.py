@@ -8,14 +8,15 @@ factor = 4.0
 eval_len = 1024
 num_windows = 32
 out_dir = 'out/char-eval-capped'
-_C = ' copy≤120 ft100'
+# arm ids (lab/arms.py arm_id): 'yarn s=4 β_fast=8 copy≤120 ft100' -> 'yarn_s4_beta_fast8' + _C
+_C = '_copy_le120_ft100'
 contrasts = '; '.join(f"{a} | {b}" for a, b in [
-    (f"yarn s=4 β_fast=8{_C}", 'yarn s=4 β_fast=8 ft100'),   # what keeping the copy skill changes
-    (f"linear s=4{_C}", 'linear s=4 ft100'),
-    (f"default{_C}", 'default ft100'),
-    (f"yarn s=4 β_fast=8{_C}", f"linear s=4{_C}"),           # the fine-tuned ranking once the skill is kept
-    (f"yarn s=4 β_fast=8{_C}", f"default{_C}"),
-    (f"yarn s=4 β_fast=8{_C}", 'yarn s=4 β_fast=8 zero-shot'),  # what the fine-tune adds at s = 4
-    (f"linear s=4{_C}", 'linear s=4 zero-shot'),
-    ('yarn s=4 β_fast=8 ft100', 'yarn s=4 β_fast=8 zero-shot'),
+    (f"yarn_s4_beta_fast8{_C}", 'yarn_s4_beta_fast8_ft100'),   # what keeping the copy skill changes
+    (f"linear_s4{_C}", 'linear_s4_ft100'),
+    (f"default{_C}", 'default_ft100'),
+    (f"yarn_s4_beta_fast8{_C}", f"linear_s4{_C}"),             # the fine-tuned ranking once the skill is kept
+    (f"yarn_s4_beta_fast8{_C}", f"default{_C}"),
+    (f"yarn_s4_beta_fast8{_C}", 'yarn_s4_beta_fast8_zero-shot'),  # what the fine-tune adds at s = 4
+    (f"linear_s4{_C}", 'linear_s4_zero-shot'),
+    ('yarn_s4_beta_fast8_ft100', 'yarn_s4_beta_fast8_zero-shot'),
 ])

@@ -9,22 +9,22 @@ rope_types = 'linear,yarn:beta_fast=8'                  # zero-shot at s = T/L =
 eval_len = 1024
 num_windows = 32
 out_dir = 'out/char-eval-s8'
-_Y4, _Y8 = 'yarn s=4 β_fast=8 ft100', 'yarn s=8 β_fast=8 ft100'
+_Y4, _Y8 = 'yarn_s4_beta_fast8_ft100', 'yarn_s8_beta_fast8_ft100'  # arm ids (lab/arms.py arm_id), as in summary.md
 retune = '; '.join([
     f"{_Y4} | dynamic_yarn:factor=4:beta_fast=8",
     f"{_Y4} | yarn:factor=8:beta_fast=8",
-    "linear s=4 ft100 | linear:factor=8",
-    "default ft100 | yarn:factor=2",                      # original length: the fine-tune's 512
+    "linear_s4_ft100 | linear:factor=8",
+    "default_ft100 | yarn:factor=2",                      # original length: the fine-tune's 512
 ])
 contrasts = '; '.join(f"{a} | {b}" for a, b in [
     (_Y8, _Y4),                                           # train short, test long: s = 8 vs s = 4 at 512
-    ('linear s=8 ft100', 'linear s=4 ft100'),
-    (_Y8, 'yarn s=8 β_fast=8 zero-shot'),                 # what the fine-tune adds at s = 8
-    ('linear s=8 ft100', 'linear s=8 zero-shot'),
-    (_Y8, 'linear s=8 ft100'),
-    (f"{_Y4} @ dynamic_yarn s=4 β_fast=8", _Y4),          # Dynamic YaRN past s·L on the s = 4 fine-tune
-    (f"{_Y4} @ yarn s=8 β_fast=8", _Y4),                  # the s = 4 fine-tune run at s = 8
-    ('linear s=4 ft100 @ linear s=8', 'linear s=4 ft100'),
-    ('default ft100 @ yarn s=2', 'default ft100'),        # YaRN over the plain control's own 512
-    ('default ft100', _Y4),                               # the puzzle: plain vs YaRN s = 4 past 512
+    ('linear_s8_ft100', 'linear_s4_ft100'),
+    (_Y8, 'yarn_s8_beta_fast8_zero-shot'),                # what the fine-tune adds at s = 8
+    ('linear_s8_ft100', 'linear_s8_zero-shot'),
+    (_Y8, 'linear_s8_ft100'),
+    (f"{_Y4}_at_dynamic_yarn_s4_beta_fast8", _Y4),        # Dynamic YaRN past s·L on the s = 4 fine-tune
+    (f"{_Y4}_at_yarn_s8_beta_fast8", _Y4),                # the s = 4 fine-tune run at s = 8
+    ('linear_s4_ft100_at_linear_s8', 'linear_s4_ft100'),
+    ('default_ft100_at_yarn_s2', 'default_ft100'),        # YaRN over the plain control's own 512
+    ('default_ft100', _Y4),                               # the puzzle: plain vs YaRN s = 4 past 512
 ])

@@ -163,7 +163,7 @@ def is_crop_spec(entry):
 def parse_crop(entry, L):
     """--rope_types entry -> crop dicts, one per form: 'crop' -> [{'window': L, 'form': 'sliding'}, {..., 'form':
     'truncated'}]; 'crop:window=64', 'crop:form=truncated', 'crop:window=64:form=sliding'."""
-    from rope_config import spec_settings
+    from lab.specs import spec_settings
     name, *pairs = entry.strip().split(':')
     if name != 'crop':
         raise ValueError(f"arm {entry!r} is not a crop spec; write crop[:window=W][:form={'|'.join(FORMS)}|both]")

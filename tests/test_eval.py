@@ -16,6 +16,8 @@ import torch.nn.functional as F
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 import eval as ev  # noqa: E402
+import lab.scoring as scoring  # noqa: E402
+import lab.summary as lab_summary  # noqa: E402
 import finetune_long  # noqa: E402
 import train  # noqa: E402
 from data.common import doc_windows, fetch_windows, load_meta, load_split  # noqa: E402
@@ -69,7 +71,7 @@ def test_arms_and_summary_json(lab):
                                               'linear s=4 zero-shot', 'ntk s=4 zero-shot', 'dynamic zero-shot',
                                               'yarn s=4 β_fast=8 zero-shot', 'dynamic_yarn zero-shot']
     with open(os.path.join(lab['out'], 'summary.json'), encoding='utf-8') as f:
-        assert json.load(f) == json.loads(json.dumps(ev.rounded(s)))  # floats to 7 significant digits
+        assert json.load(f) == json.loads(json.dumps(lab_summary.rounded(s)))  # floats to 7 significant digits
     for a in s['arms']:
         assert {'name', 'checkpoint', 'train_len', 'rope_scaling', 'finetune_steps', 'buckets', 'ppl_at', 'buckets_ci',
                 'rope_type', 'kind', 'factor', 'settings'} <= set(a)
@@ -150,13 +152,13 @@ def test_position_loss_equals_direct_computation_on_shared_windows(lab):
 
 
 def test_design_positions_are_stratified_random_and_seeded():
-    d = ev.design_positions(16, 64, 5, 8, 1337)
-    assert d == ev.design_positions(16, 64, 5, 8, 1337) and d != ev.design_positions(16, 64, 5, 8, 1338)
+    d = scoring.design_positions(16, 64, 5, 8, 1337)
+    assert d == scoring.design_positions(16, 64, 5, 8, 1337) and d != scoring.design_positions(16, 64, 5, 8, 1338)
     for w in d:  # buckets 0-16, 16-32, 32-64: 8 strata each (width 2, 2, 4), one position in each
         assert len(w) == 24 and all(lo + k * (hi - lo) // 8 <= w[b * 8 + k] < lo + (k + 1) * (hi - lo) // 8
                                     for b, (lo, hi) in enumerate([(0, 16), (16, 32), (32, 64)]) for k in range(8))
     assert len({tuple(w) for w in d}) == 5  # each window its own draw, not one fixed grid
-    assert ev.design_positions(16, 64, 2, 64, 1)[0] == list(range(64))  # more samples than positions: all of them
+    assert scoring.design_positions(16, 64, 2, 64, 1)[0] == list(range(64))  # more samples than positions: all of them
 
 
 def test_constant_runs_and_the_exact_paths(lab):
@@ -166,24 +168,24 @@ def test_constant_runs_and_the_exact_paths(lab):
     x, y = fetch_windows(val, lab['summary']['settings']['windows'][:4], T, 'cpu')
     rows = torch.cat([x, y[:, -1:]], 1)
     model = model_from_checkpoint(load_checkpoint(lab['base'])).eval()
-    assert ev.constant_runs(model, T) == [(1, T)]
+    assert scoring.constant_runs(model, T) == [(1, T)]
     where = [list(range(T))] * 4
-    exact = ev.score(model, rows, where, ([(1, T)], T), torch.no_grad(), 8)[0]
-    moving = ev.score(model, rows, [[3, 17, 40, 63]] * 4, ([(1, T)], 0), torch.no_grad(), 8)[0]
+    exact = scoring.score(model, rows, where, ([(1, T)], T), torch.no_grad(), 8)[0]
+    moving = scoring.score(model, rows, [[3, 17, 40, 63]] * 4, ([(1, T)], 0), torch.no_grad(), 8)[0]
     np.testing.assert_allclose(np.stack(exact), direct_nll(model, x, y).numpy(), atol=2e-5)
     np.testing.assert_allclose(np.stack(moving), np.stack(exact)[:, [3, 17, 40, 63]], atol=2e-5)
     hd = model.head_dim // 2
     model.set_rope_scaling({'rope_type': 'longrope', 'factor': 4.0, 'original_max_position_embeddings': L,
                             'short_factor': [1.0] * hd, 'long_factor': [1.0 + i for i in range(hd)]})
-    plan = ev.scoring_plan(model, T, 32)
+    plan = scoring.scoring_plan(model, T, 32)
     assert plan == ([(1, L), (L + 1, T)], T)  # two runs, both exact
-    got = np.stack(ev.score(model, rows, where, plan, torch.no_grad(), 8)[0])
+    got = np.stack(scoring.score(model, rows, where, plan, torch.no_grad(), 8)[0])
     np.testing.assert_allclose(got[:, L:], direct_nll(model, x, y)[:, L:].numpy(), atol=2e-5)  # one forward of T
     np.testing.assert_allclose(got[:, :L], direct_nll(model, x[:, :L], y[:, :L]).numpy(), atol=2e-5)  # short factors
     model.set_rope_scaling(arm(lab['summary'], 'dynamic zero-shot')['rope_scaling'])
-    runs = ev.constant_runs(model, T)
+    runs = scoring.constant_runs(model, T)
     assert runs[0] == (1, L) and runs[1:] == [(n, n) for n in range(L + 1, T + 1)]
-    assert ev.scoring_plan(model, T, 32)[1] == L and ev.scoring_plan(model, T, 0)[1] == T
+    assert scoring.scoring_plan(model, T, 32)[1] == L and scoring.scoring_plan(model, T, 0)[1] == T
 
 
 def test_dynamic_arm_at_T_equals_the_static_arm_at_s_T_over_L(lab):
@@ -246,7 +248,7 @@ class CopyOracle(torch.nn.Module):
     """A model that copies: predicts the token that followed the latest earlier occurrence of the longest
     suffix (up to 8 tokens) of its input; no idea where the passkey is."""
 
-    def forward(self, idx, targets, reduction='none', pos=None, attend=None):
+    def forward(self, idx, targets, reduction='none', pos=None, attend=None, rope=None):
         assert attend is None  # retrieval_scores hands on the arm's attention (none here: plain causal)
         B, n = idx.shape
         logits = torch.zeros(B, n, 128)
@@ -267,7 +269,7 @@ def test_passkey_positions_control_and_copy_oracle(lab):
     meta, val = load_meta(lab['data']), load_split(lab['data'], 'val')
     starts = lab['summary']['settings']['windows'][:6]
     K, cue, pos = 6, 4, 2
-    buckets, examples = passkey_examples(val, starts, ev.bucket_ends(L, T), T, L, K, pos, meta['vocab_size'],
+    buckets, examples = passkey_examples(val, starts, scoring.bucket_ends(L, T), T, L, K, pos, meta['vocab_size'],
                                          meta['eot_token'], 7)
     # [K, L): both copies and the scored tokens inside the first L tokens; then [L, 2L), [2L, T - pos - K]
     assert buckets == [('6-8', 6, 9), ('16-32', 16, 32), ('32-64', 32, T - pos - K + 1)]
@@ -288,7 +290,7 @@ def test_passkey_positions_control_and_copy_oracle(lab):
         assert (ctl[pos:pos + K] == orig[pos:pos + K]).all() and (ctl[e['repeat']:e['repeat'] + K] == e['key']).all()
         assert (ctl[keep] == orig[keep]).all()
     oracle = CopyOracle()
-    score = lambda plan: lambda rows, where: ev.score(oracle, rows, where, plan, torch.no_grad(), 4)  # noqa: E731
+    score = lambda plan: lambda rows, where: scoring.score(oracle, rows, where, plan, torch.no_grad(), 4)  # noqa: E731
     res = summarize_retrieval([retrieval_scores(score(([(1, T)], T)), buckets, examples, K, cue)])
     assert [r['exact_match'] for r in res] == [1.0, 1.0, 1.0]
     assert all(r['repeat_loss'] < 1e-6 and r['gain'] > 5 and r['gain_ci'][0] > 0 for r in res)
@@ -439,7 +441,7 @@ def test_a_dataset_with_other_characters_is_refused(lab, tmp_path):
 def test_a_fine_tune_with_copies_is_named_by_its_mix():
     """A fine-tune trained with synthetic copies is another arm than the text-only one ('default copy≤120 ft10'), so
     both can be evaluated side by side; a base's own mix does not enter its name."""
-    from arms import ckpt_arm
+    from lab.arms import ckpt_arm
 
     def ckpt(share, cap, tuned=True):
         lineage = dict(train_len=16, seq_len=64, base_checkpoint='base', finetune_steps=10, pose=None) if tuned else None
@@ -495,7 +497,7 @@ def test_combine_bases_reads_each_summary_and_refuses_other_windows(lab, tmp_pat
 def test_run_folder_finds_the_fine_tunes_out_dir(tmp_path):
     """A multi-arm fine-tune keeps seeds under arm folders (char-ft/default/seed1337), a one-arm fine-tune right under
     its out_dir (char-ft-plain400/seed1337); both are named by the folder holding arms.json; a lone run by its own."""
-    from arms import run_folder
+    from lab.arms import run_folder
     for d in ('char-ft/default/seed1337', 'char-ft-plain400/seed1337', 'char-longrope-s8'):
         (tmp_path / d).mkdir(parents=True)
     for d in ('char-ft', 'char-ft-plain400'):

@@ -39,7 +39,7 @@ class CopyOracle(torch.nn.Module):
         super().__init__()
         self.V = V
 
-    def forward(self, idx, targets, reduction='none', pos=None, attend=None):
+    def forward(self, idx, targets, reduction='none', pos=None, attend=None, rope=None):
         B, n = idx.shape
         logits = torch.zeros(B, n, self.V)
         for b in range(B):
@@ -65,7 +65,7 @@ class Unigram(torch.nn.Module):
         counts = torch.bincount(torch.from_numpy(val.astype(np.int64)), minlength=V)
         self.logits = torch.log(counts.double() + 1).float()
 
-    def forward(self, idx, targets, reduction='none', pos=None, attend=None):
+    def forward(self, idx, targets, reduction='none', pos=None, attend=None, rope=None):
         B, n = idx.shape
         logits = self.logits.expand(B, n, -1)
         return logits, F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1),

@@ -7,15 +7,38 @@ An arm is a run folder (a base model, or a fine-tune from finetune_long.py), a z
 configuration taken together. Each arm carries its checkpoint(s), its training length L (from the checkpoint's
 lineage, never re-typed), the length it was fine-tuned at and its rope config. Everything here is validation:
 nothing is measured.
+
+An arm is known by its identity (IDENTITY: what it is, field by field, never its name), and a person names it by
+its display name ('yarn s=4 β_fast=8 ft100', for tables) or its id ('yarn_s4_beta_fast8_ft100', ASCII, unique in
+the eval, for --contrasts and --retune). Runs group into one arm of several seeds only when their identities agree.
 """
 import os
+import re
 
 from configurator import ConfigError
 from data.common import DataError, data_dir_of, read_json, read_jsonl
 from model import load_checkpoint
 from lab.crop import crop_name, is_crop_spec, parse_crop
 from lab.position_maps import POSITION_MAPS, is_position_map_spec, parse_position_map, position_map_name
-from rope_config import ALIASES, ROPE_TYPES, is_dynamic, parse_arm, scaling_name
+from rope_config import ROPE_TYPES, is_dynamic
+from lab.specs import ALIASES, parse_arm, scaling_name, slug
+
+# What an arm is: the fields its identity is made of, in the order a difference between two runs is reported.
+# kind ('base', 'zero-shot', 'fine-tuned'); the rope config switched on (scaling); the training length L and the
+# fine-tune length seq_len; the fine-tune's steps; the base checkpoint it was fine-tuned from (realpath); the run
+# folder (run_dir: the folder holding finetune_long.py's arms.json, else the run's own folder, realpath); PoSE; the
+# copy mix; the crop, position map and --retune switched on at eval; the training settings (the checkpoint's
+# 'config' less TRAINING_IGNORED and the copy_* keys, which are copy_mix). The seed is not in it: seeds of one
+# identity are one arm.
+IDENTITY = ('kind', 'scaling', 'L', 'seq_len', 'steps', 'base_checkpoint', 'run_dir', 'pose', 'copy_mix', 'crop',
+            'position_map', 'retune', 'training')
+# Settings stored in a checkpoint's 'config' that do not change what is trained, so two seeds of one arm may differ
+# in them: seed (what varies across an arm's runs) and seeds (the list a multi-seed run was started with); out_dir
+# and overwrite (where the run was written); init_from ('scratch', or 'resume' for a seed continued after an
+# interruption: the base is compared as base_checkpoint); device (the machine it ran on); compile (the same
+# computation, compiled); progress and log_interval (what was printed).
+TRAINING_IGNORED = ('seed', 'seeds', 'out_dir', 'overwrite', 'init_from', 'device', 'compile', 'progress',
+                    'log_interval')
 
 
 def lineage_of(ckpt):
@@ -57,16 +80,69 @@ def ckpt_arm(path, ckpt):
     name = (f"{scaling_name(sc)}{' pose' if lin['pose'] else ''}{copy_tag(ckpt)} ft{lin['finetune_steps']}" if tuned else
             f"{scaling_name(sc)} zero-shot" if derived else
             f"base (L={lin['train_len']})" if args['pos_emb'] == 'rope' else f"{args['pos_emb']} (L={lin['train_len']})")
+    cfg = ckpt.get('config') or {}
+    copy_mix = {k: v for k, v in cfg.items() if k.startswith('copy_')}
     return dict(name=name, checkpoint=path, kind='fine-tuned' if tuned else 'zero-shot' if derived else 'base', ckpt=ckpt, scaling=sc,
                 L=lin['train_len'], seq_len=lin['seq_len'], steps=lin['finetune_steps'] if tuned else 0,
-                pose=lin['pose'], seed=(ckpt.get('config') or {}).get('seed'))
+                pose=lin['pose'], seed=cfg.get('seed'), run_dir=run_dir(path), copy_mix=copy_mix,
+                base_checkpoint=os.path.realpath(lin['base_checkpoint']) if derived else None,
+                training={k: v for k, v in cfg.items() if k not in TRAINING_IGNORED and k not in copy_mix})
 
 
-def find_base(cfg, arms, real):
-    """The model the zero-shot arms switch a scaling on (see the docstring), or None."""
+def identity(arm):
+    """The arm's identity: ((field, value), ...) over IDENTITY, hashable (dicts as sorted pairs)."""
+    def frozen(v):
+        if isinstance(v, dict):
+            return tuple(sorted((k, frozen(x)) for k, x in v.items()))
+        return tuple(map(frozen, v)) if isinstance(v, (list, tuple)) else v
+    return tuple((f, frozen(arm.get(f))) for f in IDENTITY)
+
+
+def identity_difference(a, b):
+    """(field, value in a, value in b) of the first identity field where two arms differ (a training setting by its
+    own key, 'learning_rate'), or None. A setting one checkpoint does not store (an older train.py) is not compared."""
+    for f in IDENTITY:
+        va, vb = a.get(f), b.get(f)
+        if f == 'training':
+            key = next((k for k in va if k in vb and va[k] != vb[k]), None)
+            if key is not None:
+                return key, va[key], vb[key]
+        elif va != vb:
+            return f, va, vb
+    return None
+
+
+def arm_id(name):
+    """The ASCII id of a display name: 'yarn s=4 β_fast=8 ft100' -> 'yarn_s4_beta_fast8_ft100' (the rope part is the
+    fine-tune's folder slug), 'base (L=128)' -> 'base_L128', 'default copy≤120 ft100' -> 'default_copy_le120_ft100',
+    'X @ Y' -> 'X_at_Y', 'X + Y' -> 'X_plus_Y', 'default ft100 [char-ft]' -> 'default_ft100_char-ft'."""
+    s = slug(name.replace('≤', ' le').replace('@', ' at ').replace('+', ' plus '))
+    return re.sub(r'[^A-Za-z0-9.-]+', '_', s).strip('_') or 'arm'
+
+
+def arm_ids(names):
+    """The ids of an eval's arms, in order: arm_id of each display name, '_2', '_3' appended to a later one whose id an
+    earlier arm already has (so an arm's id does not change when arms are added after it)."""
+    out = []
+    for name in names:
+        i = first = arm_id(name)
+        n = 2
+        while i in out:
+            i, n = f"{first}_{n}", n + 1
+        out.append(i)
+    return out
+
+
+def find_base(cfg, arms):
+    """The model the zero-shot arms switch a scaling on (see the docstring), or None. --base is found among the arms
+    by the realpath of each arm's runs (a seed group's runs each), so it is that arm whatever the order of --ckpt."""
     if cfg['base']:
-        same = [a for a, r in zip(arms, real) if r == os.path.realpath(cfg['base'])]
-        return same[0] if same else ckpt_arm(cfg['base'], load_checkpoint(cfg['base']))
+        real = os.path.realpath(cfg['base'])
+        for a in arms:
+            run = next((r for r in a.get('runs', [a]) if os.path.realpath(r['checkpoint']) == real), None)
+            if run is not None:
+                return a if len(a.get('runs', [a])) == 1 else run
+        return ckpt_arm(cfg['base'], load_checkpoint(cfg['base']))
     base = next((a for a in arms if a['kind'] == 'base'), None)
     if base is None and cfg['rope_types']:
         named = lineage_of(arms[0]['ckpt'])['base_checkpoint']
@@ -139,49 +215,71 @@ def mapped_arms(cfg, arms):
 
 
 def retuned_arms(cfg, arms, T):
-    """--retune='arm | spec; ...': a fine-tuned arm once more with another scaling switched on in place of its own,
-    named 'arm @ scaling' (the YaRN paper's Dynamic scaling on a YaRN fine-tune; an s=4 fine-tune run at s=8). The
-    spec fills what it does not set from the arm: its factor, and its original length (a scaled arm's own
-    original_max_position_embeddings; an unscaled fine-tune's training length, so 'default ft100 | yarn:factor=2'
-    squeezes only the pairs that the 512-token fine-tune never saw turn)."""
-    tuned = {a['name']: a for a in arms if a['kind'] == 'fine-tuned' and not a.get('position_map')}
+    """--retune='arm | spec; ...' (the arm by its id or display name): a fine-tuned arm once more with another
+    scaling switched on in place of its own, named 'arm @ scaling' (the YaRN paper's Dynamic scaling on a YaRN
+    fine-tune; an s=4 fine-tune run at s=8). The spec fills what it does not set from the arm: its factor, and its
+    original length (a scaled arm's own original_max_position_embeddings; an unscaled fine-tune's training length, so
+    'default_ft100 | yarn:factor=2' squeezes only the pairs that the 512-token fine-tune never saw turn)."""
+    listed = [(a, i) for a, i in zip(arms, arm_ids([a['name'] for a in arms]))
+              if a['kind'] == 'fine-tuned' and not a.get('position_map')]
+    tuned = {**{i: a for a, i in listed}, **{a['name']: a for a, _ in listed}}  # by id and by display name
     for item in [x.strip() for x in (cfg.get('retune') or '').split(';') if x.strip()]:
         parts = [p.strip() for p in item.split('|')]
         if len(parts) != 2 or parts[0] not in tuned:
-            raise ConfigError(f"retune {item!r} must be a fine-tuned arm's name, '|' and an arm spec, e.g. "
-                              f"'yarn s=4 β_fast=8 ft100 | dynamic_yarn:factor=4'; the fine-tuned arms are: "
-                              f"{', '.join(tuned) or 'none'}")
+            raise ConfigError(f"retune {item!r} must be a fine-tuned arm's id (or name), '|' and an arm spec, e.g. "
+                              f"'yarn_s4_beta_fast8_ft100 | dynamic_yarn:factor=4'; the fine-tuned arms are: "
+                              f"{', '.join(a['name'] for a, _ in listed) or 'none'}"
+                              f"{' (ids: ' + ', '.join(i for _, i in listed) + ')' if listed else ''}")
         a, own = tuned[parts[0]], tuned[parts[0]]['scaling'] or {}
         L = own.get('original_max_position_embeddings') or a['seq_len']
         try:
             sc = parse_arm(parts[1], own.get('factor') or T / L, L)
         except ValueError as e:
             raise ConfigError(f"retune {item!r}: {e}") from None
-        arms.append(dict(a, name=f"{parts[0]} @ {scaling_name(sc)}", scaling=sc, retuned=True))
+        arms.append(dict(a, name=f"{a['name']} @ {scaling_name(sc)}", scaling=sc, retuned=True,
+                         retune={'from': a['scaling']}))
 
 
 def group_seeds(arms):
-    """Fine-tuned arms that differ only in their seed become one arm with a list of runs."""
+    """Fine-tuned runs of one name from one run folder with distinct seeds become one arm with a list of runs, when
+    their identities agree; one that differs in anything but the seed is refused, naming the field (they would be
+    averaged as if they were seeds of one configuration). The same name from another run folder is another arm."""
     out = []
     for a in arms:
         same = next((o for o in out if o['kind'] == a['kind'] == 'fine-tuned' and o['name'] == a['name']
-                     and o['seed'] != a['seed'] and a['seed'] not in o['seeds']), None)
+                     and o['run_dir'] == a['run_dir'] and a['seed'] not in o['seeds']), None)
         if same is None:
             out.append(dict(a, runs=[a], seeds=[a['seed']]))
-        else:
-            same['runs'].append(a)
-            same['seeds'].append(a['seed'])
+            continue
+        diff = identity_difference(same, a)
+        if diff:
+            field, mine, theirs = diff
+            raise ConfigError(f"{same['checkpoint']} and {a['checkpoint']} share the name {a['name']!r} in run "
+                              f"folder {a['run_dir']} but differ in {field} ({mine!r} vs {theirs!r}), so they are not "
+                              f"seeds of one arm; pass them from separate run folders or leave one out")
+        same['runs'].append(a)
+        same['seeds'].append(a['seed'])
     return out
 
 
-def run_folder(path):
-    """The name of the folder a checkpoint's run was written to: the nearest of it, its parent and grandparent that
-    holds finetune_long.py's arms.json (out/char-ft for out/char-ft/default/seed1337), else its own folder's name."""
+def run_root(path):
+    """The folder a checkpoint's run was written to: the nearest of it, its parent and grandparent that holds
+    finetune_long.py's arms.json (out/char-ft for out/char-ft/default/seed1337), else its own folder."""
     p = os.path.abspath(path)
     for up in (p, os.path.dirname(p), os.path.dirname(os.path.dirname(p))):
         if os.path.isfile(os.path.join(up, 'arms.json')):
-            return os.path.basename(up)
-    return os.path.basename(p)
+            return up
+    return p
+
+
+def run_folder(path):
+    """The name of the run folder (run_root): 'char-ft' for out/char-ft/default/seed1337."""
+    return os.path.basename(run_root(path))
+
+
+def run_dir(path):
+    """The run folder (run_root) as a realpath: the run-folder field of an arm's identity."""
+    return os.path.realpath(run_root(path))
 
 
 def plan_arms(cfg):
@@ -207,7 +305,7 @@ def plan_arms(cfg):
             tags = [p[i] for p in parts]
         for a, tag in zip(group, tags):
             a['name'] += f" [{tag}]"
-    base = find_base(cfg, arms, real)
+    base = find_base(cfg, arms)
     check_same_data(arms + ([base] if base else []))
     everyone = arms + ([base] if base else [])
     tuned = [a['seq_len'] for a in arms if a['kind'] == 'fine-tuned']
@@ -230,10 +328,16 @@ def plan_arms(cfg):
     dup = next((n for n in names if names.count(n) > 1), None)
     if dup:
         raise ConfigError(f"arm {dup!r} is given twice; give each arm different settings")
-    for a in arms:
+    for a, i in zip(arms, arm_ids(names)):
         a['dynamic'] = is_dynamic(a['scaling'])
         a.setdefault('runs', [a])
         a.setdefault('seeds', [a.get('seed')])
+        a['id'], a['identity'] = i, identity(a)
+    twin = next(((a, b) for j, a in enumerate(arms) for b in arms[j + 1:] if a['identity'] == b['identity']), None)
+    if twin:
+        raise ConfigError(f"arms {twin[0]['name']!r} ({twin[0]['checkpoint']}) and {twin[1]['name']!r} "
+                          f"({twin[1]['checkpoint']}) are one run twice: same settings, seed and run folder; list "
+                          f"one of them")
     return arms, base, T
 
 
@@ -251,3 +355,25 @@ def finetune_log(arm):
             return "not an evaluation row (an integer 'iter'; val_loss and val_loss_beyond_L numbers or null)"
     return read_jsonl(path, "it is the run's log from train.py: rerun that fine-tune, or move the file away to use "
                             "the rows stored in its ckpt.pt", wrong)
+
+
+def parse_contrasts(text, names):
+    """'arm A | arm B; arm C | arm D' -> [(A, B), ...] by display name; each arm given by its id
+    ('yarn_s4_beta_fast8_ft100', lab.arms.arm_ids) or its display name ('yarn s=4 β_fast=8 ft100')."""
+    ids = dict(zip(arm_ids(names), names))
+    pairs = []
+    for item in [x.strip() for x in text.split(';') if x.strip()]:
+        parts = [p.strip() for p in item.split('|')]
+        shape = (f"contrast {item!r} must be two different arms (ids or names) joined by '|', e.g. "
+                 f"'yarn_s8_beta_fast8_zero-shot | linear_s8_zero-shot'")
+        if len(parts) != 2:
+            raise ConfigError(shape)
+        for p in parts:
+            if p not in names and p not in ids:
+                raise ConfigError(f"contrast {item!r}: no arm is named {p!r} or has that id; the arm ids are: "
+                                  f"{', '.join(ids)}")
+        pair = tuple(p if p in names else ids[p] for p in parts)
+        if pair[0] == pair[1]:
+            raise ConfigError(shape)
+        pairs.append(pair)
+    return pairs

@@ -1,0 +1,125 @@
+"""
+summary.md and bases.md: an eval's summary.json (eval.py) and a combine's bases.json (eval.py --combine) as Markdown
+tables, one row an arm or a contrast; marks and verdicts come from lab.compare's results in them. Reads and draws
+nothing (the pictures are plot.py's).
+"""
+
+
+def header(first, cols):
+    return [f"| {first} | " + ' | '.join(cols) + ' |', '|---' * (len(cols) + 1) + '|']
+
+
+def table(title, cols, arms, cell):
+    return ['', title, ''] + header('arm', cols) + \
+        [f"| {a['name']} | " + ' | '.join(cell(a, c) for c in cols) + ' |' for a in arms]
+
+
+ROOM_TABLES = [  # (kind in settings.vs_best, arm field, the table's title from settings)
+    ('exact_match', 'retrieval', lambda s: f"Passkey ({s['retrieval']['len']} tokens at position "
+     f"{s['retrieval']['pos']}, cue {s['retrieval']['cue']}, {s['retrieval']['examples']} examples per bucket, the "
+     f"same for every arm and seed): exact match [95% interval, seeds as repeated looks] / gain over the no-copy "
+     f"control (nats), by distance; marks as above:"),
+    ('passkey_depth', 'passkey_depth', lambda s: f"Depth passkey ({s['passkey_depth']['len']} tokens, first copy "
+     f"at a random depth, so distance and position vary apart): exact match [95% interval] by distance:"),
+    ('needles', 'needles', lambda s: f"Multi-key needles ({s['needles']['needles']} key-value records in the "
+     f"window, one asked; key {s['needles']['key_len']}, value {s['needles']['value_len']} tokens): exact match of "
+     f"the value [95% interval] by distance from the asked needle to the query:"),
+    ('needles_mq', 'needles_mq', lambda s: "Multi-query needles (the same, two keys asked one after the other; "
+     "both values must be exact):"),
+    ('recall_gain', 'recall', lambda s: f"Natural-text recall (a held-out line of {s['recall']['len']} tokens "
+     f"repeated at distance d): gain over the same line with no earlier copy (nats) [95% interval] by distance:"),
+]
+KIND_NAMES = {'loss': 'loss', 'exact_match': 'passkey exact match', 'passkey_depth': 'depth-passkey exact match',
+              'needles': 'needle exact match', 'needles_mq': 'multi-query needle exact match',
+              'recall_gain': 'natural-text recall gain'}
+MARK = {'equivalent': ' ≈', 'unresolved': ' ?', 'worse': '', 'better': ' !'}  # against the column's best (*)
+
+
+def mark(s, kind, column, name):
+    vb = s['vs_best'][kind][column]
+    return ' *' if vb['best'] == name else MARK[vb['arms'][name]['verdict']]
+
+
+def units(kind):
+    """(unit, how a difference in it is written): nats for loss and recall gain, points for exact match."""
+    if kind in ('loss', 'recall_gain'):
+        return 'nats', lambda v: f"{v:+.3f}"
+    return 'points', lambda v: f"{100 * v:+.0f}"
+
+
+def diff_cell(r, fmt):
+    return f"{fmt(r['diff'])} [{fmt(r['ci'][0])}, {fmt(r['ci'][1])}] {r['verdict']}"
+
+
+def contrast_table(title, rows_by_col, fmt):
+    cols = list(rows_by_col)
+    names = [f"{r['a']} vs {r['b']}" for r in rows_by_col[cols[0]]]
+    return ['', title, ''] + header('contrast', cols) + \
+        [f"| {n} | " + ' | '.join(diff_cell(rows_by_col[c][i], fmt) for c in cols) + ' |' for i, n in enumerate(names)]
+
+
+def summary_markdown(summary):
+    s, arms = summary['settings'], summary['arms']
+    m = s['margins']
+    rule = (f"Verdicts are paired tests on the same windows or examples, seeds inside the interval, Holm-corrected "
+            f"within each column: better/worse = adjusted p < 0.05; equivalent = the 95% paired interval inside "
+            f"±{m['loss']:g} nats (loss) or ±{100 * m['exact_match']:g} points (exact match); unresolved = neither.")
+    lines = [f"# Loss by position: {s['dataset']}, {s['num_windows']} windows of T={s['T']} tokens, L={s['L']}", '',
+             f"Windows: seed {s['seed']}, inside {'held-out' if s.get('split', 'val') == 'val' else 'TRAINING'} "
+             f"documents, the same for every arm. {s['protocol']}", '', rule]
+    sampled = [f"{a['name']} ({', '.join(k for k, v in a['scoring']['buckets'].items() if v == 'sampled')})"
+               for a in arms if 'sampled' in a['scoring']['buckets'].values()]
+    lines += table('Mean loss (nats) per position bucket ± the half-width of its 95% interval over windows and seeds '
+                   '(* = best in the column; against it: ≈ equivalent, ? unresolved, no mark worse)' +
+                   (f"; sampled positions, not every one: {'; '.join(sampled)}" if sampled else '') + ':',
+                   list(arms[0]['buckets']), arms,
+                   lambda a, c: f"{a['buckets'][c]:.3f} ± {(a['buckets_ci'][c][1] - a['buckets_ci'][c][0]) / 2:.3f}"
+                   + mark(s, 'loss', c, a['name']))
+    lines += table('Perplexity with the context cut to n tokens (one forward of the first n tokens):',
+                   list(arms[0]['ppl_at']), arms, lambda a, c: f"{a['ppl_at'][c]:.3f}")
+    for kind, field, title in ROOM_TABLES:
+        if not arms[0].get(field):
+            continue
+        gain = kind == 'recall_gain'
+        lines += table(title(s), [x['bucket'] for x in arms[0][field]], arms,
+                       lambda a, c, field=field, kind=kind, gain=gain: next(
+                           (f"{x['gain']:+.3f} [{x['gain_ci'][0]:+.3f}, {x['gain_ci'][1]:+.3f}]" if gain else
+                            f"{100 * x['exact_match']:.0f}% [{100 * x['exact_match_ci'][0]:.0f}-"
+                            f"{100 * x['exact_match_ci'][1]:.0f}]" + (f" / {x['gain']:+.2f}" if 'gain' in x else ''))
+                           for x in a[field] if x['bucket'] == c) + mark(s, kind, c, a['name']))
+    for kind, rows in (s.get('contrasts') or {}).items():
+        unit, fmt = units(kind)
+        lines += contrast_table(f"Named contrasts, {KIND_NAMES[kind]}: difference A − B ({unit}) [95% paired "
+                                f"interval] verdict of A:", rows, fmt)
+    for crop, rows in (s.get('vs_crop') or {}).items():
+        lines += table(f"Against the crop control {crop}: loss difference (nats) and its verdict per bucket; 'better' "
+                       f"past L means the arm uses context the crop cannot see:", list(rows['loss']),
+                       [a for a in arms if a['name'] != crop],
+                       lambda a, c, rows=rows: f"{rows['loss'][c][a['name']]['diff']:+.3f} "
+                                               f"{rows['loss'][c][a['name']]['verdict']}")
+    lines += table('Mean attention entropy (nats) by query position (seeds averaged):',
+                   list(arms[0]['entropy_buckets']), arms, lambda a, c: f"{a['entropy_buckets'][c]:.2f}")
+    return '\n'.join(lines) + '\n'
+
+
+def bases_markdown(out):
+    """bases.md: each named contrast (and every arm against the crop) per column, its mean difference over the base
+    models with the t interval over bases, the verdict, and on how many bases that base's own verdict agrees."""
+    m = out['margins']
+    lines = [f"# The same comparisons on {len(out['bases'])} base models", '',
+             'Bases: ' + ', '.join(out['bases']) + '.', '',
+             f"Each cell: the mean over bases of A − B, its 95% t interval over the bases (df = bases − 1: base-to-base "
+             f"variation, which holds each base's own window or example noise), the verdict (Holm within the column; "
+             f"equivalent = inside ±{m['loss']:g} nats or ±{100 * m['exact_match']:g} points), and (k/n) the bases "
+             f"whose own paired verdict is the same."]
+    for kind, rows in out['comparisons'].items():
+        unit, fmt = units(kind)
+        cols = list(rows)
+        names = list(dict.fromkeys(r['name'] for c in cols for r in rows[c]))
+        by = {(c, r['name']): r for c in cols for r in rows[c]}
+        lines += ['', f"{KIND_NAMES[kind].capitalize()}, A − B ({unit}):", ''] + header('contrast', cols)
+        for n in names:
+            cells = [f"{diff_cell(by[c, n], fmt)} ({sum(v == by[c, n]['verdict'] for v in by[c, n]['verdicts'])}/"
+                     f"{len(by[c, n]['verdicts'])})" if (c, n) in by else '' for c in cols]
+            lines.append(f"| {n} | " + ' | '.join(cells) + ' |')
+    return '\n'.join(lines) + '\n'

@@ -1,0 +1,127 @@
+"""
+What eval.py writes, apart from the measuring: an arm's summary.json entry (bucket means with 95% intervals over
+windows and seeds, exact where every position was scored and the stratified design estimate otherwise, and the
+per-seed per-window values the paired tests read), the JSON / CSV text of its files, and --combine: the same eval on
+several base models, its contrasts over the bases.
+"""
+import csv
+import io
+import json
+import math
+import os
+import re
+
+import numpy as np
+
+from configurator import ConfigError, check_out_dir
+from data.common import atomic_write_text, read_json
+from lab.compare import across_bases, base_tables, first_difference
+from lab.report import bases_markdown
+from lab.retrieval import summarize_retrieval
+from lab.scoring import bucket_ends
+from lab.specs import scaling_extras
+from lab.stats import seeds_mean_ci
+
+
+def bucket_windows(losses, mask, lo, hi):
+    """Per seed and window, a bucket's mean loss: over every position when all were scored ('exact'), and over the
+    design's sampled positions ('design'; every arm has those). losses [S, W, T], mask [W, T]. -> (exact or None,
+    design), each [S, W]."""
+    part, m = losses[:, :, lo:hi], mask[:, lo:hi]
+    design = np.stack([[row[mm].mean() for row, mm in zip(seed, m)] for seed in part])
+    return (part.mean(-1) if np.isfinite(part).all() else None), design
+
+
+def summarize_arm(arm, per_run, run, ent):
+    """One arm's summary.json entry. Bucket means are exact (every position) where the arm was scored everywhere,
+    else the design estimate (stratified sampled positions); the 95% interval carries windows and seeds
+    (lab.stats.seeds_mean_ci). per_window / per_window_design keep [seed][window] values for paired tests."""
+    L, T = run['L'], run['T']
+    ends = bucket_ends(L, T)
+    losses = np.stack([p['loss'] for p in per_run])
+    buckets, cis, exact, design, how = {}, {}, {}, {}, {}
+    for lo, hi in zip([0] + ends, ends):
+        label = f"{lo}-{hi}"
+        ex, de = bucket_windows(losses, run['mask'], lo, hi)
+        buckets[label], cis[label] = seeds_mean_ci(ex if ex is not None else de)
+        how[label] = 'exact' if ex is not None else 'sampled'
+        exact[label] = None if ex is None else ex.round(6).tolist()
+        design[label] = de.round(6).tolist()
+    model = per_run[0]['model']
+    sc = arm['scaling']
+    half = [L // 2] if L >= 2 else []
+    out = dict(name=arm['name'], id=arm['id'], checkpoint=arm['checkpoint'], kind=arm['kind'], train_len=arm['L'],
+               seq_len=arm['seq_len'], finetune_steps=arm['steps'], pose=arm['pose'], rope_scaling=sc,
+               rope_type=(sc or {}).get('rope_type', 'default') if model.config.pos_emb == 'rope' else None,
+               factor=(sc or {}).get('factor'), settings=scaling_extras(sc), pos_emb=model.config.pos_emb,
+               position_map=arm.get('position_map'), crop=arm.get('crop'), seeds=arm['seeds'],
+               head_dim=model.head_dim, rope_base=model.config.rope_base, dynamic=arm['dynamic'],
+               scoring=dict(constant_runs=per_run[0]['runs'], moving_from=per_run[0]['moving_from'], buckets=how),
+               buckets=buckets, buckets_ci=cis,
+               ppl_at={c: float(np.mean([p['ppl'][c] for p in per_run])) for c in per_run[0]['ppl']},
+               retrieval=summarize_retrieval([p['ret'] for p in per_run]) if per_run[0]['ret'] else [],
+               entropy_buckets={f"{lo}-{hi}": float(np.nanmean(ent[lo:hi]))
+                                for lo, hi in zip([0] + half + ends, half + ends)},
+               per_window=exact, per_window_design=design,
+               **{n: summarize_retrieval([p['rooms'][n] for p in per_run]) for n in run['rooms']})
+    if len(per_run) > 1:
+        out['buckets_seed_sd'] = {k: float(np.std(np.mean(v if exact[k] is None else exact[k], axis=1), ddof=1))
+                                  for k, v in design.items()}
+    return out
+
+
+def csv_text(header, rows):
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator='\n')
+    w.writerow(header)
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+def rounded(obj, digits=7):
+    """obj with every float rounded to `digits` significant digits (JSON size, not precision: losses are ~1e-6)."""
+    if isinstance(obj, float):
+        return float(f"{obj:.{digits}g}")
+    if isinstance(obj, dict):
+        return {k: rounded(v, digits) for k, v in obj.items()}
+    return [rounded(v, digits) for v in obj] if isinstance(obj, (list, tuple)) else obj
+
+
+def json_text(obj):
+    """Indented JSON, floats to 7 significant digits, innermost lists (per-window and per-example values) on one
+    line each."""
+    text = json.dumps(rounded(obj), indent=1, ensure_ascii=False)
+    flat = lambda m: '[' + ', '.join(x.strip() for x in m.group(1).split(',')) + ']'  # noqa: E731
+    return re.sub(r'\[\s*\n\s*((?:-?[0-9][0-9.e+-]*|true|false|null)(?:,\s*(?:-?[0-9][0-9.e+-]*|true|false|null))*)\s*\]',
+                  flat, text) + '\n'
+
+
+def per_position_csv(names, cols):
+    """position,<arm>,...; an empty cell where a dynamic arm was not scored (off its grid)."""
+    return csv_text(['position'] + names, [[p] + ['' if math.isnan(c[p]) else f"{c[p]:.6f}" for c in cols]
+                                           for p in range(len(cols[0]))])
+
+
+def combine_bases(folders, out_dir, margins):
+    """--combine: each folder's summary.json (the same eval, on another base model) -> the named contrasts and every
+    arm against the crop, with a t interval over the bases (lab.compare.across_bases), in out_dir/bases.json and .md."""
+    dirs = [d.strip() for d in folders.split(',') if d.strip()]
+    if len(dirs) < 2:
+        raise ConfigError(f"combine={folders!r} names {len(dirs)} eval folder(s); give two or more, "
+                          f"comma-separated, each holding a summary.json from eval.py")
+    check_out_dir(out_dir)
+    sums = [read_json(os.path.join(d, 'summary.json'), f"run eval.py with --out_dir={d} first") for d in dirs]
+    for d, s in zip(dirs[1:], sums[1:]):
+        key = first_difference(s, sums[0], ('T', 'L', 'windows', 'seed', 'split'))
+        if key:
+            raise ConfigError(f"{d} was evaluated with another {key} than {dirs[0]}; combine evals of the same "
+                              f"settings (windows, T, seed) on different base models")
+    out = dict(folders=dirs, bases=[next(a['checkpoint'] for a in s['arms'] if a['kind'] == 'base') for s in sums],
+               margins=margins, comparisons=across_bases(base_tables(sums), margins))
+    md = bases_markdown(out)
+    os.makedirs(out_dir, exist_ok=True)
+    atomic_write_text(os.path.join(out_dir, 'bases.json'), json_text(out))
+    atomic_write_text(os.path.join(out_dir, 'bases.md'), md)
+    print(md)
+    print(f"eval: {len(dirs)} bases combined; wrote bases.json, bases.md to {out_dir}")
+    return out
