@@ -50,7 +50,8 @@ from lab.crop import truncated_entropy, truncated_scores, window_attention, wind
 from lab.diagnostics import entropy_at
 from lab.position_maps import mapped_attention, mapped_logits
 from lab.report import summary_markdown
-from lab.retrieval import make_rooms, passkey_examples, retrieval_scores, room_scores
+from lab.outcomes import room_scores
+from lab.retrieval import make_rooms, passkey_examples, retrieval_scores
 from lab.scoring import bucket_ends, design_positions, grid_positions, score, scoring_plan
 from lab.summary import combine_bases, csv_text, json_text, per_position_csv, summarize_arm
 from model import model_from_checkpoint

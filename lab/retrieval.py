@@ -12,7 +12,7 @@ per-example [seeds][examples] lists of paired tests.
   recall_examples         a held-out line of the text at a random depth and again at distance d, against a control
                           with the line only at the later place (natural text, no random tokens)
 
-make_rooms builds the last three for eval.py (their settings included); room_scores scores any of them.
+make_rooms builds the last three for eval.py (their settings included); lab/outcomes.py scores any of them.
 Distance buckets (distance_buckets): [lo, 3L/4) and [3L/4, L - span] with the whole row, scored tokens included,
 inside the first L tokens; then [L, 2L), [2L, 4L), ... up to T - span. A row holds only the tokens up to its last
 scored target, and room_scores scores every row of a room in one call, sorted by length, so that rows of similar
@@ -20,9 +20,8 @@ length share forwards. score(rows, positions) -> (loss, hit) is lab.scoring.scor
 model themselves.
 """
 import numpy as np
-import torch
 
-from lab.stats import clustered_wilson, seeds_mean_ci
+from lab.outcomes import room_scores
 
 ROOM_SEEDS = {'passkey_depth': 11, 'needles': 12, 'recall': 13}  # each room its own stream of the eval seed
 
@@ -340,82 +339,3 @@ def make_rooms(val, starts, T, L, meta, seed, cue, examples, depth_len=12, needl
 
 
 # ----------------------------------------------------------------------------- outcomes
-
-
-def score_rows(score, rows, positions):
-    """score(rows, positions) over rows of any lengths, sorted by the length they need (the last scored target + 1)
-    so that rows of similar length share forwards, padded to a common width (the padding lies after every scored
-    target, so causal attention never sees it). Returns (loss, hit) in the order given."""
-    need = [max(ps) + 2 for ps in positions]
-    order = sorted(range(len(rows)), key=lambda i: need[i])
-    width = max(need)
-    batch = torch.zeros(len(rows), width, dtype=torch.long)
-    for j, i in enumerate(order):
-        row = torch.as_tensor(np.asarray(rows[i][:need[i]], dtype=np.int64))
-        batch[j, :len(row)] = row
-    loss, hit = score(batch, [list(positions[i]) for i in order])
-    out_l, out_h = [None] * len(rows), [None] * len(rows)
-    for j, i in enumerate(order):
-        out_l[i], out_h[i] = loss[j], hit[j]
-    return out_l, out_h
-
-
-def room_scores(score, buckets, examples):
-    """Every example of a room scored in one score_rows call: for each, the tokens after positions e['where'] (the
-    scored targets are e['seq'][p + 1]). Per bucket: exact (greedy reproduces every scored token given the true
-    prefix), the mean loss over the scored tokens, and where an example has a control row (same tokens, same
-    place, no earlier copy), gain = control loss - repeat loss. Returns per bucket dict(bucket, distance_lo,
-    distance_hi, exact [N], gain [N] | loss [N], repeat_loss, control_loss | loss_mean, depth [N], distance [N])."""
-    if not examples:
-        return []
-    control = 'control' in examples[0]
-    rows = [e['seq'] for e in examples] + ([e['control'] for e in examples] if control else [])
-    where = [e['where'] for e in examples] * (2 if control else 1)
-    loss, hit = score_rows(score, rows, where)
-    n = len(examples)
-    out = []
-    for b, (label, lo, hi) in enumerate(buckets):
-        idx = [i for i, e in enumerate(examples) if e['bucket'] == b]
-        rep = [float(loss[i].mean()) for i in idx]
-        r = dict(bucket=label, distance_lo=lo, distance_hi=hi - 1, exact=[bool(hit[i].all()) for i in idx])
-        if control:
-            ctl = [float(loss[n + i].mean()) for i in idx]
-            r.update(gain=[c - x for c, x in zip(ctl, rep)], repeat_loss=float(np.mean(rep)),
-                     control_loss=float(np.mean(ctl)))
-        else:
-            r.update(loss=rep, loss_mean=float(np.mean(rep)))
-        r.update(depth=[int(examples[i]['depth']) for i in idx], distance=[int(examples[i]['distance']) for i in idx])
-        out.append(r)
-    return out
-
-
-def summarize_retrieval(per_seed):
-    """One arm's buckets of a room from its seeds' room_scores (or retrieval_scores): exact match and, with a
-    control, the gain, with 95% intervals in which the seeds count as repeated looks at the same examples (a 3-seed
-    arm is N examples seen three times, not 3N: lab.stats.clustered_wilson / seeds_mean_ci); without one, the mean
-    loss of the scored tokens. per_example holds the outcomes [seeds][examples] for paired tests (exact, and gain or
-    loss) and each example's depth and distance [examples] (the same examples for every seed and arm)."""
-    out = []
-    for rows in zip(*per_seed):
-        exact = np.array([r['exact'] for r in rows], dtype=np.float64)
-        e = dict(bucket=rows[0]['bucket'], distance_lo=rows[0]['distance_lo'], distance_hi=rows[0]['distance_hi'],
-                 n=exact.shape[1], seeds=len(rows), exact_match=float(exact.mean()),
-                 exact_match_ci=clustered_wilson(exact))
-        per = dict(exact=exact.astype(int).tolist())
-        what = 'gain' if 'gain' in rows[0] else 'loss'
-        vals = np.array([r[what] for r in rows])
-        m, m_ci = seeds_mean_ci(vals)
-        if what == 'gain':
-            e.update(repeat_loss=float(np.mean([r['repeat_loss'] for r in rows])),
-                     control_loss=float(np.mean([r['control_loss'] for r in rows])), gain=m, gain_ci=m_ci)
-        else:
-            e.update(loss=m, loss_ci=m_ci)
-        per[what] = [[round(float(x), 6) for x in r] for r in vals]
-        if 'depth' in rows[0]:
-            per.update(depth=list(rows[0]['depth']), distance=list(rows[0]['distance']))
-        e['per_example'] = per
-        out.append(e)
-        if len(rows) > 1:
-            e['exact_match_seed_sd'] = float(np.std(exact.mean(1), ddof=1))
-            e[f'{what}_seed_sd'] = float(np.std(vals.mean(1), ddof=1))
-    return out

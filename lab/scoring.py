@@ -71,7 +71,7 @@ def design_positions(L, T, n, samples, seed):
 def row_tables(model, pos):
     """cos/sin (B, 1, T, head_dim) for position ids pos (B, T) whose rows end at different lengths: a dynamic type
     scales each row for its own length (max of its ids + 1). None when one table serves every row."""
-    if model.config.pos_emb != 'rope' or not model.rope_dynamic or len(set(pos.amax(-1).tolist())) < 2:
+    if not getattr(model, 'rope_dynamic', False) or len(set(pos.amax(-1).tolist())) < 2:  # (rope_dynamic: RoPE only)
         return None
     rows = [model.rope_tables(row) for row in pos]
     return tuple(torch.stack([r[i] for r in rows])[:, None] for i in (0, 1))

@@ -17,7 +17,7 @@ from configurator import ConfigError, check_out_dir
 from data.common import atomic_write_text, read_json
 from lab.compare import across_bases, base_tables, first_difference
 from lab.report import bases_markdown
-from lab.retrieval import summarize_retrieval
+from lab.outcomes import summarize_retrieval
 from lab.scoring import bucket_ends
 from lab.specs import scaling_extras
 from lab.stats import seeds_mean_ci

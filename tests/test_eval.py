@@ -21,7 +21,8 @@ import lab.summary as lab_summary  # noqa: E402
 import finetune_long  # noqa: E402
 import train  # noqa: E402
 from data.common import doc_windows, fetch_windows, load_meta, load_split  # noqa: E402
-from lab.retrieval import passkey_examples, retrieval_scores, summarize_retrieval  # noqa: E402
+from lab.outcomes import summarize_retrieval  # noqa: E402
+from lab.retrieval import passkey_examples, retrieval_scores  # noqa: E402
 from lab.stats import mean_ci, t975, wilson  # noqa: E402
 from model import GPT, GPTConfig, load_checkpoint, model_from_checkpoint  # noqa: E402
 

@@ -10,9 +10,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from lab.outcomes import room_scores, score_rows, summarize_retrieval
 from lab.retrieval import (distance_buckets, make_rooms, needle_examples, newline_tokens, passkey_depth_examples,
-                           passkey_examples, recall_examples, retrieval_scores, room_scores, score_rows,
-                           separator_token, summarize_retrieval, text_lines)
+                           passkey_examples, recall_examples, retrieval_scores, separator_token, text_lines)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 L, T = 64, 256
