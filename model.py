@@ -24,7 +24,6 @@ from rope_config import check_scaling, is_dynamic, rope_inv_freq
 
 POS_EMBS = ('rope', 'sinusoidal', 'learned', 'alibi', 'none')
 
-
 @dataclass
 class GPTConfig:
     block_size: int = 128       # sequence length trained at; also the table size of a `learned` embedding
@@ -67,7 +66,6 @@ class GPTConfig:
 # instead of 1.55. Scaled to rms 0.02 it starts like a learned table.
 SINUSOIDAL_SCALE = 0.02 * math.sqrt(2)
 
-
 def sinusoidal_table(positions, n_embd, device=None):
     """The original Transformer's absolute encoding: PE[m, 2i] = sin(m / 10000^(2i/n)), PE[m, 2i+1] = cos(...).
     positions: an int T (positions 0..T-1) or a tensor of position ids of any shape -> [*positions.shape, n_embd]."""
@@ -80,14 +78,12 @@ def sinusoidal_table(positions, n_embd, device=None):
     pe[..., 1::2] = torch.cos(pos * inv)
     return pe
 
-
 def rotate(q, k, rope):
     """q and k rotated by rope = (cos, sin) float32 tables; unchanged when rope is None (no RoPE)."""
     if rope is None:
         return q, k
     cos, sin = rope
     return apply_rope(q, cos.to(q.dtype), sin.to(q.dtype)), apply_rope(k, cos.to(k.dtype), sin.to(k.dtype))
-
 
 class CausalSelfAttention(nn.Module):
 
@@ -120,9 +116,7 @@ class CausalSelfAttention(nn.Module):
         y = self.attend(q, k, v) if attend is None else attend(q, k, v)
         return self.resid_dropout(self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C)))
 
-
 ATTENTION = {'causal': CausalSelfAttention}  # config.attention -> class; rooms register variants here
-
 
 class MLP(nn.Module):
 
@@ -134,7 +128,6 @@ class MLP(nn.Module):
 
     def forward(self, x):
         return self.dropout(self.c_proj(F.gelu(self.c_fc(x))))
-
 
 class Block(nn.Module):
 
@@ -148,7 +141,6 @@ class Block(nn.Module):
     def forward(self, x, rope, attend=None):
         x = x + self.attn(self.ln_1(x), rope, attend)
         return x + self.mlp(self.ln_2(x))
-
 
 class GPT(nn.Module):
 
@@ -256,11 +248,9 @@ class GPT(nn.Module):
         given, pos = pos is not None, torch.arange(T, device=idx.device) if pos is None else pos.to(idx.device)
         x = self.transformer.wte(idx)
         if c.pos_emb == 'learned':
-            top = int(pos.max()) if given else T - 1  # no device sync for the usual 0..T-1
-            if top < c.block_size and given and int(pos.min()) < 0:
-                top = int(pos.min())  # name the position that is outside, not the (valid) largest one
-            if not 0 <= top < c.block_size:
-                raise ValueError(f"positions reach {top}, outside the learned position table (0..{c.block_size - 1}); "
+            out = [p for p in ((int(pos.min()), int(pos.max())) if given else (T - 1,)) if not 0 <= p < c.block_size]
+            if out:  # (no device sync for the usual 0..T-1)
+                raise ValueError(f"positions reach {out[0]}, outside the learned position table (0..{c.block_size - 1}); "
                                  f"learned positions cannot run past block_size={c.block_size}")
             x = x + self.transformer.wpe(pos)
         elif c.pos_emb == 'sinusoidal':
@@ -294,7 +284,6 @@ class GPT(nn.Module):
             idx = torch.cat((idx, sample_next(logits, temperature, top_k, generator)), dim=1)
         return idx
 
-
 def check_generate(model, idx, max_new_tokens, temperature, top_k):
     """Refuse a generation that cannot run, before anything runs."""
     T, n = idx.size(1), max_new_tokens
@@ -307,7 +296,6 @@ def check_generate(model, idx, max_new_tokens, temperature, top_k):
         if bad:
             raise ValueError(why)
 
-
 def sample_next(logits, temperature=1.0, top_k=None, generator=None):
     """One token per row (B, 1) from the last logits (B, vocab): divided by temperature, top_k filtered."""
     logits = logits.float() / temperature
@@ -316,11 +304,9 @@ def sample_next(logits, temperature=1.0, top_k=None, generator=None):
         logits[logits < v[:, [-1]]] = -float('Inf')
     return torch.multinomial(F.softmax(logits, dim=-1), num_samples=1, generator=generator)
 
-
 # ----------------------------------------------------------------------------- checkpoints
 
 CKPT_KEYS = ('model', 'model_args')
-
 
 def load_checkpoint(path, map_location='cpu'):
     """Load one of our checkpoints (a run folder or its ckpt.pt) with weights_only=True: no code in the
@@ -339,7 +325,6 @@ def load_checkpoint(path, map_location='cpu'):
         raise ValueError(f"checkpoint {path} is not a checkpoint of this project (no 'model'/'model_args')")
     return ckpt
 
-
 def checkpoint_args(ckpt):
     """A checkpoint's model_args as GPTConfig fields (older runs stored smear_keys=True and position_map=None)."""
     args = dict(ckpt['model_args'])
@@ -348,11 +333,9 @@ def checkpoint_args(ckpt):
     known = {f.name for f in fields(GPTConfig)}
     return {k: v for k, v in args.items() if k in known}
 
-
 def train_len(ckpt):
     """L: the length the run's base model was trained at (its lineage), else its block_size."""
     return int((ckpt.get('lineage') or {}).get('train_len') or ckpt['model_args']['block_size'])
-
 
 def model_from_checkpoint(ckpt):
     """Rebuild the exact GPT stored in a checkpoint dict (config incl. rope scaling, then weights)."""
@@ -360,7 +343,6 @@ def model_from_checkpoint(ckpt):
     state = {k.removeprefix('_orig_mod.').removeprefix('module.'): v for k, v in ckpt['model'].items()}
     model.load_state_dict(state)
     return model
-
 
 def model_args(model):
     """The model's config as a plain dict (what a checkpoint stores)."""
