@@ -333,6 +333,7 @@ def test_make_rooms_as_eval_uses_them(corpus):
 
 def test_depth_plot(tmp_path):
     """retrieval_depth.png from a summary.json alone: the base, the best zero-shot and the best fine-tune beyond L."""
+    import lab.retrieval_plots as retrieval_plots
     import plot
     rng = np.random.default_rng(0)
 
@@ -350,6 +351,6 @@ def test_depth_plot(tmp_path):
             dict(name='yarn s=8 zero-shot', kind='zero-shot', passkey_depth=room(0.7)),
             dict(name='yarn s=4 ft100', kind='fine-tuned', passkey_depth=room(0.9))]
     summary = dict(settings=dict(T=1024, L=128, passkey_depth=dict(len=8, cue=3, examples=32)), arms=arms)
-    path, png = plot.plot_retrieval_depth(str(tmp_path), json.loads(json.dumps(summary)))  # picks 3 of the 4 arms
+    path, png = retrieval_plots.plot_retrieval_depth(str(tmp_path), json.loads(json.dumps(summary)))  # picks 3 of the 4 arms
     assert path.endswith('retrieval_depth.png') and png[:8] == b'\x89PNG\r\n\x1a\n'
     assert 'retrieval_depth.png' in plot.SOURCES and plot.OPTIONAL['retrieval_depth.png'] == ('passkey_depth',)

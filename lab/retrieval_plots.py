@@ -1,0 +1,100 @@
+"""
+The retrieval rooms' pictures, drawn by plot.plot_all with plot.py's styles from eval.py's files:
+
+  retrieval.png          passkey test: in-context gain and exact match per distance bucket
+  retrieval_depth.png    depth passkey: exact match per (depth, distance) cell, for the base and the best arms
+"""
+import os
+
+import numpy as np
+
+from plot import MARKERS, RC, RIGHT, first_at, matplotlib, note, plt, read_csv, save, styles  # (and the Agg backend)
+
+
+def plot_retrieval(out_dir, summary):
+    """Exact match and gain over the no-copy control vs distance, per arm, with 95% intervals."""
+    s, arms = summary['settings'], summary['arms']
+    rows, st = read_csv(os.path.join(out_dir, 'retrieval.csv')), styles(arms)
+    with plt.rc_context(RC):
+        fig, axes = plt.subplots(1, 2, figsize=(15, 6.5))
+        if not rows:
+            axes[0].text(0.5, 0.5, 'passkey test skipped (retrieval_examples=0)', ha='center', transform=axes[0].transAxes)
+            return save(fig, os.path.join(out_dir, 'retrieval.png'))
+        buckets = list(dict.fromkeys(r['bucket'] for r in rows))
+        names = list(dict.fromkeys(r['arm'] for r in rows))
+        los = [int(b.split('-')[0]) for b in buckets]
+        for ax, (col, scale, label) in zip(axes, (('exact_match', 100, 'exact match (%), greedy, 95% interval'),
+                                                  ('gain', 1, 'gain (nats): control loss − repeat loss'))):
+            for j, n in enumerate(names):
+                mine = {r['bucket']: r for r in rows if r['arm'] == n}
+                y = np.array([float(mine[b][col]) for b in buckets]) * scale
+                lo_hi = np.array([[float(mine[b][col + '_lo']), float(mine[b][col + '_hi'])] for b in buckets]).T
+                err = np.abs(lo_hi * scale - y)
+                ax.errorbar(np.arange(len(buckets)) + (j - (len(names) - 1) / 2) * 0.03, y, yerr=err, label=n,
+                            marker=MARKERS[j % len(MARKERS)], ms=6, capsize=3, **st[n])
+            k = first_at(los, s['L'])
+            if k is not None:
+                ax.axvline(k - 0.5, color='0.35', lw=1.6)
+                note(ax, k - 0.5, 1.0, f" beyond L={s['L']}")
+            for k in (first_at(los, n) for n in s.get('finetune_lengths', [])):
+                if k is not None:
+                    ax.axvline(k - 0.5, color='0.35', lw=1.4, ls=':')
+            ax.axhline(0, color='0.3', lw=0.8)
+            ax.set_xticks(np.arange(len(buckets)), buckets)
+            ax.set(xlabel='distance between the copies (tokens)', ylabel=label)
+            ax.grid(alpha=0.3)
+        axes[0].set_ylim(-3, 103)
+        axes[1].legend(**RIGHT)
+        fig.suptitle(f"Passkey: a random {s['retrieval']['len']}-token string repeated at a distance (first "
+                     f"{s['retrieval']['cue']} given), {s['retrieval']['examples']} examples per bucket")
+        return save(fig, os.path.join(out_dir, 'retrieval.png'))
+
+
+def plot_retrieval_depth(out_dir, summary, room='passkey_depth', most=3):
+    """retrieval_depth.png: exact match per (depth, distance) cell of the depth passkey (lab.retrieval), from
+    summary.json's settings[room] and arms[i][room] buckets (per_example exact [seeds][examples], depth [examples]).
+    One panel per arm shown, at most `most`: the base, and the zero-shot and the fine-tuned arm best beyond L. Depth
+    bins 0, L/2, L, 2L, ... T; a cell: its exact match over examples and seeds, and n; grey: no example."""
+    s, arms = summary['settings'], summary['arms']
+    L, T, path = s['L'], s['T'], os.path.join(out_dir, 'retrieval_depth.png')
+    have = [a for a in arms if a.get(room)]
+    beyond = lambda a: np.mean([b['exact_match'] for b in a[room] if b['distance_lo'] >= L] or [0.0])  # noqa: E731
+    shown = [next((a for a in have if a['kind'] == kind), None) if kind == 'base' else
+             max((a for a in have if a['kind'] == kind), key=beyond, default=None)
+             for kind in ('base', 'zero-shot', 'fine-tuned')]
+    shown = ([a for a in shown if a is not None] or have)[:most]
+    with plt.rc_context(RC):
+        fig, axes = plt.subplots(1, max(1, len(shown)), figsize=(6.5 * max(1, len(shown)) + 1.5, 6), squeeze=False)
+        if not shown:
+            axes[0, 0].text(0.5, 0.5, f'no {room} results (test skipped)', ha='center', transform=axes[0, 0].transAxes)
+            return save(fig, path)
+        edges = sorted({0, L // 2, T} | {e for e in (L * 2 ** k for k in range(32)) if e < T})
+        cmap = matplotlib.colormaps['viridis'].with_extremes(bad='0.88')
+        for ax, a in zip(axes[0], shown):
+            labels = [b['bucket'] for b in a[room]]
+            hits, counts = np.zeros((len(edges) - 1, len(labels))), np.zeros((len(edges) - 1, len(labels)), int)
+            for j, b in enumerate(a[room]):
+                pe = b['per_example']
+                exact = np.asarray(pe['exact'], dtype=float).mean(0)  # each example over the arm's seeds
+                for i, x in zip(np.searchsorted(edges, np.asarray(pe['depth']), side='right') - 1, exact):
+                    hits[i, j] += x
+                    counts[i, j] += 1
+            grid = np.ma.masked_where(counts == 0, 100 * hits / np.maximum(counts, 1))
+            im = ax.imshow(grid, origin='lower', aspect='auto', cmap=cmap, vmin=0, vmax=100)
+            for i, j in zip(*np.nonzero(counts)):
+                ax.text(j, i, f"{grid[i, j]:.0f}%\nn={counts[i, j]}", ha='center', va='center', fontsize=9,
+                        color='white' if grid[i, j] < 60 else 'black')
+            ax.set_xticks(np.arange(len(labels)), labels, rotation=30)
+            ax.set_yticks(np.arange(len(edges) - 1), [f"{lo}-{hi}" for lo, hi in zip(edges, edges[1:])])
+            k = first_at([b['distance_lo'] for b in a[room]], L)
+            if k is not None:
+                ax.axvline(k - 0.5, color='white', lw=2)
+            ax.set_title(a['name'], fontsize=13)
+            ax.set_xlabel('distance between the copies (tokens)')
+            ax.spines[['top', 'right']].set_visible(True)
+        axes[0, 0].set_ylabel("depth: the first copy's position")
+        fig.colorbar(im, ax=axes[0].tolist(), label='exact match (%)', fraction=0.03)
+        r = s[room]
+        fig.suptitle(f"Passkey by depth and distance: a random {r.get('len', '?')}-token string at a random depth "
+                     f"and again at a distance, {r.get('examples', '?')} examples per distance bucket (L={L})")
+        return save(fig, path)
