@@ -11,7 +11,6 @@ Also here: which device and which number format to run in.
 import ast
 import linecache
 import os
-import signal
 import sys
 from contextlib import nullcontext
 
@@ -183,34 +182,3 @@ def setup_device(cfg, training=True):
             torch.cuda.set_device(local_rank)
     device_type = device.split(':')[0]
     return (device, device_type) + autocast_context(device_type, cfg['dtype'], training=training)
-
-
-class StopOnSignal:
-    """Ctrl-C (SIGINT) and SIGTERM set a flag instead of killing the run: the loop finishes its step, saves once
-    and stops. Under torchrun every rank catches them, and the ranks agree (an all-reduce of the flags every
-    `every` steps), so all stop after the same step even when only one of them got the signal."""
-
-    def __init__(self, world, device, every):
-        self.sig, self.world, self.device, self.every = 0, world, device, every
-
-    def __enter__(self):
-        self.old = {s: signal.signal(s, self.catch) for s in (signal.SIGINT, signal.SIGTERM)}
-        return self
-
-    def catch(self, signum, frame):
-        self.sig = signum
-
-    def __exit__(self, *exc):
-        for s, h in self.old.items():
-            signal.signal(s, h)
-
-    def agreed(self, iter_num):
-        """The signal to stop on (0: go on), the same on every rank."""
-        if self.world == 1:
-            return self.sig
-        if iter_num % self.every:
-            return 0
-        import torch.distributed as dist
-        flag = torch.tensor([self.sig], device=self.device)
-        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-        return int(flag.item())

@@ -46,7 +46,8 @@ from data.common import DataError, atomic_write_text, check_vocab, doc_windows, 
 from lab.longrope_search import UPPER, longrope_scaling, parse_start_tokens, search, seed_curves
 from model import load_checkpoint, model_from_checkpoint, train_len
 from lab.specs import parse_arms
-from train import DEFAULTS as TRAIN_DEFAULTS, estimate_loss, extended_model, load_data, train
+from finetune_long import extended_model
+from train import DEFAULTS as TRAIN_DEFAULTS, estimate_loss, load_data, train
 
 DEFAULTS = dict(
     init_from='',             # the base run folder (from train.py), or 'resume' to continue the search in out_dir

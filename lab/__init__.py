@@ -16,8 +16,11 @@ lab.copy_mix, which register their attention classes with model.py.
   kv_cache         the KV cache and cached decoding (sample.py)
   position_maps    ReRoPE, Leaky ReRoPE, Self-Extend and their exact attention (eval.py, sample.py)
   diagnostics      attention entropy (eval.py)
-  pose             PoSE position ids (train.py)
-  copy_mix         synthetic copies in training windows and smeared keys (train.py; attention='smear_keys')
+  batches          training batches with PoSE windows and synthetic copies (train.py's batch hook)
+  sweep            finetune_long.py's arms x seeds: plan, checks, arms.json, resume
+  ddp              several processes and Ctrl-C: agreed stops, every rank's RNG, one process group (train.py)
+  pose             PoSE position ids (lab.batches)
+  copy_mix         synthetic copies in training windows and smeared keys (lab.batches; attention='smear_keys')
   crop             the crop control: the base held to its last L tokens, sliding and truncated (eval.py, lab/arms.py)
   retrieval        the retrieval rooms' examples: passkey, depth passkey, needles, recall (eval.py)
   outcomes         the rooms scored with an arm, and their outcomes over seeds (eval.py)

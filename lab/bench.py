@@ -39,21 +39,20 @@ def run(cfg, setup_run, train_step, warmup=3):
     if cfg['max_iters'] <= warmup:
         raise ValueError(f"bench needs more than {warmup} steps; pass --max_iters=20 or more")
     r = setup_run(dict(cfg, init_from='scratch', overwrite=True))
-    steps = lambda i: r['batches'].step(cfg['gradient_accumulation_steps'], r['rank'], r['world'], i)
-    sync = torch.cuda.synchronize if str(r['device']).startswith('cuda') else (lambda: None)
-    for i in tqdm(range(cfg['max_iters']), desc='bench', disable=not (r['rank'] == 0 and cfg['progress'])):
+    sync = torch.cuda.synchronize if str(r.device).startswith('cuda') else (lambda: None)
+    for i in tqdm(range(cfg['max_iters']), desc='bench', disable=not (r.rank == 0 and cfg['progress'])):
         if i == warmup:
             sync()
             t0 = time.time()
-        train_step(r['net'], r['optimizer'], steps(i), r['ctx'], cfg['grad_clip'], r['world'] > 1)
+        train_step(r.net, r.optimizer, r.get_batch(i), r.ctx, cfg['grad_clip'], r.world > 1)
     sync()
-    T = cfg['block_size']
+    T = r.W  # the window length trained (PoSE trains shorter windows than block_size)
     tok_s = cfg['batch_size'] * T * cfg['gradient_accumulation_steps'] * (cfg['max_iters'] - warmup) / (time.time() - t0)
-    frac = mfu(r['model'], T, tok_s, r['device'], r['world'])  # tok_s counts all processes' micro-batches
-    if r['rank'] == 0:
+    frac = mfu(r.model, T, tok_s, r.device, r.world)  # tok_s counts all processes' micro-batches
+    if r.rank == 0:
         share = 'n/a' if frac is None else f'{100 * frac:.1f}%'
-        print(f"bench: {r['model'].get_num_params() / 1e6:.2f}M params, pos_emb={r['model'].config.pos_emb}, T={T}, "
-              f"batch={cfg['batch_size']}x{cfg['gradient_accumulation_steps']}, device={r['device']}, "
-              f"compile={cfg['compile']}: {tok_s:,.0f} tokens/s over {r['world']} process(es) "
-              f"({tok_s / r['world']:,.0f} per device), MFU {share} per device")
-    return {'tokens_per_s': tok_s, 'tokens_per_s_per_device': tok_s / r['world'], 'mfu': frac}
+        print(f"bench: {r.model.get_num_params() / 1e6:.2f}M params, pos_emb={r.model.config.pos_emb}, T={T}, "
+              f"batch={cfg['batch_size']}x{cfg['gradient_accumulation_steps']}, device={r.device}, "
+              f"compile={cfg['compile']}: {tok_s:,.0f} tokens/s over {r.world} process(es) "
+              f"({tok_s / r.world:,.0f} per device), MFU {share} per device")
+    return {'tokens_per_s': tok_s, 'tokens_per_s_per_device': tok_s / r.world, 'mfu': frac}

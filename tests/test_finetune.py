@@ -54,21 +54,25 @@ def test_zero_shot_equals_scaling_in_memory(tiny_run, tmp_path):
     assert torch.equal(model_from_checkpoint(ck).eval()(x)[0], mem(x)[0])
 
 
-def test_arms_share_seed_and_data_order(tiny_run, tmp_path, monkeypatch):
-    first = []
-    orig = train_mod.Batches.step
+def spy_batches(monkeypatch):
+    """[[each step's micro-batches] for each run]: train.batch_function spied on, from now on."""
+    runs, real = [], train_mod.batch_function
 
-    def spy(self, *a, **kw):
-        micro = orig(self, *a, **kw)
-        if not hasattr(self, 'seen'):
-            self.seen = True
-            first.append(micro[0][0].clone())
-        return micro
-    monkeypatch.setattr(train_mod.Batches, 'step', spy)
+    def spied(*a, **kw):
+        (get_batch, W, note), steps = real(*a, **kw), []
+        runs.append(steps)
+        return (lambda it: steps.append(get_batch(it)) or steps[-1]), W, note
+    monkeypatch.setattr(train_mod, 'batch_function', spied)
+    return runs
+
+
+def test_arms_share_seed_and_data_order(tiny_run, tmp_path, monkeypatch):
+    runs = spy_batches(monkeypatch)
     finetune_long.main([f'--init_from={tiny_run}', '--rope_type=linear,yarn:beta_fast=8', '--plain=True',
                         f'--out_dir={tmp_path}', *FT])
     arms = json.load(open(tmp_path / 'arms.json'))
     assert [a['name'] for a in arms['arms']] == ['default', 'linear s=4', 'yarn s=4 β_fast=8']
+    first = [steps[0][0][0] for steps in runs]  # each run's first micro-batch's inputs
     assert len(first) == 3 and all(torch.equal(first[0], f) for f in first[1:])
     assert {a['seed'] for a in arms['arms']} == {1337} and {a['steps'] for a in arms['arms']} == {3}
     expected = {'default': None, 'linear s=4': {'rope_type': 'linear', 'factor': 4.0, 'original_max_position_embeddings': 32},
@@ -141,7 +145,7 @@ def test_base_checkpoint_and_data_are_stored_absolute(tiny_run, tmp_path, monkey
     ck = load_checkpoint(str(tmp_path / 'ft'))
     assert ck['lineage']['base_checkpoint'] == tiny_run and os.path.isabs(ck['dataset']['data_dir'])
     monkeypatch.chdir(tmp_path)
-    import arms
+    from lab import arms
     found, base, _ = arms.plan_arms(dict(__import__('eval').DEFAULTS, ckpt=str(tmp_path / 'ft'), rope_types='ntk'))
     assert base['checkpoint'] == tiny_run and [a['kind'] for a in found] == ['fine-tuned', 'zero-shot']
 

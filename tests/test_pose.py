@@ -9,13 +9,16 @@ import torch
 
 import finetune_long
 import train as train_mod
-from arms import ckpt_arm
+from lab.arms import ckpt_arm
 from configurator import ConfigError
 from data.common import load_meta
+from lab.batches import Batches
 from lab.pose import PoseDraw, pose_draw, pose_offsets, pose_positions
 from model import GPT, GPTConfig, load_checkpoint
 from rope import rope_cos_sin
 from rope_config import rope_inv_freq
+from test_finetune import spy_batches
+from test_train import plain_step, seeded
 
 FT = ['--max_iters=3', '--eval_interval=3', '--eval_iters=2', '--batch_size=4', '--progress=False']
 
@@ -107,7 +110,7 @@ DOCS = [('a', 0, 300), ('b', 300, 360), ('c', 360, 1000)]  # 'b' (60 tokens) can
 
 
 def pose_batches(data, seed=7, T=64, copy=None):
-    return train_mod.Batches(data, 16, 3, seed, 'cpu', pose=(T, DOCS), copy=copy)
+    return Batches(data, 16, 3, seeded(seed), 'cpu', pose=(T, DOCS), copy=copy)
 
 
 def test_batches_read_two_chunks_of_one_document():
@@ -148,16 +151,16 @@ def test_batches_are_seeded():
     # DDP: rank 1 of 2 gets micro-batches 1 and 3 of the single-process step, ids included
     ranked = pose_batches(data).step(4, rank=1, world=2)
     assert all(torch.equal(p, q) for r, s in zip(ranked, step_a[1::2]) for p, q in zip(r, s))
-    assert train_mod.Batches(data, 16, 3, 7, 'cpu').step(1)[0][2] is None  # no PoSE: no ids
+    assert plain_step(data, 16, 3, seeded(7), 1)[0][2] is None  # no PoSE: no ids
 
 
 def test_batches_without_room_are_the_ordinary_ones():
     """T = W: the ordinary windows and data order, ids 0..W-1 (what makes PoSE at pose_len = T ordinary training)."""
     data = torch.randint(0, 65, (1000,), generator=torch.Generator().manual_seed(3)).numpy().astype(np.uint16)
-    plain, pose = train_mod.Batches(data, 16, 3, 7, 'cpu'), pose_batches(data, T=16)
-    for (x, y, _), (px, py, pos) in zip(plain.step(2), pose.step(2)):
+    gen, pose = seeded(7), pose_batches(data, T=16)
+    for (x, y, _), (px, py, pos) in zip(plain_step(data, 16, 3, gen, 2), pose.step(2)):
         assert torch.equal(x, px) and torch.equal(y, py) and torch.equal(pos, torch.arange(16).expand(3, 16))
-    assert torch.equal(plain.gen.get_state(), pose.gen.get_state()) and pose.drawn is None
+    assert torch.equal(gen.get_state(), pose.gen.get_state()) and pose.drawn is None
     with pytest.raises(ConfigError, match='PoSE reads 1001 tokens'):
         pose_batches(data, T=1000)
 
@@ -185,14 +188,13 @@ def test_pose_without_skips_equals_ordinary_training(tiny_run, tmp_path):
 
 
 def test_pose_finetune_runs_at_the_short_length(tiny_run, tmp_path, monkeypatch):
-    seen = []
-    orig = train_mod.Batches.step
-    monkeypatch.setattr(train_mod.Batches, 'step', lambda self, *a, **kw: seen.append(orig(self, *a, **kw)) or seen[-1])
+    runs = spy_batches(monkeypatch)
     finetune_long.main([f'--init_from={tiny_run}', '--rope_type=yarn', '--plain=True', '--pose=True', '--factor=4',
                         f'--out_dir={tmp_path}', *FT])
     arms = json.load(open(tmp_path / 'arms.json'))
     assert [(a['name'], a['folder']) for a in arms['arms']] == [('default pose', 'default_pose'),
                                                                 ('yarn s=4 pose', 'yarn_s4_pose')]
+    seen = [step for steps in runs for step in steps]
     assert len(seen) == 6  # 2 arms x 3 steps, each one micro-batch of 4 windows of L = 32 tokens, ids in [0, 128)
     for (x, y, pos), in seen:
         assert x.shape == pos.shape == (4, 32) and (pos[:, 0] == 0).all() and pos.max() < 128

@@ -11,7 +11,7 @@ from data.common import load_meta
 from model import load_checkpoint
 from configurator import ConfigError
 from data.common import DataError, doc_windows
-from train import DEFAULTS, get_config, get_lr, train
+from train import DEFAULTS, batch_function, get_config, get_lr, train
 
 
 def test_get_config_layers(tmp_path):
@@ -86,22 +86,34 @@ def test_bench_prints_tokens_per_second(char_data):
     assert 'tokens/s' in line and 'MFU n/a' in line  # no invented peak on CPU
 
 
+# 2 gloo processes x 1 micro-batch == 1 process x 2 micro-batches: a tiny model, a few steps on the CPU
+DDP = ['--max_iters=4', '--eval_interval=4', '--eval_iters=2', '--batch_size=4', '--gradient_accumulation_steps=2',
+       '--device=cpu', '--progress=False', '--learning_rate=1e-2', '--warmup_iters=0']
+TINY_MODEL = ['--block_size=32', '--n_layer=1', '--n_head=2', '--n_embd=32']
+
+
+def torchrun(script, *args):
+    """script under `torchrun --standalone --nproc_per_node=2` (gloo on the CPU, one thread per process)."""
+    return run(['-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=2', script, *args],
+               env=dict(os.environ, OMP_NUM_THREADS='1'), timeout=240)
+
+
+def assert_same_weights(a, b, atol=1e-5):
+    for k in a['model']:
+        assert torch.allclose(a['model'][k], b['model'][k], atol=atol), k
+
+
 def test_torchrun_two_processes_match_single_process(char_data, tmp_path):
     """2 gloo processes x 1 micro-batch == 1 process x 2 micro-batches (same data, same update)."""
-    common = [f'--dataset={char_data}', '--max_iters=4', '--eval_interval=4', '--eval_iters=2', '--block_size=32',
-              '--batch_size=4', '--n_layer=1', '--n_head=2', '--n_embd=32', '--gradient_accumulation_steps=2',
-              '--device=cpu', '--progress=False', '--learning_rate=1e-2', '--warmup_iters=0']
+    common = [f'--dataset={char_data}', *DDP, *TINY_MODEL]
     single = run(['train.py', *common, f'--out_dir={tmp_path / "single"}'])
     assert single.returncode == 0, single.stderr
-    env = dict(os.environ, OMP_NUM_THREADS='1')
-    ddp = run(['-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=2', 'train.py', *common,
-               f'--out_dir={tmp_path / "ddp"}'], env=env, timeout=240)
+    ddp = torchrun('train.py', *common, f'--out_dir={tmp_path / "ddp"}')
     assert ddp.returncode == 0, ddp.stderr[-2000:]
     a, b = load_checkpoint(str(tmp_path / 'single')), load_checkpoint(str(tmp_path / 'ddp'))
     assert a['iter_num'] == b['iter_num'] == 4
     assert a['log'][-1]['val_loss'] < a['log'][0]['val_loss']  # it did train
-    for k in a['model']:
-        assert torch.allclose(a['model'][k], b['model'][k], atol=1e-5), k
+    assert_same_weights(a, b)
 
 
 def test_logged_tokens_per_second_is_the_rate_since_the_last_log(monkeypatch):
@@ -190,16 +202,26 @@ def test_insert_repeats_max_distance_caps_every_copy():
         insert_repeats(w, torch.Generator().manual_seed(5), 1.0, 4, 8, 68, exclude=3, max_distance=6)
 
 
+def plain_step(data, T, B, gen, n_micro):
+    """One step of train.py's own batches (nanoGPT's random windows: no PoSE, no copies) from the generator gen."""
+    cfg = dict(DEFAULTS, block_size=T, batch_size=B, gradient_accumulation_steps=n_micro)
+    return batch_function(cfg, None, data, T, gen, 'cpu')[0](0)
+
+
+def seeded(seed):
+    return torch.Generator().manual_seed(seed)
+
+
 def test_copy_mix_in_batches_share_zero_unchanged(char_data):
+    from lab.batches import Batches
     from lab.copy_mix import settings
-    from train import Batches
     copy_mix = lambda cfg, meta: settings(cfg, meta, cfg['block_size'])  # the window trained: block_size here
     meta, data = load_meta(char_data), np.arange(5000, dtype=np.uint16) % 60
-    plain = Batches(data, 32, 4, 7, 'cpu').step(2)
-    off = Batches(data, 32, 4, 7, 'cpu', copy=copy_mix(dict(DEFAULTS, block_size=32), meta)).step(2)
+    plain = plain_step(data, 32, 4, seeded(7), 2)
+    off = Batches(data, 32, 4, seeded(7), 'cpu', copy=copy_mix(dict(DEFAULTS, block_size=32), meta)).step(2)
     assert all(torch.equal(a, c) and torch.equal(b, d) for (a, b, _), (c, d, _) in zip(plain, off))
     mix = copy_mix(dict(DEFAULTS, block_size=32, copy_share=1.0, copy_span_lo=4, copy_span_hi=8), meta)
-    on, again = Batches(data, 32, 4, 7, 'cpu', copy=mix).step(2), Batches(data, 32, 4, 7, 'cpu', copy=mix).step(2)
+    on, again = Batches(data, 32, 4, seeded(7), 'cpu', copy=mix).step(2), Batches(data, 32, 4, seeded(7), 'cpu', copy=mix).step(2)
     for (x, y, _), (x2, y2, _), (px, _, _) in zip(on, again, plain):
         assert torch.equal(x, x2) and torch.equal(y, y2) and torch.equal(x[:, 1:], y[:, :-1])
         assert (x != px).any(1).all()  # every window got its string (share 1), same text windows underneath
@@ -208,17 +230,17 @@ def test_copy_mix_in_batches_share_zero_unchanged(char_data):
 
 
 def test_copy_fixed_iters_warm_up_then_the_mix(char_data):
+    from lab.batches import Batches
     from lab.copy_mix import settings
-    from train import Batches
     meta, data = load_meta(char_data), np.arange(5000, dtype=np.uint16) % 60
     mix = settings(dict(DEFAULTS, block_size=32, copy_fixed_iters=2, copy_span_hi=16), meta, 32)  # warm-up only, then plain text
-    b, plain = Batches(data, 32, 4, 7, 'cpu', copy=mix), Batches(data, 32, 4, 7, 'cpu')
+    b = Batches(data, 32, 4, seeded(7), 'cpu', copy=mix)
     x, y, _ = b.step(1, it=1)[0]
     w = torch.cat([x, y[:, -1:]], 1)  # the 33 tokens: a 16-token string twice at offset 16 or 17
     assert all(torch.equal(r[:16], r[16:32]) or torch.equal(r[1:17], r[17:33]) or torch.equal(r[:16], r[17:33]) for r in w)
-    plain.step(1)
-    plain.gen.set_state(b.gen.get_state())
-    assert all(torch.equal(p, q) for p, q in zip(b.step(1, it=2)[0][:2], plain.step(1)[0][:2]))  # share 0 after the warm-up
+    plain = seeded(0)
+    plain.set_state(b.gen.get_state())
+    assert all(torch.equal(p, q) for p, q in zip(b.step(1, it=2)[0][:2], plain_step(data, 32, 4, plain, 1)[0][:2]))  # share 0 after the warm-up
 
 
 def test_a_text_setting_takes_the_text_as_typed():

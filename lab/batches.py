@@ -1,0 +1,87 @@
+"""
+Training batches beyond nanoGPT's random windows, for train.py's one batch hook (train.batch_function): PoSE windows
+(lab/pose.py) and synthetic copies written into the windows (lab/copy_mix.py), alone or together. train.py calls
+`for_run` when cfg['pose'] or the copy mix is on; every other run trains on plain random windows.
+
+Every process draws the whole optimizer step from the one seeded generator and keeps its own micro-batches, so DDP sees
+the single-process data, and a resumed run continues the same stream (the generator's state is in the checkpoint).
+"""
+import numpy as np
+import torch
+
+from configurator import ConfigError, ddp_ranks
+from data.common import to_device
+from lab import copy_mix
+from lab.pose import pose_draw, pose_offsets, pose_positions
+
+DEFAULTS = dict(  # train.py's settings for these batches
+    pose=False, pose_len=0, pose_chunks=2,  # PoSE: windows of pose_len (0: L) in 2 chunks, ids skip across block_size
+    copy_share=0.0,               # synthetic retrieval: share of windows where a random string is written twice
+    copy_span_lo=8, copy_span_hi=32,  # its length range (tokens); the distance is uniform, both copies in the window
+    copy_fixed_iters=0,           # warm-up: the first steps' windows are one random string written twice (offset ~T/2)
+    copy_max_distance=0,          # cap on the distance between the two copies (0: anywhere in the window)
+)
+
+
+class Batches:
+    """Random training windows (x, y, PoSE ids or None) of W tokens from the torch.Generator gen: PoSE windows when
+    pose=(target length T, the training documents) (T = W: the ordinary windows, ids 0..W-1), synthetic copies written
+    in when copy = lab.copy_mix.settings(...)."""
+
+    def __init__(self, data, W, batch_size, gen, device, pose=None, copy=None):
+        self.data, self.W, self.B, self.gen, self.device = data, W, batch_size, gen, device
+        self.pose, self.copy = pose, copy
+        self.drawn = None  # PoSE: (raw span starts, PoseDraw) of the last step, each [n_micro, B]
+        if pose is not None and pose[0] > W:  # PoSE reads spans of target + 1 tokens inside one document
+            span = pose[0] + 1
+            docs = [(start, end - start - span + 1) for _, start, end in pose[1] if end - start >= span]
+            if not docs:
+                raise ConfigError(f"PoSE reads {span} tokens (the target length + 1) inside one training document, "
+                                  f"but the longest has {max(e - s for _, s, e in pose[1])}; lower the target length")
+            start, n = torch.tensor(docs).T  # n: the spans that fit in each document
+            self.doc_end = n.cumsum(0)  # span k (of all n.sum()) lies in the first document with k < doc_end,
+            self.doc_offset = start - (self.doc_end - n)  # and starts at doc_offset + k
+
+    def step(self, n_micro, rank=0, world=1, it=0):
+        """This process's micro-batches of one optimizer step: n_micro drawn, rank, rank + world, ... kept.
+        PoSE: a raw span of T + 1 tokens uniform over the spans inside the documents, two chunks of it (the text between
+        them skipped) with their position ids skipped by an independent draw (lab/pose.py)."""
+        shape, W = (n_micro, self.B), self.W
+        if self.pose is not None and self.pose[0] > W:
+            k = torch.randint(int(self.doc_end[-1]), shape, generator=self.gen)
+            starts = self.doc_offset[torch.searchsorted(self.doc_end, k, right=True)] + k
+            draw = pose_draw(self.gen, shape, W, self.pose[0])
+            self.drawn = (starts, draw)
+            offsets, pos = starts.unsqueeze(-1) + pose_offsets(draw, W), pose_positions(draw, W)
+        else:  # ordinary windows of W + 1 tokens (PoSE without room to skip: the ordinary ids)
+            starts = torch.randint(len(self.data) - W - 1, shape, generator=self.gen)
+            offsets = starts.unsqueeze(-1) + torch.arange(W + 1)
+            pos = None if self.pose is None else torch.arange(W).expand(*shape, W)
+        w = torch.from_numpy(self.data[offsets.numpy()].astype(np.int64))
+        if self.copy is not None:
+            w = copy_mix.mix(w.view(-1, W + 1), self.gen, self.copy, it).view(*shape, W + 1)
+        return [(*to_device(w[m, :, :-1], w[m, :, 1:], self.device), None if pos is None else pos[m].to(self.device))
+                for m in range(rank, n_micro, world)]
+
+
+def check(cfg, meta, L):
+    """(the window length trained, the copy mix or None) of a run's settings, L its base's training length: PoSE
+    trains windows of pose_len (0: L) and sees the ids of block_size. ConfigError or ValueError naming a setting out of
+    range."""
+    T = cfg['block_size']
+    W = (cfg['pose_len'] or L) if cfg['pose'] else T
+    if cfg['pose'] and not (cfg['pose_chunks'] == 2 and 1 <= W <= T):
+        raise ConfigError(f"pose_len={cfg['pose_len']}, pose_chunks={cfg['pose_chunks']} are out of range; PoSE needs "
+                          f"1 <= pose_len <= block_size={T} (pose_len=0 means L) and pose_chunks=2 "
+                          f"(the two chunks of the reference code, lab/pose.py)")
+    return W, copy_mix.settings(cfg, meta, W)  # the copy spans must fit the window trained
+
+
+def for_run(cfg, meta, data, L, gen, device):
+    """train.batch_function's answer for a run with PoSE or copies: (get_batch(it), the window length, a note)."""
+    W, mix = check(cfg, meta, L)
+    b = Batches(data, W, cfg['batch_size'], gen, device, (cfg['block_size'], meta['docs']['train']) if cfg['pose']
+                else None, mix)
+    (rank, world, _), n_micro = ddp_ranks(), cfg['gradient_accumulation_steps']
+    note = '; '.join([f"PoSE windows of {W} tokens"] * cfg['pose'] + ([copy_mix.describe(mix, W)] if mix else []))
+    return (lambda it: b.step(n_micro, rank, world, it)), W, note
