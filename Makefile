@@ -1,10 +1,10 @@
-# The CPU pipeline, one visible step per target; `make demo` runs them all (46 min 0 s on 2 idle cores, measured as one command from a clean clone).
+# The CPU pipeline, one visible step per target; `make demo` runs them all (35 min 8 s on 2 idle cores, measured as one command from a clean clone).
 # Every step is a plain command you can copy and change. PY=python3 make demo to pick another interpreter.
 PY ?= $(shell command -v python >/dev/null && echo python || echo python3)
 
 .PHONY: quick demo install data train train-copy finetune pose longrope longrope-ref longrope4 eval eval-2048 ape pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases test
 
-quick:                # the story in minutes: a small base at L=128, plain RoPE vs PI / NTK-aware / YaRN zero-shot and fine-tuned 40 steps at 512 (one seed), loss against position to 4 x L (QUICK_TIME on 2 idle cores)
+quick:                # the story in minutes: a small base at L=128, plain RoPE vs PI / NTK-aware / YaRN zero-shot and fine-tuned 40 steps at 512 (one seed), loss against position to 4 x L (87 s on 2 idle cores, from a clean clone)
 	$(MAKE) install data
 	$(PY) train.py config/train_quick.py --overwrite=True
 	$(PY) finetune_long.py config/finetune_quick.py --overwrite=True
@@ -21,7 +21,7 @@ data:                 # character-level Shakespeare, 4 plays held out (~5 s)
 train:                # optional: the pure-text 0.8M-param RoPE GPT at L=128, 1500 steps (~7 min): the reference for text loss
 	$(PY) train.py config/train_shakespeare_char_cpu.py --overwrite=True
 
-train-copy:           # the demo's base: the same GPT, 3000 steps with synthetic copies mixed in, so it retrieves (15 min 20 s on 2 cores)
+train-copy:           # the demo's base: the same GPT, 3000 steps with synthetic copies mixed in, so it retrieves (11 min 12 s on 2 cores)
 	$(PY) train.py config/train_shakespeare_char_copy_cpu.py --overwrite=True
 
 finetune:             # PI, YaRN + the plain control, 128 -> 512, 100 steps on natural text, 3 seeds each; and 20 steps, 1 seed (~7 min: 40-47 s a 100-step run)
@@ -42,7 +42,7 @@ longrope4:            # optional: search at s=4, fine-tune the searched arm like
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --init_from=out/char-longrope-s4 --rope_type=keep --plain=False --out_dir=out/char-ft-longrope --overwrite=True
 	$(PY) eval.py --ckpt=out/char-base-copy,out/char-ft,out/char-ft-longrope --eval_len=1024 --num_windows=32 --out_dir=out/char-eval-longrope
 
-eval:                 # every arm under one protocol to 1024 = 8 x L: loss, ppl, five retrieval tasks, crop verdicts, named contrasts, entropy, plots (20 min 6 s)
+eval:                 # every arm under one protocol to 1024 = 8 x L: loss, ppl, five retrieval tasks, crop verdicts, named contrasts, entropy, plots (15 min 53 s)
 	$(PY) eval.py config/eval_char_cpu.py
 
 eval-2048:            # optional: the zero-shot maps, Dynamic YaRN and static YaRN at T = 2048 = 16 x L, where Leaky ReRoPE k=16 passes L (64 + 1983/16 = 188) and Self-Extend w=64 G=32 does not (63 + 62 = 125)

@@ -30,6 +30,16 @@ def check_seed(seed, where='seed'):
         raise ConfigError(f"{where}={seed!r} is out of range; a seed is a whole number from 0 to 2**63 - 1")
 
 
+def check_ranges(cfg, positive=(), nonneg=(), fraction=()):
+    """Each named setting in its range: a whole number >= 1, a number >= 0, or a fraction in [0, 1); ConfigError
+    naming the first that is not (NaN is out of every range)."""
+    for keys, ok, want in ((positive, lambda v: v >= 1, 'a positive integer'), (nonneg, lambda v: v >= 0, '>= 0'),
+                           (fraction, lambda v: 0 <= v < 1, 'in [0, 1), like 0.0, 0.1 or 0.99')):
+        for key in keys:
+            if not ok(cfg[key]):
+                raise ConfigError(f"{key}={cfg[key]} is out of range; it must be {want}")
+
+
 def check_out_dir(path, key='out_dir'):
     """A folder the run can write into: ConfigError naming `key` when it, or the nearest part of its path that exists,
     is a file or is not writable."""

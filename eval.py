@@ -41,11 +41,10 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from configurator import ConfigError, autocast_context, check_out_dir, cli, get_config, pick_device
+from configurator import ConfigError, autocast_context, check_out_dir, check_ranges, cli, get_config, pick_device
 from data.common import atomic_write_text, check_vocab, data_dir_of, doc_windows, load_meta, load_split
 import lab.alibi, lab.copy_mix  # noqa: E401,F401  register their attention classes, so every checkpoint loads
 from lab.arms import parse_contrasts, plan_arms
-from lab.compare import compare, vs_best, vs_reference
 from lab.crop import truncated_entropy, truncated_scores, window_attention, window_logits
 from lab.diagnostics import entropy_at
 from lab.position_maps import mapped_attention, mapped_logits
@@ -53,7 +52,7 @@ from lab.report import summary_markdown
 from lab.outcomes import room_scores
 from lab.retrieval import make_rooms, passkey_examples, retrieval_scores
 from lab.scoring import bucket_ends, design_positions, grid_positions, score, scoring_plan
-from lab.summary import combine_bases, csv_text, json_text, per_position_csv, summarize_arm
+from lab.summary import combine_bases, csv_text, json_text, per_position_csv, summarize_arm, summary_settings
 from model import model_from_checkpoint
 
 DEFAULTS = dict(
@@ -158,27 +157,7 @@ def measure_arm(arm, run, cfg, device, ctx):
 def write_outputs(cfg, run, results, pos_cols, ent_cols, timing, t0):
     """summary.json / .md and the CSVs, atomically, then the PNGs."""
     out_dir, arms = cfg['out_dir'], run['arms']
-    s = dict(T=run['T'], L=run['L'], num_windows=len(run['starts']), seed=cfg['seed'], split=cfg['split'],
-             windows=run['starts'],
-             window_docs=[next(t for t, a, b in run['docs'] if a <= w < b) for w in run['starts']],
-             data_dir=os.path.abspath(run['data_dir']), dataset=run['meta']['dataset'],
-             tokenizer=run['meta']['tokenizer'], vocab_size=run['meta']['vocab_size'],
-             checkpoints=sorted({r['checkpoint'] for a in arms for r in a['runs']}),
-             base=run['base']['checkpoint'] if run['base'] else None, rope_types=cfg['rope_types'],
-             position_map=cfg['position_map'] or None,
-             factor=cfg['factor'] or None, finetune_lengths=sorted({a['seq_len'] for a in arms if a['kind'] == 'fine-tuned'}),
-             device=run['device'], dtype=run['dtype'], batch_size=cfg['batch_size'], torch=torch.__version__,
-             protocol=PROTOCOL, samples=cfg['samples'], grid=cfg['grid'], design=run['design'],
-             margins=margins(cfg), vs_best=vs_best(results, margins(cfg)),
-             contrasts=compare(results, run['contrasts'], margins(cfg)) if run['contrasts'] else None,
-             vs_crop={a['name']: vs_reference(results, a['name'], margins(cfg)) for a in results if a.get('crop')},
-             training_mix={a['name']: {k: v for k, v in (a['ckpt'].get('config') or {}).items() if k.startswith('copy_')}
-                           for a in arms},
-             entropy=dict(windows=cfg['entropy_windows'], chunk=cfg['entropy_chunk']),
-             retrieval=dict(examples=cfg['retrieval_examples'], len=cfg['retrieval_len'], cue=cfg['retrieval_cue'],
-                            pos=cfg['retrieval_pos'], windows=run['ret_starts'], buckets=[b[0] for b in run['buckets']]),
-             **{n: r['settings'] for n, r in run['rooms'].items()}, rooms_skipped=run['rooms_skipped'] or None,
-             plot=dict(log_x=cfg['log_x'], smooth=cfg['smooth']), arm_seconds=timing)
+    s = summary_settings(cfg, run, results, margins(cfg), PROTOCOL, timing)  # the run's record (lab/summary.py)
     summary = dict(settings=s, arms=results)
     import plot
     md = summary_markdown(summary)
@@ -217,14 +196,10 @@ def write_outputs(cfg, run, results, pos_cols, ent_cols, timing, t0):
 
 def check_numbers(cfg):
     """The numeric settings, each in its range: ConfigError naming the first that is not."""
-    for key in ('num_windows', 'batch_size', 'entropy_chunk', 'retrieval_len', 'retrieval_cue', 'entropy_windows', 'grid',
-                'needle_key', 'needle_value'):
-        if cfg[key] < 1:
-            raise ConfigError(f"{key}={cfg[key]} must be a positive integer")
-    for key in ('retrieval_pos', 'eval_len', 'smooth', 'retrieval_examples', 'samples', 'depth_len', 'needles',
-                'recall_len'):
-        if cfg[key] < 0:
-            raise ConfigError(f"{key}={cfg[key]} must be >= 0")
+    check_ranges(cfg, positive=('num_windows', 'batch_size', 'entropy_chunk', 'retrieval_len', 'retrieval_cue',
+                                'entropy_windows', 'grid', 'needle_key', 'needle_value'),
+                 nonneg=('retrieval_pos', 'eval_len', 'smooth', 'retrieval_examples', 'samples', 'depth_len', 'needles',
+                         'recall_len'))
     if cfg['entropy_windows'] > cfg['num_windows']:
         raise ConfigError(f"entropy_windows={cfg['entropy_windows']} is more than num_windows={cfg['num_windows']}; "
                           f"it uses the first eval windows")

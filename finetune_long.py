@@ -27,7 +27,8 @@ import os
 
 from configurator import ConfigError, cli, ddp_ranks, get_config
 from lab import sweep
-from model import load_checkpoint, model_from_checkpoint
+from model import model_from_checkpoint
+from data.common import load_checkpoint
 from rope_config import all_type_keys
 from lab.ddp import in_group
 from train import DEFAULTS as TRAIN_DEFAULTS, check_settings, load_data, run_config, train

@@ -12,7 +12,6 @@ Seams for the extras in lab/ (this file imports none of them): `forward(pos=ids)
 """
 
 import math
-import os
 from dataclasses import asdict, dataclass, fields
 
 import torch
@@ -304,26 +303,7 @@ def sample_next(logits, temperature=1.0, top_k=None, generator=None):
         logits[logits < v[:, [-1]]] = -float('Inf')
     return torch.multinomial(F.softmax(logits, dim=-1), num_samples=1, generator=generator)
 
-# ----------------------------------------------------------------------------- checkpoints
-
-CKPT_KEYS = ('model', 'model_args')
-
-def load_checkpoint(path, map_location='cpu'):
-    """Load one of our checkpoints (a run folder or its ckpt.pt) with weights_only=True: no code in the
-    file can run. Raises ValueError naming the file when it is missing, truncated, unsafe or not ours."""
-    if os.path.isdir(path):
-        path = os.path.join(path, 'ckpt.pt')
-    if not os.path.isfile(path):
-        raise ValueError(f"checkpoint {path} does not exist; pass a run folder written by train.py or finetune_long.py")
-    try:
-        ckpt = torch.load(path, map_location=map_location, weights_only=True)
-    except Exception as e:  # truncated zip, pickle with globals, ...
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ValueError(f"checkpoint {path} could not be loaded safely ({first[:160]}); "
-                         f"it is truncated or not a checkpoint of this project") from None
-    if not isinstance(ckpt, dict) or any(not isinstance(ckpt.get(k), dict) for k in CKPT_KEYS):
-        raise ValueError(f"checkpoint {path} is not a checkpoint of this project (no 'model'/'model_args')")
-    return ckpt
+# ----------------------------------------------------------------------------- checkpoints (data.common.load_checkpoint reads the file)
 
 def checkpoint_args(ckpt):
     """A checkpoint's model_args as GPTConfig fields (older runs stored smear_keys=True and position_map=None)."""
@@ -332,10 +312,6 @@ def checkpoint_args(ckpt):
         args['attention'] = 'smear_keys'
     known = {f.name for f in fields(GPTConfig)}
     return {k: v for k, v in args.items() if k in known}
-
-def train_len(ckpt):
-    """L: the length the run's base model was trained at (its lineage), else its block_size."""
-    return int((ckpt.get('lineage') or {}).get('train_len') or ckpt['model_args']['block_size'])
 
 def model_from_checkpoint(ckpt):
     """Rebuild the exact GPT stored in a checkpoint dict (config incl. rope scaling, then weights)."""

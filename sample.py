@@ -28,7 +28,8 @@ from data.sources import get_tokenizer
 from lab import kv_cache
 import lab.alibi, lab.copy_mix  # noqa: E401,F401  register their attention classes, so every checkpoint loads
 from lab.position_maps import is_position_map_spec, mapped_attention, parse_position_map, position_map_name
-from model import load_checkpoint, model_from_checkpoint
+from model import model_from_checkpoint
+from data.common import load_checkpoint
 from rope_config import is_dynamic
 from lab.specs import parse_arm, scaling_name
 

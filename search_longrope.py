@@ -42,9 +42,9 @@ import time
 
 
 from configurator import ConfigError, check_out_dir, cli, get_config, setup_device
-from data.common import DataError, atomic_write_text, check_vocab, doc_windows, read_json
+from data.common import DataError, atomic_write_text, check_vocab, doc_windows, load_checkpoint, read_json, train_len
 from lab.longrope_search import UPPER, longrope_scaling, parse_start_tokens, search, seed_curves
-from model import load_checkpoint, model_from_checkpoint, train_len
+from model import model_from_checkpoint
 from lab.specs import parse_arms
 from finetune_long import extended_model
 from train import DEFAULTS as TRAIN_DEFAULTS, estimate_loss, load_data, train

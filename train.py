@@ -24,12 +24,13 @@ from typing import Callable
 import torch
 from tqdm import tqdm
 
-from configurator import ConfigError, check_out_dir, cli, ddp_ranks, get_config, setup_device
+from configurator import ConfigError, check_out_dir, check_ranges, cli, ddp_ranks, get_config, setup_device
 from data.common import (atomic_torch_save, atomic_write_text, check_vocab, data_dir_of, doc_windows, fetch_windows,
-                         load_meta, load_split)
-from lab import batches, bench  # batches: PoSE windows and synthetic copies (and registers smeared-key attention)
+                         load_checkpoint, load_meta, load_split)
+import lab.alibi, lab.copy_mix  # noqa: E401,F401  register their attention classes, so every model builds and loads
+from lab import batches, bench  # batches: PoSE windows and synthetic copies
 from lab.ddp import StopOnSignal, from_rank0, in_group, rng_states  # several processes, Ctrl-C
-from model import GPT, GPTConfig, load_checkpoint, model_args, model_from_checkpoint
+from model import GPT, GPTConfig, model_args, model_from_checkpoint
 
 DEFAULTS = dict(
     # I/O
@@ -79,21 +80,14 @@ def run_config(argv, defaults=DEFAULTS):
 
 def check_settings(cfg, world):
     """Range checks that need no data, run before anything starts (world = number of DDP processes)."""
-    for key in ('block_size', 'batch_size', 'gradient_accumulation_steps', 'eval_interval', 'eval_iters', 'log_interval'):
-        if cfg[key] < 1:
-            raise ConfigError(f"{key}={cfg[key]} is out of range; it must be a positive integer")
-    for key in ('max_iters', 'warmup_iters', 'lr_decay_iters', 'learning_rate', 'min_lr', 'weight_decay', 'grad_clip'):
-        if not cfg[key] >= 0:
-            raise ConfigError(f"{key}={cfg[key]} is out of range; it must be >= 0")
-    for key in ('beta1', 'beta2'):
-        if not 0 <= cfg[key] < 1:
-            raise ConfigError(f"{key}={cfg[key]} is out of range; it must be in [0, 1), like 0.9 or 0.99")
+    check_ranges(cfg, positive=('block_size', 'batch_size', 'gradient_accumulation_steps', 'eval_interval',
+                                'eval_iters', 'log_interval'),
+                 nonneg=('max_iters', 'warmup_iters', 'lr_decay_iters', 'learning_rate', 'min_lr', 'weight_decay',
+                         'grad_clip'), fraction=('beta1', 'beta2', 'dropout'))
     accum = cfg['gradient_accumulation_steps']
     if accum % world:
         raise ConfigError(f"gradient_accumulation_steps={accum} is not divisible by the {world} processes; "
                           f"make it a multiple of {world}")
-    if not 0 <= cfg['dropout'] < 1:
-        raise ConfigError(f"dropout={cfg['dropout']} is out of range; it must be in [0, 1), like 0.0 or 0.1")
     check_out_dir(cfg['out_dir'])
 
 

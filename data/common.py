@@ -92,6 +92,32 @@ def atomic_torch_save(obj, path):
     atomic_write(path, lambda f: torch.save(obj, f))
 
 
+CKPT_KEYS = ('model', 'model_args')
+
+def load_checkpoint(path, map_location='cpu'):
+    """Load one of our checkpoints (a run folder or its ckpt.pt) with weights_only=True: no code in the
+    file can run. Raises ValueError naming the file when it is missing, truncated, unsafe or not ours."""
+    import torch
+    if os.path.isdir(path):
+        path = os.path.join(path, 'ckpt.pt')
+    if not os.path.isfile(path):
+        raise ValueError(f"checkpoint {path} does not exist; pass a run folder written by train.py or finetune_long.py")
+    try:
+        ckpt = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as e:  # truncated zip, pickle with globals, ...
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ValueError(f"checkpoint {path} could not be loaded safely ({first[:160]}); "
+                         f"it is truncated or not a checkpoint of this project") from None
+    if not isinstance(ckpt, dict) or any(not isinstance(ckpt.get(k), dict) for k in CKPT_KEYS):
+        raise ValueError(f"checkpoint {path} is not a checkpoint of this project (no 'model'/'model_args')")
+    return ckpt
+
+
+def train_len(ckpt):
+    """L: the length the run's base model was trained at (its lineage), else its block_size."""
+    return int((ckpt.get('lineage') or {}).get('train_len') or ckpt['model_args']['block_size'])
+
+
 # -----------------------------------------------------------------------------
 # reading the JSON files runs write (arms.json, search_state.json, log.jsonl): errors name the file and the line
 

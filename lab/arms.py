@@ -16,8 +16,7 @@ import os
 import re
 
 from configurator import ConfigError
-from data.common import DataError, data_dir_of, read_json, read_jsonl
-from model import load_checkpoint
+from data.common import DataError, data_dir_of, load_checkpoint, read_json, read_jsonl
 from lab.crop import crop_name, is_crop_spec, parse_crop
 from lab.position_maps import POSITION_MAPS, is_position_map_spec, parse_position_map, position_map_name
 from rope_config import ROPE_TYPES, is_dynamic

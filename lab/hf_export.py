@@ -33,10 +33,10 @@ import sys
 import torch
 
 from configurator import ConfigError, cli, get_config
-from data.common import atomic_write, atomic_write_text
+from data.common import atomic_write, atomic_write_text, load_checkpoint, train_len
 from data.sources import CHAR_EOT, GPT2_EOT, gpt2_files_on_disk
 import lab.alibi, lab.copy_mix  # noqa: E401,F401  register their attention classes, so every checkpoint loads
-from model import checkpoint_args, load_checkpoint, model_from_checkpoint, train_len
+from model import checkpoint_args, model_from_checkpoint
 from rope import ROPE_SCALING, plain_inv_freq
 from rope_config import DYNAMIC_TYPES, rope_inv_freq, scaled_theta
 from lab.specs import ALIASES, parse_arm, scaling_name

@@ -12,10 +12,11 @@ import os
 import re
 
 import numpy as np
+import torch
 
 from configurator import ConfigError, check_out_dir
 from data.common import atomic_write_text, read_json
-from lab.compare import across_bases, base_tables, first_difference
+from lab.compare import across_bases, base_tables, compare, first_difference, vs_best, vs_reference
 from lab.report import bases_markdown
 from lab.outcomes import summarize_retrieval
 from lab.scoring import bucket_ends
@@ -100,6 +101,33 @@ def per_position_csv(names, cols):
     """position,<arm>,...; an empty cell where a dynamic arm was not scored (off its grid)."""
     return csv_text(['position'] + names, [[p] + ['' if math.isnan(c[p]) else f"{c[p]:.6f}" for c in cols]
                                            for p in range(len(cols[0]))])
+
+
+def summary_settings(cfg, run, results, margins, protocol, timing):
+    """summary.json's settings: the data, windows, design and protocol of the run, every paired comparison (vs the best
+    of each column, the named contrasts, vs each crop), the rooms' settings and the time each arm took."""
+    arms = run['arms']
+    return dict(T=run['T'], L=run['L'], num_windows=len(run['starts']), seed=cfg['seed'], split=cfg['split'],
+             windows=run['starts'],
+             window_docs=[next(t for t, a, b in run['docs'] if a <= w < b) for w in run['starts']],
+             data_dir=os.path.abspath(run['data_dir']), dataset=run['meta']['dataset'],
+             tokenizer=run['meta']['tokenizer'], vocab_size=run['meta']['vocab_size'],
+             checkpoints=sorted({r['checkpoint'] for a in arms for r in a['runs']}),
+             base=run['base']['checkpoint'] if run['base'] else None, rope_types=cfg['rope_types'],
+             position_map=cfg['position_map'] or None,
+             factor=cfg['factor'] or None, finetune_lengths=sorted({a['seq_len'] for a in arms if a['kind'] == 'fine-tuned'}),
+             device=run['device'], dtype=run['dtype'], batch_size=cfg['batch_size'], torch=torch.__version__,
+             protocol=protocol, samples=cfg['samples'], grid=cfg['grid'], design=run['design'],
+             margins=margins, vs_best=vs_best(results, margins),
+             contrasts=compare(results, run['contrasts'], margins) if run['contrasts'] else None,
+             vs_crop={a['name']: vs_reference(results, a['name'], margins) for a in results if a.get('crop')},
+             training_mix={a['name']: {k: v for k, v in (a['ckpt'].get('config') or {}).items() if k.startswith('copy_')}
+                           for a in arms},
+             entropy=dict(windows=cfg['entropy_windows'], chunk=cfg['entropy_chunk']),
+             retrieval=dict(examples=cfg['retrieval_examples'], len=cfg['retrieval_len'], cue=cfg['retrieval_cue'],
+                            pos=cfg['retrieval_pos'], windows=run['ret_starts'], buckets=[b[0] for b in run['buckets']]),
+             **{n: r['settings'] for n, r in run['rooms'].items()}, rooms_skipped=run['rooms_skipped'] or None,
+             plot=dict(log_x=cfg['log_x'], smooth=cfg['smooth']), arm_seconds=timing)
 
 
 def combine_bases(folders, out_dir, margins):

@@ -13,10 +13,10 @@ import os
 from dataclasses import dataclass
 
 from configurator import ConfigError, autocast_context, check_seed, ddp_ranks, get_config, pick_device
-from data.common import DataError, atomic_write_text, check_vocab, read_json
+from data.common import DataError, atomic_write_text, check_vocab, load_checkpoint, read_json, train_len
 from lab import batches
 from lab.specs import parse_arms, scaling_name, slug
-from model import checkpoint_args, load_checkpoint, train_len
+from model import checkpoint_args
 from rope_config import all_type_keys, rope_inv_freq
 
 DEFAULT_FACTOR = 4.0  # s when --factor is not given (0)

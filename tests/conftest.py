@@ -7,7 +7,6 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-import lab.alibi, lab.copy_mix  # noqa: E401,E402,F401  register their attention classes, as the scripts do
 FIXTURE_CORPUS = os.path.join(ROOT, 'tests', 'fixtures', 'corpus')
 
 # A tiny model that trains in seconds on 2 CPU cores; L = 32 so 4 x L = 128 stays cheap.

@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import lab  # noqa: F401  registers the lab's attention classes
+import lab.alibi, lab.copy_mix  # noqa: E401,F401  register the lab's attention classes
 from lab.crop import (crop_name, is_crop_spec, parse_crop, truncated_entropy, truncated_scores, window_attention,
                       window_logits)
 from lab.diagnostics import attention_entropy

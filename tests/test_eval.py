@@ -24,7 +24,8 @@ from data.common import doc_windows, fetch_windows, load_meta, load_split  # noq
 from lab.outcomes import summarize_retrieval  # noqa: E402
 from lab.retrieval import passkey_examples, retrieval_scores  # noqa: E402
 from lab.stats import mean_ci, t975, wilson  # noqa: E402
-from model import GPT, GPTConfig, load_checkpoint, model_from_checkpoint  # noqa: E402
+from model import GPT, GPTConfig, model_from_checkpoint  # noqa: E402
+from data.common import load_checkpoint
 
 L, T, N = 16, 64, 24
 PNGS = ('loss_vs_position.png', 'rope_ramp.png', 'attention_entropy.png', 'retrieval.png', 'finetune_curves.png')

@@ -344,7 +344,8 @@ def test_a_trained_run_generates_the_same_200_tokens_in_transformers(tiny_run, t
     """The issue's 'done when' on the suite's trained char run (L = 32): 200 greedy tokens (past 6L) from a prompt, as
     trained and with YaRN switched on at export, equal the lab's model.generate (top_k=1, as sample.py --top_k=1)."""
     transformers = pytest.importorskip('transformers')
-    from model import load_checkpoint, model_from_checkpoint
+    from model import model_from_checkpoint
+    from data.common import load_checkpoint
     args = [f'--rope_type={spec}', '--factor=4'] if spec else []
     hf_export.main([f'--ckpt={tiny_run}', f'--out_dir={tmp_path / "hf"}', *args])
     ckpt = load_checkpoint(tiny_run)

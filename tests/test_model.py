@@ -7,12 +7,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import lab  # noqa: F401  registers attention='smear_keys'
+import lab.copy_mix  # noqa: F401  registers attention='smear_keys'
 import model as model_mod
 import rope
 import rope_config
 from lab.diagnostics import attention_entropy
-from model import GPT, GPTConfig, sinusoidal_table, load_checkpoint, model_from_checkpoint, model_args
+from model import GPT, GPTConfig, sinusoidal_table, model_from_checkpoint, model_args
+from data.common import load_checkpoint
 from lab.attention import chunked_attention
 
 V = 50

@@ -14,7 +14,8 @@ from configurator import ConfigError
 from data.common import load_meta
 from lab.batches import Batches
 from lab.pose import PoseDraw, pose_draw, pose_offsets, pose_positions
-from model import GPT, GPTConfig, load_checkpoint
+from model import GPT, GPTConfig
+from data.common import load_checkpoint
 from rope import rope_cos_sin
 from rope_config import rope_inv_freq
 from test_finetune import spy_batches

@@ -55,3 +55,13 @@ def test_make_bases_runs_the_demo_eval_it_combines_first(tmp_path):
     first_eval = next(i for i, ln in enumerate(lines) if 'eval.py config/eval_char_cpu.py' in ln)
     combine = next(i for i, ln in enumerate(lines) if '--combine=' in ln)
     assert first_eval < combine
+
+
+@pytest.mark.parametrize('script', ['train', 'finetune_long', 'eval', 'sample', 'search_longrope', 'lab.hf_export'])
+def test_every_script_registers_the_attention_rooms(script):
+    """A script that builds or loads models imports lab.alibi and lab.copy_mix itself (model.py names no room), so
+    `python train.py --pos_emb=alibi` and a smeared-key checkpoint work from every entry point."""
+    code = (f"import {script}; from model import GPTConfig; GPTConfig(pos_emb='alibi'); "
+            f"GPTConfig(attention='smear_keys'); print('ok')")
+    out = subprocess.run([sys.executable, '-c', code], cwd=ROOT, capture_output=True, text=True)
+    assert out.stdout.strip() == 'ok', out.stderr[-500:]

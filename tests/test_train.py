@@ -8,7 +8,7 @@ import torch
 
 from conftest import run, tiny_cfg
 from data.common import load_meta
-from model import load_checkpoint
+from data.common import load_checkpoint
 from configurator import ConfigError
 from data.common import DataError, doc_windows
 from train import DEFAULTS, batch_function, get_config, get_lr, train
