@@ -4,7 +4,7 @@ PY ?= $(shell command -v python >/dev/null && echo python || echo python3)
 
 .PHONY: quick demo install data train train-copy finetune pose longrope longrope-ref longrope4 eval eval-2048 ape pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases test
 
-quick:                # the story in minutes: a small base at L=128, plain RoPE vs PI / NTK-aware / YaRN zero-shot and fine-tuned 40 steps at 512 (one seed), loss against position to 4 x L (87 s on 2 idle cores, from a clean clone)
+quick:                # the story in minutes: a small base at L=128, plain RoPE vs PI / NTK-aware / YaRN zero-shot and fine-tuned 40 steps at 512 (one seed), loss against position to 4 x L (87 s and 97 s in two clean-clone runs on 2 idle cores)
 	$(MAKE) install data
 	$(PY) train.py config/train_quick.py --overwrite=True
 	$(PY) finetune_long.py config/finetune_quick.py --overwrite=True
