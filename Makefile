@@ -13,7 +13,7 @@ quick:                # the story in minutes: a small base at L=128, plain RoPE 
 demo: install data train-copy finetune pose longrope eval
 
 install:              # what requirements.txt lists, unless it is already importable
-	$(PY) -c "import torch, numpy, tiktoken, tqdm, matplotlib, pytest" 2>/dev/null || $(PY) -m pip install -r requirements.txt
+	$(PY) -c "import torch, numpy, scipy, tiktoken, tqdm, matplotlib, pytest" 2>/dev/null || $(PY) -m pip install -r requirements.txt
 
 data:                 # character-level Shakespeare, 4 plays held out (~5 s)
 	$(PY) data/shakespeare_char/prepare.py
