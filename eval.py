@@ -50,8 +50,8 @@ from lab.diagnostics import entropy_at
 from lab.position_maps import mapped_attention, mapped_logits
 from lab.report import summary_markdown
 from lab.outcomes import room_scores
-from lab.retrieval import make_rooms, passkey_examples, retrieval_scores
-from lab.scoring import bucket_ends, design_positions, grid_positions, score, scoring_plan
+from lab.retrieval import eval_rooms, retrieval_scores
+from lab.scoring import bucket_ends, grid_positions, sampled_design, score, scoring_plan
 from lab.summary import combine_bases, csv_text, json_text, per_position_csv, summarize_arm, summary_settings
 from model import model_from_checkpoint
 
@@ -235,27 +235,13 @@ def validate(cfg):
         raise ConfigError(f"num_windows={cfg['num_windows']} windows of {T + 1} tokens need more held-out text than "
                           f"{data_dir} has (its validation documents hold {room} such windows without overlap); "
                           f"lower --num_windows or --eval_len")
-    K, cue, pos, R = cfg['retrieval_len'], cfg['retrieval_cue'], cfg['retrieval_pos'], cfg['retrieval_examples']
     L = base['L'] if base else max(a['L'] for a in arms)
-    if R and (cue >= K or pos + 2 * K > L):
-        raise ConfigError(f"passkey test: retrieval_cue={cue} must be < retrieval_len={K}, and retrieval_pos + "
-                          f"2 x retrieval_len = {pos + 2 * K} must fit in L={L}; change them or set retrieval_examples=0")
     starts = doc_windows(docs, T + 1, cfg['num_windows'], cfg['seed'])
-    ret_starts = doc_windows(docs, T + 1, R, cfg['seed'] + 1) if R else []
-    buckets, examples = passkey_examples(val, ret_starts, bucket_ends(L, T), T, L, K, pos, vocab, meta['eot_token'],
-                                         cfg['seed'])
+    ret_starts, buckets, examples, rooms, skipped = eval_rooms(cfg, val, docs, T, L, meta)  # the retrieval rooms
     device = pick_device(cfg['device'])
     dtype, _ = autocast_context(device.split(':')[0], cfg['dtype'])
     seqs = torch.from_numpy(np.stack([np.asarray(val[s:s + T + 1], dtype=np.int64) for s in starts]))
-    rooms, skipped = make_rooms(val, ret_starts, T, L, meta, cfg['seed'], cue, R, depth_len=cfg['depth_len'],
-                                needles=cfg['needles'], key_len=cfg['needle_key'], value_len=cfg['needle_value'],
-                                recall_len=cfg['recall_len'], strict=False) if R else ({}, {})
-    for name, why in skipped.items():
-        print(f"eval: skipped the {name} test: {why}")
-    design = design_positions(L, T, len(starts), cfg['samples'] or T, cfg['seed'])
-    mask = np.zeros((len(starts), T), dtype=bool)
-    for w, d in enumerate(design):
-        mask[w, d] = True
+    design, mask = sampled_design(L, T, len(starts), cfg['samples'], cfg['seed'])  # where moving-scale arms are scored
     return dict(arms=arms, base=base, T=T, L=L, data_dir=data_dir, meta=meta, docs=docs, starts=starts, seqs=seqs,
                 ret_starts=ret_starts, buckets=buckets, examples=examples, device=device, dtype=dtype,
                 design=design, mask=mask, contrasts=contrasts, rooms=rooms, rooms_skipped=skipped)

@@ -21,7 +21,10 @@ model themselves.
 """
 import numpy as np
 
+from configurator import ConfigError
+from data.common import doc_windows
 from lab.outcomes import room_scores
+from lab.scoring import bucket_ends
 
 ROOM_SEEDS = {'passkey_depth': 11, 'needles': 12, 'recall': 13}  # each room its own stream of the eval seed
 
@@ -339,3 +342,23 @@ def make_rooms(val, starts, T, L, meta, seed, cue, examples, depth_len=12, needl
 
 
 # ----------------------------------------------------------------------------- outcomes
+
+
+def eval_rooms(cfg, val, docs, T, L, meta):
+    """eval.py's retrieval rooms from its settings: the passkey test on its own windows (drawn with seed + 1) and
+    make_rooms' depth passkey, needles and recall on the same windows; a room that does not fit is skipped with a line
+    saying why. ConfigError when the passkey cannot fit in L. Returns (passkey windows, passkey buckets, passkey
+    examples, the other rooms, {skipped room: why})."""
+    K, cue, pos, R = cfg['retrieval_len'], cfg['retrieval_cue'], cfg['retrieval_pos'], cfg['retrieval_examples']
+    if R and (cue >= K or pos + 2 * K > L):
+        raise ConfigError(f"passkey test: retrieval_cue={cue} must be < retrieval_len={K}, and retrieval_pos + "
+                          f"2 x retrieval_len = {pos + 2 * K} must fit in L={L}; change them or set retrieval_examples=0")
+    ret_starts = doc_windows(docs, T + 1, R, cfg['seed'] + 1) if R else []
+    buckets, examples = passkey_examples(val, ret_starts, bucket_ends(L, T), T, L, K, pos, meta['vocab_size'],
+                                         meta['eot_token'], cfg['seed'])
+    rooms, skipped = make_rooms(val, ret_starts, T, L, meta, cfg['seed'], cue, R, depth_len=cfg['depth_len'],
+                                needles=cfg['needles'], key_len=cfg['needle_key'], value_len=cfg['needle_value'],
+                                recall_len=cfg['recall_len'], strict=False) if R else ({}, {})
+    for name, why in skipped.items():
+        print(f"eval: skipped the {name} test: {why}")
+    return ret_starts, buckets, examples, rooms, skipped

@@ -133,3 +133,13 @@ def grid_positions(L, T, n0, grid):
             out += sorted(set(np.linspace(a, hi - 1, min(grid, hi - a)).round().astype(int).tolist()))
         lo = hi
     return out
+
+
+def sampled_design(L, T, n, samples, seed):
+    """design_positions for n windows (samples=0: every position) and its mask [n, T] (True where a window is scored
+    by every arm; the bucket means of 'design' read it)."""
+    design = design_positions(L, T, n, samples or T, seed)
+    mask = np.zeros((n, T), dtype=bool)
+    for w, d in enumerate(design):
+        mask[w, d] = True
+    return design, mask
