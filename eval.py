@@ -42,7 +42,8 @@ import torch
 from tqdm import tqdm
 
 from configurator import ConfigError, autocast_context, check_out_dir, check_ranges, cli, get_config, pick_device
-from data.common import atomic_write_text, check_vocab, data_dir_of, doc_windows, load_meta, load_split
+from data.common import (atomic_write_text, check_vocab, data_dir_of, doc_windows, load_meta, load_split,
+                         window_slots)
 import lab.alibi, lab.copy_mix  # noqa: E401,F401  register their attention classes, so every checkpoint loads
 from lab.arms import parse_contrasts, plan_arms
 from lab.crop import truncated_entropy, truncated_scores, window_attention, window_logits
@@ -52,7 +53,8 @@ from lab.report import summary_markdown
 from lab.outcomes import room_scores
 from lab.retrieval import eval_rooms, retrieval_scores
 from lab.scoring import bucket_ends, grid_positions, sampled_design, score, scoring_plan
-from lab.summary import combine_bases, csv_text, json_text, per_position_csv, summarize_arm, summary_settings
+from lab.summary import (combine_bases, finetune_csv, json_text, per_position_csv, retrieval_csv, summarize_arm,
+                         summary_settings)
 from model import model_from_checkpoint
 
 DEFAULTS = dict(
@@ -153,7 +155,6 @@ def measure_arm(arm, run, cfg, device, ctx):
 
 # ----------------------------------------------------------------------------- writing
 
-
 def write_outputs(cfg, run, results, pos_cols, ent_cols, timing, t0):
     """summary.json / .md and the CSVs, atomically, then the PNGs."""
     out_dir, arms = cfg['out_dir'], run['arms']
@@ -162,23 +163,11 @@ def write_outputs(cfg, run, results, pos_cols, ent_cols, timing, t0):
     import plot
     md = summary_markdown(summary)
     names = [a['name'] for a in arms]
-    ret_rows = [[a['name'], r['bucket'], r['distance_lo'], r['distance_hi'], r['n'], f"{r['exact_match']:.6f}",
-                 f"{r['exact_match_ci'][0]:.6f}", f"{r['exact_match_ci'][1]:.6f}", f"{r['repeat_loss']:.6f}",
-                 f"{r['control_loss']:.6f}", f"{r['gain']:.6f}", f"{r['gain_ci'][0]:.6f}", f"{r['gain_ci'][1]:.6f}"]
-                for a in results for r in a['retrieval']]
-    ft_rows = [[a['name'], run.get('seed'), r['iter'], r.get('val_loss'), r.get('val_loss_beyond_L'), a['L'],
-                a['seq_len']] for a in arms if a['kind'] == 'fine-tuned' and not a.get('position_map')
-                and not a.get('retuned')
-               for run in a['runs'] for r in run['log']]  # every seed's curve, read and checked by plan_arms
     files = {'position_loss.csv': per_position_csv(names, pos_cols), 'attention_entropy.csv': per_position_csv(names, ent_cols),
-             'retrieval.csv': csv_text(['arm', 'bucket', 'distance_lo', 'distance_hi', 'n', 'exact_match', 'exact_match_lo',
-                                        'exact_match_hi', 'repeat_loss', 'control_loss', 'gain', 'gain_lo',
-                                        'gain_hi'], ret_rows),
-             'summary.json': json_text(summary), 'summary.md': md}
-    if ft_rows:
-        files['finetune_curves.csv'] = csv_text(['arm', 'seed', 'iter', 'val_loss', 'val_loss_beyond_L', 'train_len',
-                                                 'seq_len'],
-                                                [[('' if v is None else v) for v in r] for r in ft_rows])
+             'retrieval.csv': retrieval_csv(results), 'summary.json': json_text(summary), 'summary.md': md}
+    ft = finetune_csv(arms)  # every seed's fine-tune curve, read and checked by plan_arms
+    if ft:
+        files['finetune_curves.csv'] = ft
     os.makedirs(out_dir, exist_ok=True)
     for name, text in files.items():
         atomic_write_text(os.path.join(out_dir, name), text)
@@ -191,8 +180,8 @@ def write_outputs(cfg, run, results, pos_cols, ent_cols, timing, t0):
           f"{', '.join(sorted(files) + [os.path.basename(p) for p in pngs])} to {out_dir}")
     return summary
 
-# ----------------------------------------------------------------------------- main
 
+# ----------------------------------------------------------------------------- main
 
 def check_numbers(cfg):
     """The numeric settings, each in its range: ConfigError naming the first that is not."""
@@ -230,7 +219,7 @@ def validate(cfg):
     if cfg['split'] not in ('val', 'train'):
         raise ConfigError(f"split={cfg['split']!r} must be 'val' (the held-out plays) or 'train' (to choose a knob)")
     docs, val = meta['docs'][cfg['split']], load_split(data_dir, cfg['split'], meta)
-    room = sum((end - start) // (T + 1) for _, start, end in docs)
+    room = window_slots(docs, T + 1)
     if cfg['num_windows'] > room:
         raise ConfigError(f"num_windows={cfg['num_windows']} windows of {T + 1} tokens need more held-out text than "
                           f"{data_dir} has (its validation documents hold {room} such windows without overlap); "

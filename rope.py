@@ -58,6 +58,14 @@ def rotations_within(head_dim, base, L):
     """r_i = L / lambda_i: full turns pair i makes within L tokens."""
     return L / wavelengths(head_dim, base)
 
+def critical_dimension(head_dim, base, L):
+    """Where plain RoPE breaks (Liu et al. 2023): the pairs that turn at least once within L have seen every angle;
+    they span d_extra = 2*ceil((d/2) * log_b(L / 2pi)) dimensions, and extrapolation is bounded near
+    T_extra = 2pi * b^(d_extra / d), the wavelength of the first pair that never completed a turn.
+    Returns (d_extra, T_extra); d = 32, b = 1e4, L = 128 gives (12, 198.7)."""
+    d_extra = 2 * math.ceil(head_dim / 2 * math.log(L / (2 * math.pi)) / math.log(base))
+    return d_extra, 2 * math.pi * base ** (d_extra / head_dim)
+
 def linear_inv_freq(head_dim, base, s):
     """PI (linear): theta'_i = theta_i / s, i.e. position m becomes m/s. Squeezes EVERY band: the low band
     is saved, but neighbouring tokens in the high band now differ by 1/s of the angle, hence fine-tuning."""
@@ -180,14 +188,6 @@ def longrope_attention_factor(s, L):
     return 1.0 if s <= 1 else math.sqrt(1 + math.log(s) / math.log(L))
 
 # --------------------------------------------------------------------------- the one table of rope types
-
-def critical_dimension(head_dim, base, L):
-    """Where plain RoPE breaks (Liu et al. 2023): the pairs that turn at least once within L have seen every angle;
-    they span d_extra = 2*ceil((d/2) * log_b(L / 2pi)) dimensions, and extrapolation is bounded near
-    T_extra = 2pi * b^(d_extra / d), the wavelength of the first pair that never completed a turn.
-    Returns (d_extra, T_extra); d = 32, b = 1e4, L = 128 gives (12, 198.7)."""
-    d_extra = 2 * math.ceil(head_dim / 2 * math.log(L / (2 * math.pi)) / math.log(base))
-    return d_extra, 2 * math.pi * base ** (d_extra / head_dim)
 
 def check_bands(c):
     """NTK-by-parts / YaRN: the band edges are rotations within L, beta_slow > 0 and beta_fast above it."""

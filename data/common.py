@@ -241,11 +241,16 @@ def data_dir_of(dataset):
     return dataset if os.path.isdir(dataset) and os.sep in dataset else os.path.join(os.path.dirname(os.path.abspath(__file__)), dataset)
 
 
+def window_slots(docs, T):
+    """How many windows of T tokens that share no token the documents hold: sum of len // T."""
+    return int(sum((end - start) // T for _, start, end in docs))
+
+
 def doc_windows(docs, T, n, seed):
     """n windows [start, start+T) lying inside single documents and sharing no token with one another, drawn with a
     fixed seed: the same windows for the same (docs, T, n, seed). Callers pass T = their length + 1 (the inputs and the
     next-token target), so no token is scored, or seen as context, by two windows. A document of length len holds
-    len // T such windows (the count eval.py checks num_windows against); DataError when the documents hold fewer
+    len // T such windows (window_slots, the count eval.py checks num_windows against); DataError when the documents hold fewer
     than n.
 
     The draw is the former one (with replacement: a document in proportion to how many starts it holds, then a start

@@ -103,6 +103,26 @@ def per_position_csv(names, cols):
                                            for p in range(len(cols[0]))])
 
 
+def retrieval_csv(results):
+    """retrieval.csv: the passkey test per arm and distance bucket (exact match and gain, with their intervals)."""
+    rows = [[a['name'], r['bucket'], r['distance_lo'], r['distance_hi'], r['n'], f"{r['exact_match']:.6f}",
+             f"{r['exact_match_ci'][0]:.6f}", f"{r['exact_match_ci'][1]:.6f}", f"{r['repeat_loss']:.6f}",
+             f"{r['control_loss']:.6f}", f"{r['gain']:.6f}", f"{r['gain_ci'][0]:.6f}", f"{r['gain_ci'][1]:.6f}"]
+            for a in results for r in a['retrieval']]
+    return csv_text(['arm', 'bucket', 'distance_lo', 'distance_hi', 'n', 'exact_match', 'exact_match_lo',
+                     'exact_match_hi', 'repeat_loss', 'control_loss', 'gain', 'gain_lo', 'gain_hi'], rows)
+
+
+def finetune_csv(arms):
+    """finetune_curves.csv: every seed's evaluation rows of every fine-tuned arm (not its mapped or retuned copies);
+    None when no arm was fine-tuned."""
+    rows = [[a['name'], run.get('seed'), r['iter'], r.get('val_loss'), r.get('val_loss_beyond_L'), a['L'], a['seq_len']]
+            for a in arms if a['kind'] == 'fine-tuned' and not a.get('position_map') and not a.get('retuned')
+            for run in a['runs'] for r in run['log']]
+    return csv_text(['arm', 'seed', 'iter', 'val_loss', 'val_loss_beyond_L', 'train_len', 'seq_len'],
+                    [[('' if v is None else v) for v in r] for r in rows]) if rows else None
+
+
 def summary_settings(cfg, run, results, margins, protocol, timing):
     """summary.json's settings: the data, windows, design and protocol of the run, every paired comparison (vs the best
     of each column, the named contrasts, vs each crop), the rooms' settings and the time each arm took."""
