@@ -6,15 +6,12 @@ Settings for every script, in one small module (nanoGPT's configurator.py, made 
 in the order given on the command line. Values are python literals (--max_iters=100, --decay_lr=False,
 --rope_type=yarn) or bare strings. An unknown key or a value of the wrong type is an error naming it.
 Every script runs its main() through cli(), which turns a bad input into one line and exit code 2.
-Also here: which device and which number format to run in.
+(Which device and number format to run in, and torchrun's ranks: lab/device.py.)
 """
 import ast
 import linecache
 import os
 import sys
-from contextlib import nullcontext
-
-import torch
 
 from data.common import DataError
 
@@ -28,29 +25,6 @@ def check_seed(seed, where='seed'):
     overflows past 64 bits). ConfigError naming `where` otherwise."""
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2 ** 63:
         raise ConfigError(f"{where}={seed!r} is out of range; a seed is a whole number from 0 to 2**63 - 1")
-
-
-def check_ranges(cfg, positive=(), nonneg=(), fraction=()):
-    """Each named setting in its range: a whole number >= 1, a number >= 0, or a fraction in [0, 1); ConfigError
-    naming the first that is not (NaN is out of every range)."""
-    for keys, ok, want in ((positive, lambda v: v >= 1, 'a positive integer'), (nonneg, lambda v: v >= 0, '>= 0'),
-                           (fraction, lambda v: 0 <= v < 1, 'in [0, 1), like 0.0, 0.1 or 0.99')):
-        for key in keys:
-            if not ok(cfg[key]):
-                raise ConfigError(f"{key}={cfg[key]} is out of range; it must be {want}")
-
-
-def check_out_dir(path, key='out_dir'):
-    """A folder the run can write into: ConfigError naming `key` when it, or the nearest part of its path that exists,
-    is a file or is not writable."""
-    p = os.path.abspath(path)
-    while not os.path.exists(p):
-        p = os.path.dirname(p)
-    if not os.path.isdir(p):
-        raise ConfigError(f"{key}={path} is a file; pass a folder" if p == os.path.abspath(path) else
-                          f"{key}={path} lies under {p}, which is a file; pass a folder")
-    if not os.access(p, os.W_OK):
-        raise ConfigError(f"{key}={path}: {p} is not writable (permission denied); pass a folder you can write to")
 
 
 def get_config(argv, defaults, start=None, source=None):
@@ -142,53 +116,3 @@ def is_input_error(e):
     path = os.path.abspath(tb.tb_frame.f_code.co_filename)
     ours = path.startswith(_ROOT + os.sep) and path.endswith('.py') and 'site-packages' not in path
     return ours and linecache.getline(path, tb.tb_lineno).lstrip().startswith('raise')
-
-
-def pick_device(name):
-    """'auto' -> cuda, else mps, else cpu; an explicit name is checked against this machine."""
-    if name == 'auto':
-        return 'cuda' if torch.cuda.is_available() else 'mps' if torch.backends.mps.is_available() else 'cpu'
-    kind = name.split(':')[0]
-    if kind not in ('cpu', 'cuda', 'mps'):
-        raise ConfigError(f"device={name!r} is unknown; use auto, cpu, cuda, cuda:N or mps")
-    if kind == 'cuda' and not torch.cuda.is_available() or kind == 'mps' and not torch.backends.mps.is_available():
-        raise ConfigError(f"device={name!r} is not available on this machine; use --device=cpu or --device=auto")
-    return name
-
-
-def autocast_context(device_type, dtype, training=False):
-    """(dtype actually run, context). 'auto' is bfloat16 on CUDA when supported, else float32. bfloat16 runs
-    under autocast on CUDA and on CPU alike. float16 needs loss scaling to train, which this engine does not do,
-    so training refuses it; evaluation may use it on CUDA. RoPE tables stay float32 either way (rope.py)."""
-    if dtype == 'auto':
-        dtype = 'bfloat16' if device_type == 'cuda' and torch.cuda.is_bf16_supported() else 'float32'
-    if dtype not in ('float32', 'bfloat16', 'float16'):
-        raise ConfigError(f"dtype={dtype!r} is unknown; use auto, float32, bfloat16 or float16")
-    if dtype == 'float16' and (training or device_type != 'cuda'):
-        raise ConfigError("dtype=float16 " + ("would train without loss scaling (gradients underflow)" if training
-                          else "runs on CUDA only") + "; use --dtype=bfloat16 or --dtype=float32")
-    if dtype == 'float32':
-        return dtype, nullcontext()
-    return dtype, torch.autocast(device_type=device_type, dtype=getattr(torch, dtype))
-
-
-def ddp_ranks():
-    """(rank, world_size, local_rank) from torchrun's environment; (0, 1, 0) for a plain `python` run."""
-    if 'RANK' not in os.environ:
-        return 0, 1, 0
-    return int(os.environ['RANK']), int(os.environ['WORLD_SIZE']), int(os.environ['LOCAL_RANK'])
-
-
-def setup_device(cfg, training=True):
-    """(device, device_type, dtype actually run, autocast context); joins torchrun's process group if any."""
-    rank, world, local_rank = ddp_ranks()
-    device = pick_device(cfg['device'])
-    if world > 1:
-        from torch.distributed import init_process_group, is_initialized
-        if not is_initialized():
-            init_process_group(backend='nccl' if device.startswith('cuda') else 'gloo')
-        if device.startswith('cuda'):
-            device = f'cuda:{local_rank}'
-            torch.cuda.set_device(local_rank)
-    device_type = device.split(':')[0]
-    return (device, device_type) + autocast_context(device_type, cfg['dtype'], training=training)

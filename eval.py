@@ -5,31 +5,20 @@ Measure how models predict tokens past their training length L, then draw the pi
     python eval.py --ckpt=out/char-base --eval_len=1024 --num_windows=32 --out_dir=out/eval
     python eval.py --plot_only=True --out_dir=out/eval --log_x=True     # redraw the PNGs from the CSV/JSON
 
-Arms. Every --ckpt run folder (comma-separated) is an arm; a folder holding arms.json (a multi-arm
-finetune_long.py run) stands for all of its arms, and the seeds of one arm (--seeds) are aggregated into one row.
-Every --rope_types entry is a zero-shot arm: that RoPE scaling switched on in the base model (--base, else the
-first --ckpt that is not a fine-tune, else the base a fine-tune names), with s = T/L unless the entry sets a
-factor (yarn:factor=8:beta_fast=8; dynamic types default to factor 1). 'default' is the base model as trained.
-An entry can also be a position map on the base's RoPE (lab/position_maps.py): rerope:window=64,
-leaky_rerope:window=64:k=16, self_extend:window=32:group=4; --position_map=<such a spec> adds every fine-tuned arm
-once more with that map ('yarn s=4 ft100 + rerope w=256').
+Arms (lab/arms.py). Every --ckpt run folder is an arm (a folder with arms.json: all of its arms; the seeds of one arm
+are one row). Every --rope_types entry is a zero-shot arm: that scaling switched on in the base model, with s = T/L
+unless the entry sets a factor (yarn:factor=8:beta_fast=8); 'default' is the base as trained. An entry can also be a
+position map (rerope:window=64, self_extend:window=32:group=4: lab/position_maps.py) or the crop (lab/crop.py).
 
 Protocol: every arm is scored as it runs when generating: position p is predicted by a forward over p + 1 tokens.
-The forward lengths 1..T are cut into runs over which an arm's RoPE tables do not change (constant_runs), and each
-run is scored with one forward: a static arm is one run (one forward of T), LongRoPE two (short factors to L, long
-ones past it). Dynamic NTK / YaRN move at every length past L: there every window is scored at --samples random
-positions per bucket (stratified, seeded, the same for every arm), each at exactly its own length; --samples=0
-scores every position (exact, slow). Passkey tokens are scored the same way, each at the length it is emitted at.
-ppl_at[n] is the YaRN paper's Table 1 form: one forward of the first n tokens (dynamic arms at s = n/L).
+The lengths 1..T are cut into runs over which an arm's RoPE tables do not change (lab/scoring.py): a static arm is one
+forward of T, LongRoPE two; Dynamic NTK / YaRN move at every length past L, so each window is scored there at
+--samples random positions per bucket (the same for every arm), each at its own length. ppl_at[n] is the YaRN paper's
+Table 1 form: one forward of the first n tokens. Comparisons are paired tests on the same windows or examples, seeds
+inside the interval, ending in better, worse, equivalent (inside --margin_loss / --margin_exact) or unresolved.
 
-Comparisons (--contrasts, and every arm against the best of each column) are paired tests on the same windows or
-passkey examples, with seeds inside the interval (lab/stats.py, lab/compare.py), Holm-corrected per column, ending
-in better, worse, equivalent (inside --margin_loss / --margin_exact) or unresolved. Bucket intervals carry windows
-and seeds.
-
-Outputs in out_dir: position_loss.csv, attention_entropy.csv, retrieval.csv, finetune_curves.csv (when arms have
-fine-tune logs), summary.json, summary.md (printed), and plot.py's PNGs. Everything is validated before
-anything is written, and every file is written atomically.
+Outputs in out_dir, each written atomically once everything is validated: position_loss.csv, attention_entropy.csv,
+retrieval.csv, finetune_curves.csv, summary.json, summary.md (printed) and plot.py's PNGs.
 """
 
 import math
@@ -41,18 +30,17 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from configurator import ConfigError, autocast_context, check_out_dir, check_ranges, cli, get_config, pick_device
-from data.common import (atomic_write_text, check_vocab, data_dir_of, doc_windows, load_meta, load_split,
-                         window_slots)
+from configurator import cli, get_config
+from data.common import atomic_write_text, data_dir_of, doc_windows, load_meta, load_split
 import lab.alibi, lab.copy_mix  # noqa: E401,F401  register their attention classes, so every checkpoint loads
+from lab import compare, forms, retrieval
 from lab.arms import parse_contrasts, plan_arms
-from lab.crop import truncated_entropy, truncated_scores, window_attention, window_logits
-from lab.diagnostics import entropy_at
-from lab.position_maps import mapped_attention, mapped_logits
+from lab.device import autocast_context, pick_device
+from lab.checks import check_eval_data, check_eval_settings
+from lab.forms import arm_form, side_measures
 from lab.report import summary_markdown
-from lab.outcomes import room_scores
-from lab.retrieval import eval_rooms, retrieval_scores
-from lab.scoring import bucket_ends, grid_positions, sampled_design, score, scoring_plan
+from lab.retrieval import eval_rooms
+from lab.scoring import bucket_ends, sampled_design, score, scoring_plan
 from lab.summary import (combine_bases, finetune_csv, json_text, per_position_csv, retrieval_csv, summarize_arm,
                          summary_settings)
 from model import model_from_checkpoint
@@ -73,25 +61,12 @@ DEFAULTS = dict(
     batch_size=8,
     samples=32,             # moving-scale arms (Dynamic NTK/YaRN): random positions per bucket and window, each
                             # scored at its own length; 0 = every position its own forward (exact; slow, cost printed)
-    grid=16,                # the entropy diagnostic of such arms: evenly spaced positions per bucket
-    contrasts='',           # named paired comparisons 'arm A | arm B; arm C | arm D' (arm ids, or display names)
-    margin_loss=0.02,       # equivalence margin of a loss difference (nats)
-    margin_exact=0.10,      # equivalence margin of an exact-match difference (fraction)
-    entropy_windows=4,      # windows for the attention entropy (manual attention, chunked)
-    entropy_chunk=256,      # query chunk of that path: memory O(chunk x T)
-    retrieval_examples=32,  # passkey examples per distance bucket, from their own windows (0 = skip the test)
-    retrieval_len=24,       # tokens in the passkey string
-    retrieval_cue=4,        # its first tokens, given at the repeat (the cue); the rest are scored
-    retrieval_pos=8,        # where the first copy starts
-    depth_len=12,           # the depth passkey: string length, its first copy at a random depth (0 = skip)
-    needles=4,              # multi-key needles: records per window, one (and two) asked (0 = skip)
-    needle_key=4, needle_value=4,  # tokens of a needle's key and value
-    recall_len=16,          # natural-text recall: tokens of the held-out line repeated (0 = skip)
+    **forms.DEFAULTS,       # the attention-entropy diagnostic (lab/forms.py)
+    **retrieval.DEFAULTS,   # the passkey test and the retrieval rooms (lab/retrieval.py)
+    **compare.DEFAULTS,     # named contrasts, equivalence margins, --combine over bases (lab/compare.py)
     out_dir='out/eval',
     device='auto', dtype='auto', progress=True,
     plot_only=False,        # only redraw the PNGs from out_dir's CSV/JSON
-    combine='',             # eval folders of the same arms on other base models (out/a,out/b,...): the named contrasts and
-                            # the crop comparisons across bases, into out_dir/bases.json and bases.md (runs no model)
     log_x=False,            # log-scale position axis in the plots
     smooth=0,               # moving-average width of the curves in the plots; 0 = T/32
 )
@@ -106,41 +81,30 @@ PROTOCOL = ("Every arm is scored as it generates: position p by a forward over p
 # ----------------------------------------------------------------------------- measuring
 
 def measure_run(arm, r, run, cfg, device, ctx):
-    """One checkpoint of an arm (one seed): per-position losses [windows, T] (NaN where not scored), ppl_at,
-    attention entropy, passkey outcomes, and the number of forwards its scoring plan took."""
+    """One checkpoint of an arm (one seed): per-position losses [windows, T] (NaN where not scored), ppl_at, and the
+    side measurements (attention entropy, passkey and room outcomes), with the number of forwards its plan took."""
     L, T, B = run['L'], run['T'], cfg['batch_size']
     model = model_from_checkpoint(r['ckpt'])
     if arm['kind'] == 'zero-shot' or arm.get('retuned'):
-        model.set_rope_scaling(arm['scaling'])
-    pm, crop = arm.get('position_map'), arm.get('crop') or {}
-    w, truncated = crop.get('window'), crop.get('form') == 'truncated'
-    attend = mapped_attention(model, pm) if pm else window_attention(model, w) if crop and not truncated else None
+        model.set_rope_scaling(arm['scaling'])  # the switch: the same weights, new rotation frequencies
     model.to(device).eval()
-    plan = scoring_plan(model, T, cfg['samples'])
-    scorer = (lambda rows, where: truncated_scores(model, rows, where, w, ctx, B)) if truncated else \
-        (lambda rows, where, plan=plan: score(model, rows, where, plan, ctx, B, attend))  # noqa: E731
-    n0 = w if truncated else plan[1]  # the truncated crop costs a forward per position: sampled past its window
-    where = [list(range(T)) if n0 >= T else list(range(n0)) + [p for p in d if p >= n0] for d in run['design']]
+    plan = scoring_plan(model, T, cfg['samples'])  # the runs of forward lengths with the same RoPE tables
+    form = arm_form(model, arm, plan, ctx, B)  # causal attention, a position map or a crop (lab/forms.py)
+    where = [list(range(T)) if form.n0 >= T else list(range(form.n0)) + [p for p in d if p >= form.n0]
+             for d in run['design']]
     loss = np.full((len(where), T), np.nan)
-    for i, got in enumerate(scorer(run['seqs'], where)[0]):
+    for i, got in enumerate(form.scorer(run['seqs'], where)[0]):
         loss[i, where[i]] = got
     if len(plan[0]) > 1:  # Table 1 form: one forward of the first c tokens (the scale of a c-token input)
         ppl = {str(c): math.exp(float(np.mean(np.concatenate(
-            score(model, run['seqs'], [list(range(c))] * len(where), ([(1, c)], c), ctx, B, attend)[0]))))
+            score(model, run['seqs'], [list(range(c))] * len(where), ([(1, c)], c), ctx, B, form.attend)[0]))))
             for c in bucket_ends(L, T)}
     else:  # one forward of T is every cut at once (causal); a sampled arm: each bucket weighted by its size
         ppl = {str(c): math.exp(float(np.mean(sum(np.nanmean(loss[:, lo:hi], axis=1) * (hi - lo) for lo, hi in
                                                   zip([0] + bucket_ends(L, c), bucket_ends(L, c))) / c)))
                for c in bucket_ends(L, T)}
-    first = plan[0][0][1]  # the entropy diagnostic: exact below the first run's end, a grid beyond
-    x = run['seqs'][:cfg['entropy_windows'], :T].to(device)
-    ent = truncated_entropy(model, x, grid_positions(L, T, w, cfg['grid']), w, ctx, B, cfg['entropy_chunk']) \
-        if truncated else entropy_at(model, x, grid_positions(L, T, first, cfg['grid']), first, cfg['entropy_chunk'],
-                                     ctx, mapped_logits(model, pm) if pm else window_logits(model, w) if crop else None)
-    ret = retrieval_scores(scorer, run['buckets'], run['examples'], cfg['retrieval_len'], cfg['retrieval_cue']) \
-        if run['examples'] else []
-    rooms = {n: room_scores(scorer, r['buckets'], r['examples']) for n, r in run['rooms'].items()}
-    return dict(loss=loss, ppl=ppl, ent=ent, ret=ret, rooms=rooms, model=model, runs=len(plan[0]), moving_from=n0)
+    return dict(loss=loss, ppl=ppl, **side_measures(model, form, plan, run, cfg, ctx), model=model, runs=len(plan[0]),
+                moving_from=form.n0)
 
 
 def measure_arm(arm, run, cfg, device, ctx):
@@ -158,7 +122,7 @@ def measure_arm(arm, run, cfg, device, ctx):
 def write_outputs(cfg, run, results, pos_cols, ent_cols, timing, t0):
     """summary.json / .md and the CSVs, atomically, then the PNGs."""
     out_dir, arms = cfg['out_dir'], run['arms']
-    s = summary_settings(cfg, run, results, margins(cfg), PROTOCOL, timing)  # the run's record (lab/summary.py)
+    s = summary_settings(cfg, run, results, compare.margins(cfg), PROTOCOL, timing)  # the run's record (lab/summary.py)
     summary = dict(settings=s, arms=results)
     import plot
     md = summary_markdown(summary)
@@ -183,76 +147,39 @@ def write_outputs(cfg, run, results, pos_cols, ent_cols, timing, t0):
 
 # ----------------------------------------------------------------------------- main
 
-def check_numbers(cfg):
-    """The numeric settings, each in its range: ConfigError naming the first that is not."""
-    check_ranges(cfg, positive=('num_windows', 'batch_size', 'entropy_chunk', 'retrieval_len', 'retrieval_cue',
-                                'entropy_windows', 'grid', 'needle_key', 'needle_value'),
-                 nonneg=('retrieval_pos', 'eval_len', 'smooth', 'retrieval_examples', 'samples', 'depth_len', 'needles',
-                         'recall_len'))
-    if cfg['entropy_windows'] > cfg['num_windows']:
-        raise ConfigError(f"entropy_windows={cfg['entropy_windows']} is more than num_windows={cfg['num_windows']}; "
-                          f"it uses the first eval windows")
-    if cfg['factor'] and not cfg['factor'] >= 1:
-        raise ConfigError(f"factor={cfg['factor']} must be >= 1 (s = T/L of the zero-shot rope arms), or 0 for T/L")
-    for key in ('margin_loss', 'margin_exact'):
-        if not cfg[key] > 0:
-            raise ConfigError(f"{key}={cfg[key]} must be > 0 (the equivalence margin of a paired difference)")
-
-
-def validate(cfg):
+def prepare(cfg):
     """Check every setting, arm, the data and the windows before anything runs; returns the run's inputs."""
-    check_numbers(cfg)
-    check_out_dir(cfg['out_dir'])
+    check_eval_settings(cfg)  # ranges, margins, split, out_dir (lab/checks.py)
     arms, base, T = plan_arms(cfg)
     contrasts = parse_contrasts(cfg['contrasts'], [a['name'] for a in arms])
     first = (arms or [base])[0]
     data_dir = data_dir_of(cfg['dataset'] or (first['ckpt'].get('dataset') or {}).get('dataset', ''))
     meta = load_meta(data_dir)
-    vocab = first['ckpt']['model_args']['vocab_size']
-    if meta['vocab_size'] != vocab:
-        raise ConfigError(f"{data_dir} has a vocabulary of {meta['vocab_size']} but the models have {vocab}; "
-                          f"evaluate on the dataset they were trained on")
-    check_vocab(first['ckpt'].get('dataset') or {}, meta, data_dir, first['checkpoint'])  # the mapping, not only its size
-    if cfg['smooth'] > T:
-        raise ConfigError(f"smooth={cfg['smooth']} is wider than the {T} positions evaluated; pass --smooth <= {T} "
-                          f"(0: T/32)")
-    if cfg['split'] not in ('val', 'train'):
-        raise ConfigError(f"split={cfg['split']!r} must be 'val' (the held-out plays) or 'train' (to choose a knob)")
     docs, val = meta['docs'][cfg['split']], load_split(data_dir, cfg['split'], meta)
-    room = window_slots(docs, T + 1)
-    if cfg['num_windows'] > room:
-        raise ConfigError(f"num_windows={cfg['num_windows']} windows of {T + 1} tokens need more held-out text than "
-                          f"{data_dir} has (its validation documents hold {room} such windows without overlap); "
-                          f"lower --num_windows or --eval_len")
+    check_eval_data(cfg, first, meta, data_dir, docs, T)  # vocabulary, smoothing, enough text for the windows
     L = base['L'] if base else max(a['L'] for a in arms)
-    starts = doc_windows(docs, T + 1, cfg['num_windows'], cfg['seed'])
+    starts = doc_windows(docs, T + 1, cfg['num_windows'], cfg['seed'])  # non-overlapping, the same for every arm
+    seqs = torch.from_numpy(np.stack([np.asarray(val[s:s + T + 1], dtype=np.int64) for s in starts]))
+    design, mask = sampled_design(L, T, len(starts), cfg['samples'], cfg['seed'])  # where moving-scale arms are scored
     ret_starts, buckets, examples, rooms, skipped = eval_rooms(cfg, val, docs, T, L, meta)  # the retrieval rooms
     device = pick_device(cfg['device'])
     dtype, _ = autocast_context(device.split(':')[0], cfg['dtype'])
-    seqs = torch.from_numpy(np.stack([np.asarray(val[s:s + T + 1], dtype=np.int64) for s in starts]))
-    design, mask = sampled_design(L, T, len(starts), cfg['samples'], cfg['seed'])  # where moving-scale arms are scored
     return dict(arms=arms, base=base, T=T, L=L, data_dir=data_dir, meta=meta, docs=docs, starts=starts, seqs=seqs,
                 ret_starts=ret_starts, buckets=buckets, examples=examples, device=device, dtype=dtype,
                 design=design, mask=mask, contrasts=contrasts, rooms=rooms, rooms_skipped=skipped)
 
 
-def margins(cfg):
-    return {'loss': cfg['margin_loss'], 'exact_match': cfg['margin_exact']}
-
-
 def main(argv):
     cfg = get_config(argv, DEFAULTS)
     if cfg['combine']:
-        return combine_bases(cfg['combine'], cfg['out_dir'], margins(cfg))
+        return combine_bases(cfg['combine'], cfg['out_dir'], compare.margins(cfg))
     if cfg['plot_only']:
         import plot
-        if cfg['smooth'] < 0:
-            raise ConfigError(f"smooth={cfg['smooth']} must be >= 0 (0: T/32)")
         for p in plot.plot_all(cfg['out_dir'], log_x=cfg['log_x'], smooth=cfg['smooth']):
             print(f"wrote {p}")
         return None
     t0 = time.time()
-    run = validate(cfg)
+    run = prepare(cfg)
     _, ctx = autocast_context(run['device'].split(':')[0], cfg['dtype'])
     results, pos_cols, ent_cols, timing = [], [], [], {}
     for arm in tqdm(run['arms'], unit='arm', disable=not cfg['progress'], dynamic_ncols=True):

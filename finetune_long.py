@@ -4,34 +4,26 @@ briefly at the longer length with train.py's engine.
 
     python finetune_long.py --init_from=out/char-base --rope_type=yarn --factor=4 --out_dir=out/ft-yarn
     python finetune_long.py --init_from=out/char-base --rope_type=yarn --max_iters=0 --out_dir=out/zs-yarn
-    python finetune_long.py --init_from=out/char-base --rope_type=yarn --pose=True --out_dir=out/ft-yarn-pose
     python finetune_long.py config/finetune_long_char_cpu.py      # every method + the plain control
-    python finetune_long.py --init_from=resume --out_dir=out/ft-yarn   # continue an interrupted arm
-    python finetune_long.py --init_from=resume --out_dir=out/char-ft   # ... or every arm of a multi-arm run
-    python finetune_long.py --init_from=out/longrope-s4 --rope_type=keep --out_dir=out/ft-longrope  # searched factors
+    python finetune_long.py --init_from=resume --out_dir=out/ft-yarn   # continue an interrupted run (or sweep)
 
-One arm (one rope type) writes its run into out_dir. Several arms (--rope_type=linear,ntk,yarn:beta_fast=8 or
---plain=True) or seeds (--seeds=1337,1338) write one folder per run under out_dir plus out_dir/arms.json (the sweep:
-lab/sweep.py); every arm starts from the same weights with the same seed, data order and steps, so the comparison is
-apples to apples.
---rope_type=keep fine-tunes the init checkpoint's own rope_scaling at its own factor (a run of search_longrope.py,
-whose per-pair lists do not fit in an arm spec; --short_factor=[...] --long_factor=[...] also make a longrope arm).
-
-PoSE (--pose=True, Zhu et al. 2023): every arm trains on windows of pose_len tokens (0: the base's L), each two
-chunks of text with the second chunk's text and position ids skipped forward at random, as the authors' code does
-(lab/pose.py); its evaluations still run the full new length with ordinary positions. Arms are named '<method> pose'
-('yarn s=4 pose').
+Several arms (--rope_type=linear,ntk,yarn:beta_fast=8, --plain=True) or seeds (--seeds=1337,1338) write one folder
+per run under out_dir and out_dir/arms.json (lab/sweep.py); every arm starts from the same weights with the same seed,
+data order and steps. --rope_type=keep fine-tunes the init checkpoint's own rope_scaling (a search_longrope.py run).
+--pose=True trains on PoSE windows (Zhu et al. 2023: lab/pose.py): pose_len tokens whose position ids skip forward.
 """
 
 import os
 
-from configurator import ConfigError, cli, ddp_ranks, get_config
+from configurator import ConfigError, cli, get_config
+from lab.device import ddp_ranks
 from lab import sweep
 from model import model_from_checkpoint
 from data.common import load_checkpoint
 from rope_config import all_type_keys
 from lab.ddp import in_group
-from train import DEFAULTS as TRAIN_DEFAULTS, check_settings, load_data, run_config, train
+from lab.checks import check_settings
+from train import DEFAULTS as TRAIN_DEFAULTS, load_data, run_config, train
 
 DEFAULTS = dict(
     TRAIN_DEFAULTS,
@@ -44,7 +36,7 @@ DEFAULTS = dict(
     factor=0.0,              # s = new length / L; 0: 4 (with rope_type=keep: the checkpoint's own)
     block_size=0,            # the new training length; 0 means factor x L
     seeds='',                # several seeds per arm, e.g. 1337,1338,1339 (one folder each); '' = just --seed
-    # per-type settings from rope.py's table (None: that type's default); each goes to the listed types using it
+    # per-type settings from rope_config.py's table (None: that type's default); each goes to the types using it
     **{key: None for key in all_type_keys()},
     # the YaRN paper's recipe, scaled down: short warm-up, low constant learning rate, no weight decay
     max_iters=100, learning_rate=3e-4, warmup_iters=20, decay_lr=False, weight_decay=0.0,

@@ -1,14 +1,12 @@
 """
-A small GPT (nanoGPT's: pre-LayerNorm blocks, SDPA attention, GELU MLP, tied embeddings) whose position encoding can
-be switched: rope (default), sinusoidal, learned, alibi or none. RoPE comes from rope.py; its scaling (PI, NTK, YaRN,
-...) is part of the config and `set_rope_scaling` switches it on a trained model without touching a weight. Static
-types compute inv_freq once (a non-persistent float32 buffer); cos/sin are built for the length actually run; only
-dynamic types recompute per forward length. `forward(..., reduction='none')` gives the loss of every token.
+nanoGPT's GPT (pre-LayerNorm blocks, SDPA attention, GELU MLP, tied embeddings) with a switchable position encoding:
+rope (default), sinusoidal, learned, alibi or none. RoPE comes from rope.py; its scaling (PI, NTK, YaRN, ...) is part
+of the config, and `set_rope_scaling` switches it on a trained model without touching a weight. Static types compute
+inv_freq once; only dynamic types recompute it per forward length. `forward(..., reduction='none')`: every token's loss.
 
-Seams for the extras in lab/ (this file imports none of them): `forward(pos=ids)` runs tokens at explicit positions
-(PoSE, the KV cache); `forward(rope=(cos, sin))` takes the tables ready-made (eval's per-row lengths);
-`forward(attend=fn)` replaces causal attention in every layer by fn(layer, q, k, v) -> y with q, k already rotated
-(KV cache, position maps, crop, diagnostics); `ATTENTION` holds attention classes by name (lab/alibi.py, lab/copy_mix.py).
+Seams for lab/ (imported by none of this file): `forward(pos=ids)` runs tokens at given positions (PoSE, KV cache);
+`forward(rope=(cos, sin))` takes ready-made tables; `forward(attend=fn)` replaces causal attention in every layer by
+fn(layer, q, k, v) -> y, q and k already rotated (cache, position maps, crop); `ATTENTION` holds attention classes.
 """
 
 import math
@@ -61,8 +59,7 @@ class GPTConfig:
         self.rope_scaling = check_scaling(self.rope_scaling, self.rope_base)  # HF forms too (rope_config.from_hf)
 
 
-# Unscaled (rms 1/sqrt(2)) the table drowns the tokens (std 0.02): our 0.8M CPU model stalled at val loss 2.4
-# instead of 1.55. Scaled to rms 0.02 it starts like a learned table.
+# Unscaled (rms 1/sqrt(2)) the table drowns the tokens (std 0.02): our CPU model stalled at val loss 2.4, not 1.55
 SINUSOIDAL_SCALE = 0.02 * math.sqrt(2)
 
 def sinusoidal_table(positions, n_embd, device=None):
@@ -239,11 +236,10 @@ class GPT(nn.Module):
         ready-made (cos, sin) tables instead of rope_tables(pos)."""
         B, T = idx.size()
         c = self.config
-        if pos is not None and not (isinstance(pos, torch.Tensor) and not pos.is_floating_point()
-                                    and tuple(pos.shape) in ((T,), (B, T)) and c.pos_emb != 'alibi'):
-            raise ValueError(f"pos must be an integer tensor of shape ({T},) or ({B}, {T}), the position id of every "
-                             f"token of idx" + (" (ALiBi reads distances from the token order: pass none)"
-                                                if c.pos_emb == 'alibi' else ''))
+        if pos is not None and (not isinstance(pos, torch.Tensor) or pos.is_floating_point() or c.pos_emb == 'alibi'
+                                or tuple(pos.shape) not in ((T,), (B, T))):
+            raise ValueError(f"pos must be an integer tensor of shape ({T},) or ({B}, {T}), one position per token "
+                             f"(ALiBi reads distances from the token order: pass none)")
         given, pos = pos is not None, torch.arange(T, device=idx.device) if pos is None else pos.to(idx.device)
         x = self.transformer.wte(idx)
         if c.pos_emb == 'learned':

@@ -11,13 +11,10 @@ loads a model or a checkpoint), so `python eval.py --plot_only=True --out_dir=<d
   finetune_curves.png    loss beyond L vs fine-tune step (when the arms have fine-tune logs)
 
 Zero-shot arms are dashed, fine-tuned arms solid (PoSE fine-tunes dash-dotted), in one colour per method (whatever
-the scale); the base model is black. The retrieval rooms' two pictures are drawn by lab/retrieval_plots.py with
-this file's styles; the Markdown tables (summary.md, bases.md) are lab/report.py's.
+the scale); the base model is black. The styles and the checked reading of eval's files are lab/plot_kit.py's;
+the retrieval rooms' two pictures are lab/retrieval_plots.py's; the Markdown tables (summary.md, bases.md) lab/report.py's.
 """
-import csv
-import io
 import itertools
-import json
 import os
 import textwrap
 
@@ -28,72 +25,14 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from data.common import DataError, atomic_write  # noqa: E402
+from lab.plot_kit import (MARKERS, RC, RIGHT, note, read_columns, read_csv, read_summary, save,  # noqa: E402
+                          styles)  # eval.py's files read and checked, the colours and line styles of the arms
 from lab.rope_table import bands, freq_ratio  # noqa: E402
 from lab.specs import scaling_name  # noqa: E402
 from rope import critical_dimension  # noqa: E402
 from rope_config import rope_inv_freq  # noqa: E402
 
-RC = {'font.size': 13, 'axes.titlesize': 15, 'axes.labelsize': 14, 'legend.fontsize': 11, 'xtick.labelsize': 12,
-      'ytick.labelsize': 12, 'axes.spines.top': False, 'axes.spines.right': False, 'figure.dpi': 110}
-COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#17becf', '#bcbd22',
-          '#7f7f7f']
-MARKERS = ['o', 's', '^', 'D', 'v', 'P', 'X', '<', '>', 'h']
 BAND_COLORS = {'high': '#d8f0d8', 'middle': '#fdf1c7', 'low': '#d9e8f7'}
-RIGHT = dict(loc='upper left', bbox_to_anchor=(1.01, 1.0), frameon=False)  # a legend beside the axes
-
-
-def read(path, load, missing='write it', bad='is unreadable'):
-    """load(f) of the UTF-8 file at path; DataError naming the file when it is missing or cannot be read."""
-    if not os.path.isfile(path):
-        raise DataError(f"{path} not found; run eval.py (without --plot_only) to {missing} first")
-    try:
-        with open(path, newline='', encoding='utf-8') as f:
-            return load(f)
-    except (OSError, UnicodeDecodeError, csv.Error, json.JSONDecodeError) as e:
-        raise DataError(f"{path} {bad} ({e}); rerun eval.py to write it again") from None
-
-
-def read_csv(path):
-    """A CSV as a list of {column: text} rows."""
-    return read(path, lambda f: list(csv.DictReader(f)))
-
-
-def read_columns(path, names):
-    """position,<arm>,... -> {arm: float array over positions} for the arms `names`, NaN where one was not scored."""
-    rows = read_csv(path)
-    gone = [n for n in names if not rows or n not in rows[0]]
-    if gone:
-        raise DataError(f"{path} has no column for arm {gone[0]!r} of summary.json; rerun eval.py to write both again")
-    try:
-        return {n: np.array([float(r[n]) if r[n] != '' else np.nan for r in rows]) for n in names}
-    except (TypeError, ValueError) as e:
-        raise DataError(f"{path} holds a cell that is not a number ({e}); rerun eval.py to write it again") from None
-
-
-def family(arm):
-    """Colour key, from summary.json's structured fields: the position encoding, the rope type and its non-default
-    settings, whatever the scale, so 'yarn s=8 β_fast=8 zero-shot' and 'yarn s=4 β_fast=8 ft100' share a colour; and
-    the position map's method, whatever its window ('rerope w=64 zero-shot' and 'rerope w=32 zero-shot')."""
-    return json.dumps([arm['pos_emb'], arm.get('rope_type'), arm.get('settings') or {},
-                       (arm.get('position_map') or {}).get('method')], sort_keys=True)
-
-
-# line styles for a second, third, ... arm that would otherwise draw the same colour and the same line
-# ('yarn s=4 β_fast=8 ft100' beside 'yarn s=8 β_fast=8 ft100'): dotted, long dashes, dash-dot-dot
-REPEAT_LS = [(0, (1, 1.5)), (0, (8, 3)), (0, (4, 1.5, 1, 1.5, 1, 1.5))]
-
-
-def styles(arms):
-    out, colors, taken = {}, {}, {}
-    for a in arms:
-        if a['kind'] == 'base' and not any(o['color'] == 'black' for o in out.values()):
-            out[a['name']] = dict(color='black', ls='-', lw=2.4)  # the first base model; other bases get colours
-            continue
-        c = colors.setdefault(family(a), COLORS[len(colors) % len(COLORS)])
-        ls = '--' if a['kind'] == 'zero-shot' else '-.' if a.get('pose') else '-'
-        k = taken[c, ls] = taken.get((c, ls), -1) + 1
-        out[a['name']] = dict(color=c, ls=REPEAT_LS[(k - 1) % len(REPEAT_LS)] if k else ls, lw=2.0)
-    return out
 
 
 def smooth(y, w):
@@ -104,24 +43,6 @@ def smooth(y, w):
     k = np.ones(w)
     num, den = np.convolve(np.where(ok, y, 0.0), k, 'same'), np.convolve(ok.astype(float), k, 'same')
     return np.where(ok, num / np.maximum(den, 1), np.nan)
-
-
-def save(fig, path):
-    """(path, the figure as PNG bytes): plot_all writes every picture once all of them are drawn."""
-    buf = io.BytesIO()
-    fig.savefig(buf, format='png', dpi=130, bbox_inches='tight')
-    plt.close(fig)
-    return path, buf.getvalue()
-
-
-def note(ax, x, y, text, **kw):
-    """text at data x, hanging from height y (a fraction of the axes)."""
-    ax.text(x, y, text, transform=ax.get_xaxis_transform(), va='top', **kw)
-
-
-def first_at(los, n):
-    """The index of the first bucket whose lower edge is >= n (None: none is)."""
-    return next((i for i, lo in enumerate(los) if lo >= n), None)
 
 
 def length_lines(ax, s, arms, theory):
@@ -263,11 +184,7 @@ def plot_finetune(out_dir, summary):
         return save(fig, os.path.join(out_dir, 'finetune_curves.png'))
 
 
-# What each picture reads from summary.json: a file without them is refused up front with the field named, and a
-# picture whose own fields are missing is skipped (with a line saying so) instead of taking the others down with it.
-NEEDS = {'settings': ('T', 'L', 'dataset', 'num_windows'),
-         'arm': ('name', 'kind', 'pos_emb', 'rope_type', 'settings', 'position_map', 'head_dim', 'rope_base',
-                 'train_len', 'rope_scaling', 'dynamic')}
+# What each picture is drawn from, and the summary.json settings it needs (absent: the picture is skipped)
 SOURCES = {'loss_vs_position.png': 'position_loss.csv', 'rope_ramp.png': 'summary.json',  # what each is drawn from
            'attention_entropy.png': 'attention_entropy.csv', 'retrieval.png': 'retrieval.csv',
            'retrieval_depth.png': 'summary.json', 'finetune_curves.png': 'finetune_curves.csv'}
@@ -275,23 +192,10 @@ OPTIONAL = {'attention_entropy.png': ('entropy',), 'retrieval.png': ('retrieval'
             'retrieval_depth.png': ('passkey_depth',)}
 
 
-def read_summary(out_dir):
-    """summary.json, checked for the fields every picture needs; ValueError naming the file and the field."""
-    path = os.path.join(out_dir, 'summary.json')
-    summary = read(path, json.load, 'measure', 'is not readable JSON')
-    s, arms = (summary.get('settings'), summary.get('arms')) if isinstance(summary, dict) else (None, None)
-    if not isinstance(s, dict) or not isinstance(arms, list) or not arms:
-        raise ValueError(f"{path} has no 'settings' object or no 'arms' list; rerun eval.py to write it again")
-    missing = [f"settings.{k}" for k in NEEDS['settings'] if k not in s] + \
-        [f"arms[{i}].{k}" for i, a in enumerate(arms) for k in NEEDS['arm'] if not isinstance(a, dict) or k not in a]
-    if missing:
-        raise ValueError(f"{path} lacks {missing[0]}" + (f" (and {len(missing) - 1} more fields)" if len(missing) > 1
-                         else '') + "; it was not written by this eval.py: rerun eval.py to write it again")
-    return summary
-
-
 def plot_all(out_dir, log_x=False, smooth=0):
     """Draw every PNG from out_dir's CSV/JSON, then write them (none when one cannot be drawn); returns their paths."""
+    if smooth < 0:
+        raise ValueError(f"smooth={smooth} must be >= 0 (0: T/32)")
     summary = read_summary(out_dir)
     if smooth > summary['settings']['T']:
         raise ValueError(f"smooth={smooth} is wider than the {summary['settings']['T']} positions evaluated; pass "

@@ -1,7 +1,7 @@
 """
 RoPE and the ways to stretch it past the training length L, as small pure functions, in the order of the story:
 the rotation, then plain RoPE -> PI -> NTK-aware -> Dynamic NTK -> NTK-by-parts -> YaRN (+ its temperature) ->
-Dynamic YaRN -> Llama 3.1 -> LongRoPE, then the one table that names them.
+Dynamic YaRN -> Llama 3.1 -> LongRoPE. The table that names them (ROPE_SCALING) is in rope_config.py.
 
 Notation: head dim d (even), pair i = 0 .. d/2-1, base b, training length L, scale s = L'/L >= 1, current length l.
 Plain RoPE turns pair i by m*theta_i at position m, theta_i = b^(-2i/d). Wavelength lambda_i = 2*pi/theta_i;
@@ -11,11 +11,10 @@ rotations within L: r_i = L/lambda_i. The pairs fall in three bands:
   low    r_i < beta_slow (1): not even one turn inside L; angles past L were never seen -> squeeze.
 Example d=128, b=1e4, L=4096: pair 0 turns 57.2958 deg/token (~652 turns in L); the last pair turns
 0.0066164 deg/token (27.10 deg in all of L); pairs 0..45 complete a turn (boundary d*ln(L/2pi)/(2 ln b) = 45.03).
-Each method returns theta'_i in float64. rope_config.py (beside this file) checks a config against the table and
-dispatches through it (rope_inv_freq); `python -m lab.rope_table` prints every method side by side, pair by pair.
+Each method returns theta'_i in float64. rope_config.py (beside this file) holds the table of types, checks a config
+against it and dispatches through it (rope_inv_freq); `python -m lab.rope_table` prints the methods pair by pair.
 """
 import math
-from typing import Callable, NamedTuple, Optional
 
 import torch
 
@@ -186,83 +185,3 @@ def longrope_attention_factor(s, L):
     Like YaRN's mscale it multiplies cos and sin; as in Hugging Face and Phi-3 it depends on s alone, so it
     applies with the short factors too (l <= L). An explicit attention_factor overrides it."""
     return 1.0 if s <= 1 else math.sqrt(1 + math.log(s) / math.log(L))
-
-# --------------------------------------------------------------------------- the one table of rope types
-
-def check_bands(c):
-    """NTK-by-parts / YaRN: the band edges are rotations within L, beta_slow > 0 and beta_fast above it."""
-    if not c['beta_slow'] > 0:
-        return 'beta_slow', "must be > 0"
-    if not c['beta_fast'] > c['beta_slow']:
-        return 'beta_fast', f"must be > beta_slow = {c['beta_slow']} (rotations in L: fast band edge above slow)"
-
-def check_yarn(c):
-    """YaRN's temperature: attention_factor > 0; mscale and mscale_all_dim >= 0 and given together; then the bands."""
-    if c.get('attention_factor', 1) <= 0:
-        return 'attention_factor', "must be > 0"
-    for k in ('mscale', 'mscale_all_dim'):
-        if c.get(k, 0) < 0:
-            return k, "must be >= 0 (0 means: use the plain YaRN temperature, as Hugging Face does)"
-    if ('mscale' in c) != ('mscale_all_dim' in c):
-        return 'mscale_all_dim' if 'mscale' in c else 'mscale', "mscale and mscale_all_dim must be given together"
-    return check_bands(c)
-
-def check_llama3(c):
-    """Llama 3.1: 0 < low_freq_factor < high_freq_factor (wavelength cut-offs L/low and L/high)."""
-    if not c['low_freq_factor'] > 0:
-        return 'low_freq_factor', "must be > 0"
-    if not c['low_freq_factor'] < c['high_freq_factor']:
-        return 'low_freq_factor', f"must be < high_freq_factor = {c['high_freq_factor']}"
-
-def check_longrope(c):
-    """LongRoPE: attention_factor > 0; n-hat = 0 is every position scaled, the same config as no n-hat (dropped)."""
-    if c.get('attention_factor', 1) <= 0:
-        return 'attention_factor', "must be > 0"
-    if c.get('start_token_idx') == 0:
-        del c['start_token_idx']
-
-def longrope_theta(d, b, s, L, l, c):
-    af = c['attention_factor'] if 'attention_factor' in c else longrope_attention_factor(s, L)
-    return longrope_inv_freq(d, b, c['short_factor'], c['long_factor'], L, l), af
-
-def yarn_theta(d, b, s, L, c):
-    return yarn_inv_freq(d, b, s, L, c['beta_fast'], c['beta_slow'], c['truncate']), yarn_attention_factor(s, c)
-
-class RopeType(NamedTuple):
-    """One row of the table. compute(d=, b=, s=, L=, l=, c=) -> (theta' float64 [d/2], attention factor): head dim,
-    base, scale s (factor), training length L, current length l, the whole validated config c. keys: the type's own
-    settings, name -> (type, default; None = optional, no default); a `list` key is one number per pair and required.
-    check(c) -> None, or (key, what it must be) for a config whose keys are typed and filled (it may normalize c).
-    dynamic: depends on l. needs_L: L must be given. factor: the default s (dynamic types: 1, s then follows l/L)."""
-    compute: Callable
-    keys: dict = {}
-    check: Optional[Callable] = None
-    dynamic: bool = False
-    needs_L: bool = True
-    factor: Optional[float] = None
-
-BANDS = {'beta_fast': (float, 32.0), 'beta_slow': (float, 1.0)}
-YARN = {**BANDS, 'truncate': (bool, True), 'mscale': (float, None), 'mscale_all_dim': (float, None),
-        'attention_factor': (float, None)}
-
-# Every type also takes rope_type, factor (s) and original_max_position_embeddings (L). Adding a method is one
-# function above plus one row here; rope_config.py checks configs against this table and dispatches through it.
-ROPE_SCALING = {
-    'default': RopeType(lambda d, b, **_: (plain_inv_freq(d, b), 1.0), needs_L=False),
-    'linear': RopeType(lambda d, b, s, **_: (linear_inv_freq(d, b, s), 1.0), needs_L=False),
-    'ntk': RopeType(lambda d, b, s, **_: (ntk_inv_freq(d, b, s), 1.0), needs_L=False),
-    'dynamic': RopeType(lambda d, b, s, L, l, **_: (dynamic_inv_freq(d, b, s, L, l), 1.0), dynamic=True,
-                        factor=1.0),
-    'ntk_by_parts': RopeType(lambda d, b, s, L, c, **_: (ntk_by_parts_inv_freq(d, b, s, L, c['beta_fast'],
-                                                                              c['beta_slow']), 1.0), BANDS, check_bands),
-    'yarn': RopeType(lambda d, b, s, L, c, **_: yarn_theta(d, b, s, L, c), YARN, check_yarn),
-    'dynamic_yarn': RopeType(lambda d, b, s, L, l, c: yarn_theta(d, b, dynamic_yarn_scale(s, L, l), L, c),
-                             YARN, check_yarn, dynamic=True, factor=1.0),
-    'llama3': RopeType(lambda d, b, s, L, c, **_: (llama3_inv_freq(d, b, s, L, c['low_freq_factor'],
-                                                                   c['high_freq_factor']), 1.0),
-                       {'low_freq_factor': (float, 1.0), 'high_freq_factor': (float, 4.0)}, check_llama3),
-    'longrope': RopeType(longrope_theta, {'short_factor': (list, None), 'long_factor': (list, None),
-                                          'attention_factor': (float, None),
-                                          'start_token_idx': (int, None)},  # n-hat (model.rope_tables)
-                         check_longrope, dynamic=True),
-}

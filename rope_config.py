@@ -1,15 +1,100 @@
 """
-rope.py's table put to work: check a rope config against it (Hugging Face key names; HF's own 4.x / 5.x dicts and
-whole config.json files are read by from_hf), then rope_inv_freq (check, then dispatch through rope.ROPE_SCALING).
-rope.py holds the formulas and the table; this module reads the table, so rope.py never imports it (no circle).
-Arm specs ('yarn:beta_fast=8') and their names live in lab/specs.py; the per-pair table in lab/rope_table.py.
+rope.py's formulas put to work: the one table of rope types (ROPE_SCALING: each type's keys, compute function and
+check), the check of a rope config against it (Hugging Face key names; HF's own 4.x / 5.x dicts and whole config.json
+files are read by from_hf), and rope_inv_freq (check, then dispatch through the table). As in Hugging Face, the
+formulas stay pure in one module and the registry that validates and dispatches sits beside it (rope.py imports
+neither). Arm specs ('yarn:beta_fast=8') and their names live in lab/specs.py; the per-pair table in lab/rope_table.py.
 """
 import math
 import reprlib
+from typing import Callable, NamedTuple, Optional
 
 import torch
 
-from rope import ROPE_SCALING
+from rope import (dynamic_inv_freq, dynamic_yarn_scale, linear_inv_freq, llama3_inv_freq, longrope_attention_factor,
+                  longrope_inv_freq, ntk_by_parts_inv_freq, ntk_inv_freq, plain_inv_freq, yarn_attention_factor,
+                  yarn_inv_freq)
+
+# --------------------------------------------------------------------------- the one table of rope types
+
+def check_bands(c):
+    """NTK-by-parts / YaRN: the band edges are rotations within L, beta_slow > 0 and beta_fast above it."""
+    if not c['beta_slow'] > 0:
+        return 'beta_slow', "must be > 0"
+    if not c['beta_fast'] > c['beta_slow']:
+        return 'beta_fast', f"must be > beta_slow = {c['beta_slow']} (rotations in L: fast band edge above slow)"
+
+def check_yarn(c):
+    """YaRN's temperature: attention_factor > 0; mscale and mscale_all_dim >= 0 and given together; then the bands."""
+    if c.get('attention_factor', 1) <= 0:
+        return 'attention_factor', "must be > 0"
+    for k in ('mscale', 'mscale_all_dim'):
+        if c.get(k, 0) < 0:
+            return k, "must be >= 0 (0 means: use the plain YaRN temperature, as Hugging Face does)"
+    if ('mscale' in c) != ('mscale_all_dim' in c):
+        return 'mscale_all_dim' if 'mscale' in c else 'mscale', "mscale and mscale_all_dim must be given together"
+    return check_bands(c)
+
+def check_llama3(c):
+    """Llama 3.1: 0 < low_freq_factor < high_freq_factor (wavelength cut-offs L/low and L/high)."""
+    if not c['low_freq_factor'] > 0:
+        return 'low_freq_factor', "must be > 0"
+    if not c['low_freq_factor'] < c['high_freq_factor']:
+        return 'low_freq_factor', f"must be < high_freq_factor = {c['high_freq_factor']}"
+
+def check_longrope(c):
+    """LongRoPE: attention_factor > 0; n-hat = 0 is every position scaled, the same config as no n-hat (dropped)."""
+    if c.get('attention_factor', 1) <= 0:
+        return 'attention_factor', "must be > 0"
+    if c.get('start_token_idx') == 0:
+        del c['start_token_idx']
+
+def longrope_theta(d, b, s, L, l, c):
+    af = c['attention_factor'] if 'attention_factor' in c else longrope_attention_factor(s, L)
+    return longrope_inv_freq(d, b, c['short_factor'], c['long_factor'], L, l), af
+
+def yarn_theta(d, b, s, L, c):
+    return yarn_inv_freq(d, b, s, L, c['beta_fast'], c['beta_slow'], c['truncate']), yarn_attention_factor(s, c)
+
+class RopeType(NamedTuple):
+    """One row of the table. compute(d=, b=, s=, L=, l=, c=) -> (theta' float64 [d/2], attention factor): head dim,
+    base, scale s (factor), training length L, current length l, the whole validated config c. keys: the type's own
+    settings, name -> (type, default; None = optional, no default); a `list` key is one number per pair and required.
+    check(c) -> None, or (key, what it must be) for a config whose keys are typed and filled (it may normalize c).
+    dynamic: depends on l. needs_L: L must be given. factor: the default s (dynamic types: 1, s then follows l/L)."""
+    compute: Callable
+    keys: dict = {}
+    check: Optional[Callable] = None
+    dynamic: bool = False
+    needs_L: bool = True
+    factor: Optional[float] = None
+
+BANDS = {'beta_fast': (float, 32.0), 'beta_slow': (float, 1.0)}
+YARN = {**BANDS, 'truncate': (bool, True), 'mscale': (float, None), 'mscale_all_dim': (float, None),
+        'attention_factor': (float, None)}
+
+# Every type also takes rope_type, factor (s) and original_max_position_embeddings (L). Adding a method is one
+# function above plus one row here; rope_config.py checks configs against this table and dispatches through it.
+ROPE_SCALING = {
+    'default': RopeType(lambda d, b, **_: (plain_inv_freq(d, b), 1.0), needs_L=False),
+    'linear': RopeType(lambda d, b, s, **_: (linear_inv_freq(d, b, s), 1.0), needs_L=False),
+    'ntk': RopeType(lambda d, b, s, **_: (ntk_inv_freq(d, b, s), 1.0), needs_L=False),
+    'dynamic': RopeType(lambda d, b, s, L, l, **_: (dynamic_inv_freq(d, b, s, L, l), 1.0), dynamic=True,
+                        factor=1.0),
+    'ntk_by_parts': RopeType(lambda d, b, s, L, c, **_: (ntk_by_parts_inv_freq(d, b, s, L, c['beta_fast'],
+                                                                              c['beta_slow']), 1.0), BANDS, check_bands),
+    'yarn': RopeType(lambda d, b, s, L, c, **_: yarn_theta(d, b, s, L, c), YARN, check_yarn),
+    'dynamic_yarn': RopeType(lambda d, b, s, L, l, c: yarn_theta(d, b, dynamic_yarn_scale(s, L, l), L, c),
+                             YARN, check_yarn, dynamic=True, factor=1.0),
+    'llama3': RopeType(lambda d, b, s, L, c, **_: (llama3_inv_freq(d, b, s, L, c['low_freq_factor'],
+                                                                   c['high_freq_factor']), 1.0),
+                       {'low_freq_factor': (float, 1.0), 'high_freq_factor': (float, 4.0)}, check_llama3),
+    'longrope': RopeType(longrope_theta, {'short_factor': (list, None), 'long_factor': (list, None),
+                                          'attention_factor': (float, None),
+                                          'start_token_idx': (int, None)},  # n-hat (model.rope_tables)
+                         check_longrope, dynamic=True),
+}
+
 
 ROPE_TYPES = tuple(ROPE_SCALING)
 DYNAMIC_TYPES = tuple(t for t, row in ROPE_SCALING.items() if row.dynamic)
@@ -82,19 +167,17 @@ def check_scaling(scaling, base=None):
             sc[k] = float(v)
         if typ is list:
             sc[k] = _check_factors(v, lambda want: bad(k, want))
-        if typ is int and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
-            bad(k, "must be a whole number >= 0 (longrope's n-hat: the first positions, which keep plain RoPE; "
-                   "0 = none)")
+        low = 1 if k == 'original_max_position_embeddings' else 0
+        if typ is int and (isinstance(v, bool) or not isinstance(v, int) or v < low):
+            bad(k, "must be a positive int (the training length L)" if low else "must be a whole number >= 0 "
+                "(longrope's n-hat: the first positions, which keep plain RoPE; 0 = none)")
     if t != 'default' and 'factor' not in sc:
         bad('factor', "missing; set the scale s = L'/L (a number >= 1)")
     if sc.get('factor', 1.0) < 1:
         bad('factor', "must be >= 1 (s = L'/L; 1 means plain RoPE)")
-    L = sc.get('original_max_position_embeddings')
-    if L is None and row.needs_L:
+    if row.needs_L and 'original_max_position_embeddings' not in sc:
         bad('original_max_position_embeddings', "missing; set it to the training length L")
-    if L is not None and (isinstance(L, bool) or not isinstance(L, int) or L < 1):
-        bad('original_max_position_embeddings', "must be a positive int (the training length L)")
-    wrong = row.check(sc) if row.check else None  # the type's own rules, beside its formula in rope.py
+    wrong = row.check(sc) if row.check else None  # the type's own rules, in its row of the table
     if wrong:
         bad(*wrong)
     return sc

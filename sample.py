@@ -23,7 +23,8 @@ import sys
 import torch
 
 from lab.arms import lineage_of
-from configurator import ConfigError, autocast_context, cli, get_config, pick_device
+from configurator import ConfigError, cli, get_config
+from lab.device import autocast_context, pick_device
 from data.sources import get_tokenizer
 from lab import kv_cache
 import lab.alibi, lab.copy_mix  # noqa: E401,F401  register their attention classes, so every checkpoint loads

@@ -41,7 +41,9 @@ import os
 import time
 
 
-from configurator import ConfigError, check_out_dir, cli, get_config, setup_device
+from configurator import ConfigError, cli, get_config
+from lab.checks import check_out_dir
+from lab.device import setup_device
 from data.common import DataError, atomic_write_text, check_vocab, doc_windows, load_checkpoint, read_json, train_len
 from lab.longrope_search import UPPER, longrope_scaling, parse_start_tokens, search, seed_curves
 from model import model_from_checkpoint

@@ -24,12 +24,14 @@ from typing import Callable
 import torch
 from tqdm import tqdm
 
-from configurator import ConfigError, check_out_dir, check_ranges, cli, ddp_ranks, get_config, setup_device
+from configurator import ConfigError, cli, get_config
 from data.common import (atomic_torch_save, atomic_write_text, check_vocab, data_dir_of, doc_windows, fetch_windows,
                          load_checkpoint, load_meta, load_split)
 import lab.alibi, lab.copy_mix  # noqa: E401,F401  register their attention classes, so every model builds and loads
 from lab import batches, bench  # batches: PoSE windows and synthetic copies
 from lab.ddp import StopOnSignal, from_rank0, in_group, rng_states  # several processes, Ctrl-C
+from lab.device import ddp_ranks, setup_device  # cpu / cuda / mps, autocast, torchrun's ranks
+from lab.checks import check_model, check_settings, check_start  # what a run refuses before it starts
 from model import GPT, GPTConfig, model_args, model_from_checkpoint
 
 DEFAULTS = dict(
@@ -76,19 +78,6 @@ def run_config(argv, defaults=DEFAULTS):
     ckpt = load_checkpoint(cfg['out_dir'])
     stored = ckpt['config']
     return get_config(argv, defaults, start={k: stored.get(k, v) for k, v in defaults.items()}), ckpt
-
-
-def check_settings(cfg, world):
-    """Range checks that need no data, run before anything starts (world = number of DDP processes)."""
-    check_ranges(cfg, positive=('block_size', 'batch_size', 'gradient_accumulation_steps', 'eval_interval',
-                                'eval_iters', 'log_interval'),
-                 nonneg=('max_iters', 'warmup_iters', 'lr_decay_iters', 'learning_rate', 'min_lr', 'weight_decay',
-                         'grad_clip'), fraction=('beta1', 'beta2', 'dropout'))
-    accum = cfg['gradient_accumulation_steps']
-    if accum % world:
-        raise ConfigError(f"gradient_accumulation_steps={accum} is not divisible by the {world} processes; "
-                          f"make it a multiple of {world}")
-    check_out_dir(cfg['out_dir'])
 
 
 def get_lr(it, cfg):
@@ -163,12 +152,7 @@ def build_model(cfg, meta, data_dir, model=None, lineage=None, ckpt=None):
     elif model is None:
         model = GPT(GPTConfig(block_size=T, vocab_size=meta['vocab_size'], **{k: cfg[k] for k in (
             'n_layer', 'n_head', 'n_embd', 'dropout', 'bias', 'pos_emb', 'rope_base', 'attention')}))
-    if model.config.vocab_size != meta['vocab_size']:
-        raise ConfigError(f"the model has a vocabulary of {model.config.vocab_size} but {data_dir} has "
-                          f"{meta['vocab_size']}; use the dataset the model was trained on")
-    if model.config.pos_emb == 'learned' and T > model.config.block_size:
-        raise ConfigError(f"block_size={T} is longer than the model's learned position table "
-                          f"({model.config.block_size})")
+    check_model(model, meta, data_dir, T)
     return model, dict(lineage or new_lineage(T), seq_len=T)
 
 
@@ -197,14 +181,9 @@ def setup_run(cfg, model=None, lineage=None, ckpt=None):
     """Everything a run needs (a Run), validated before anything is written: device, data, model, optimizer, batches
     and the state to continue from."""
     rank, world, local_rank = ddp_ranks()
-    check_settings(cfg, world)
+    check_settings(cfg, world)  # ranges, and the out_dir writable (lab/checks.py)
+    check_start(cfg)  # init_from is scratch or resume; no run in out_dir is replaced unasked
     resume, out_dir, T = cfg['init_from'] == 'resume', cfg['out_dir'], cfg['block_size']
-    if cfg['init_from'] not in ('scratch', 'resume'):
-        raise ConfigError(f"init_from={cfg['init_from']!r} is unknown; use scratch or resume "
-                          f"(finetune_long.py takes a run folder)")
-    if not resume and os.path.exists(os.path.join(out_dir, 'ckpt.pt')) and not cfg['overwrite']:
-        raise ConfigError(f"{out_dir} already holds a run (ckpt.pt); pass --init_from=resume to continue it, "
-                          f"--overwrite=True to replace it, or another --out_dir")
     device, device_type, dtype, ctx = setup_device(cfg)
     data_dir, meta, train_data, val_data = load_data(cfg, T)
     if resume and ckpt is None:

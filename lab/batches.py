@@ -9,7 +9,8 @@ the single-process data, and a resumed run continues the same stream (the genera
 import numpy as np
 import torch
 
-from configurator import ConfigError, ddp_ranks
+from configurator import ConfigError
+from lab.device import ddp_ranks
 from data.common import to_device
 from lab import copy_mix
 from lab.pose import pose_draw, pose_offsets, pose_positions

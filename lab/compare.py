@@ -11,6 +11,21 @@ import numpy as np
 
 from lab.stats import compare_family, holm, t_p, t_quantile, verdict
 
+# eval.py's settings of the verdicts (its DEFAULTS include them)
+DEFAULTS = dict(
+    contrasts='',           # named paired comparisons 'arm A | arm B; arm C | arm D' (arm ids, or display names)
+    margin_loss=0.02,       # equivalence margin of a loss difference (nats)
+    margin_exact=0.10,      # equivalence margin of an exact-match difference (fraction)
+    combine='',             # eval folders of the same arms on other base models (out/a,out/b,...): the named contrasts and
+                            # the crop comparisons across bases, into out_dir/bases.json and bases.md (runs no model)
+)
+
+
+def margins(cfg):
+    """The equivalence margins of eval's settings, by outcome."""
+    return {'loss': cfg['margin_loss'], 'exact_match': cfg['margin_exact']}
+
+
 # kind of a compared column -> (the arm's field, the per-example outcome): the passkey and the rooms of lab/retrieval
 ROOMS = {'exact_match': ('retrieval', 'exact'), 'passkey_depth': ('passkey_depth', 'exact'),
          'needles': ('needles', 'exact'), 'needles_mq': ('needles_mq', 'exact'), 'recall_gain': ('recall', 'gain')}

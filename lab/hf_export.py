@@ -37,8 +37,8 @@ from data.common import atomic_write, atomic_write_text, load_checkpoint, train_
 from data.sources import CHAR_EOT, GPT2_EOT, gpt2_files_on_disk
 import lab.alibi, lab.copy_mix  # noqa: E401,F401  register their attention classes, so every checkpoint loads
 from model import checkpoint_args, model_from_checkpoint
-from rope import ROPE_SCALING, plain_inv_freq
-from rope_config import DYNAMIC_TYPES, rope_inv_freq, scaled_theta
+from rope import plain_inv_freq
+from rope_config import DYNAMIC_TYPES, ROPE_SCALING, rope_inv_freq, scaled_theta
 from lab.specs import ALIASES, parse_arm, scaling_name
 
 DEFAULTS = dict(

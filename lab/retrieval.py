@@ -26,6 +26,17 @@ from data.common import doc_windows
 from lab.outcomes import room_scores
 from lab.scoring import bucket_ends
 
+# eval.py's settings of the rooms (its DEFAULTS include them)
+DEFAULTS = dict(
+    retrieval_examples=32,  # passkey examples per distance bucket, from their own windows (0 = skip the test)
+    retrieval_len=24,       # tokens in the passkey string
+    retrieval_cue=4,        # its first tokens, given at the repeat (the cue); the rest are scored
+    retrieval_pos=8,        # where the first copy starts
+    depth_len=12,           # the depth passkey: string length, its first copy at a random depth (0 = skip)
+    needles=4,              # multi-key needles: records per window, one (and two) asked (0 = skip)
+    needle_key=4, needle_value=4,  # tokens of a needle's key and value
+    recall_len=16,          # natural-text recall: tokens of the held-out line repeated (0 = skip)
+)
 ROOM_SEEDS = {'passkey_depth': 11, 'needles': 12, 'recall': 13}  # each room its own stream of the eval seed
 
 

@@ -8,7 +8,13 @@ import os
 
 import numpy as np
 
-from plot import MARKERS, RC, RIGHT, first_at, matplotlib, note, plt, read_csv, save, styles  # (and the Agg backend)
+from lab.plot_kit import MARKERS, RC, RIGHT, note, plt, read_csv, save, styles  # (and the Agg backend)
+import matplotlib  # noqa: E402
+
+
+def first_at(los, n):
+    """The index of the first bucket whose lower edge is >= n (None: none is)."""
+    return next((i for i, lo in enumerate(los) if lo >= n), None)
 
 
 def plot_retrieval(out_dir, summary):

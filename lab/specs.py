@@ -1,7 +1,7 @@
 """
 Arm specs, the short strings scripts take for a rope config ('yarn:beta_fast=8', 'dynamic_yarn:factor=4'), and the
 readable names ('yarn s=4 β_fast=8') and folder slugs ('yarn_s4_beta_fast8') made from a config. A spec's keys and
-their types come from rope.py's table, so a new rope type needs nothing here.
+their types come from rope_config.py's table, so a new rope type needs nothing here.
 """
 from rope_config import COMMON_KEYS, ROPE_SCALING, ROPE_TYPES, check_scaling, is_dynamic, type_keys
 

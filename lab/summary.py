@@ -14,7 +14,8 @@ import re
 import numpy as np
 import torch
 
-from configurator import ConfigError, check_out_dir
+from configurator import ConfigError
+from lab.checks import check_out_dir
 from data.common import atomic_write_text, read_json
 from lab.compare import across_bases, base_tables, compare, first_difference, vs_best, vs_reference
 from lab.report import bases_markdown

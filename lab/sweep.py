@@ -12,7 +12,8 @@ import json
 import os
 from dataclasses import dataclass
 
-from configurator import ConfigError, autocast_context, check_seed, ddp_ranks, get_config, pick_device
+from configurator import ConfigError, check_seed, get_config
+from lab.device import autocast_context, ddp_ranks, pick_device
 from data.common import DataError, atomic_write_text, check_vocab, load_checkpoint, read_json, train_len
 from lab import batches
 from lab.specs import parse_arms, scaling_name, slug

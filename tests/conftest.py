@@ -41,3 +41,32 @@ def tiny_run(char_data, tmp_path_factory):
     out = tmp_path_factory.mktemp('tiny_run')
     train(tiny_cfg(char_data, out))
     return str(out)
+
+
+EVAL_L, EVAL_T, EVAL_N = 16, 64, 24  # the `lab` eval's L, T and windows
+
+
+@pytest.fixture(scope='session')
+def lab(tmp_path_factory, char_data):
+    """A tiny char model (L=16, 400 steps), two short fine-tunes of it (plain and YaRN at 64 = 4L) and one eval at
+    T = 64 of every kind of arm: what tests/test_eval.py and tests/test_eval_fixes.py read."""
+    import torch
+    import eval as ev
+    import finetune_long
+    import train
+    L, T, N = EVAL_L, EVAL_T, EVAL_N
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a model this small runs faster on one thread
+    root, data = tmp_path_factory.mktemp('evallab'), char_data  # char_data: conftest.py, val = tempest
+    base, ft, out = str(root / 'base'), str(root / 'ft'), str(root / 'eval')
+    train.train(dict(train.DEFAULTS, out_dir=base, dataset=data, block_size=L, batch_size=32, n_layer=2, n_head=2,
+                     n_embd=48, max_iters=400, eval_interval=400, eval_iters=2, learning_rate=1e-2, warmup_iters=5,
+                     lr_decay_iters=400, min_lr=1e-3, progress=False, device='cpu'))
+    finetune_long.main([f'--init_from={base}', '--rope_type=yarn:beta_fast=8', '--plain=True', '--factor=4',
+                        '--max_iters=10', '--eval_interval=5', '--eval_iters=2', f'--out_dir={ft}', '--progress=False',
+                        '--device=cpu'])
+    summary = ev.main([f'--ckpt={base},{ft}', '--rope_types=default,linear,ntk,dynamic,yarn:beta_fast=8,dynamic_yarn',
+                       f'--eval_len={T}', f'--num_windows={N}', '--retrieval_len=6', '--retrieval_pos=2',
+                       '--retrieval_examples=12', '--grid=5', f'--out_dir={out}', '--device=cpu', '--progress=False'])
+    torch.set_num_threads(threads)
+    return dict(root=root, data=data, base=base, ft=ft, out=out, summary=summary)

@@ -18,7 +18,6 @@ sys.path.insert(0, ROOT)
 import eval as ev  # noqa: E402
 import lab.scoring as scoring  # noqa: E402
 import lab.summary as lab_summary  # noqa: E402
-import finetune_long  # noqa: E402
 import train  # noqa: E402
 from data.common import doc_windows, fetch_windows, load_meta, load_split  # noqa: E402
 from lab.outcomes import summarize_retrieval  # noqa: E402
@@ -27,27 +26,8 @@ from lab.stats import mean_ci, t975, wilson  # noqa: E402
 from model import GPT, GPTConfig, model_from_checkpoint  # noqa: E402
 from data.common import load_checkpoint
 
-L, T, N = 16, 64, 24
+from conftest import EVAL_L as L, EVAL_N as N, EVAL_T as T  # noqa: E402  the `lab` fixture's run
 PNGS = ('loss_vs_position.png', 'rope_ramp.png', 'attention_entropy.png', 'retrieval.png', 'finetune_curves.png')
-
-
-@pytest.fixture(scope='module')
-def lab(tmp_path_factory, char_data):
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # a model this small runs faster on one thread
-    root, data = tmp_path_factory.mktemp('evallab'), char_data  # char_data: conftest.py, val = tempest
-    base, ft, out = str(root / 'base'), str(root / 'ft'), str(root / 'eval')
-    train.train(dict(train.DEFAULTS, out_dir=base, dataset=data, block_size=L, batch_size=32, n_layer=2, n_head=2,
-                     n_embd=48, max_iters=400, eval_interval=400, eval_iters=2, learning_rate=1e-2, warmup_iters=5,
-                     lr_decay_iters=400, min_lr=1e-3, progress=False, device='cpu'))
-    finetune_long.main([f'--init_from={base}', '--rope_type=yarn:beta_fast=8', '--plain=True', '--factor=4',
-                        '--max_iters=10', '--eval_interval=5', '--eval_iters=2', f'--out_dir={ft}', '--progress=False',
-                        '--device=cpu'])
-    summary = ev.main([f'--ckpt={base},{ft}', '--rope_types=default,linear,ntk,dynamic,yarn:beta_fast=8,dynamic_yarn',
-                       f'--eval_len={T}', f'--num_windows={N}', '--retrieval_len=6', '--retrieval_pos=2',
-                       '--retrieval_examples=12', '--grid=5', f'--out_dir={out}', '--device=cpu', '--progress=False'])
-    yield dict(root=root, data=data, base=base, ft=ft, out=out, summary=summary)
-    torch.set_num_threads(threads)
 
 
 def columns(path):
@@ -374,136 +354,3 @@ def test_cli_error_keeps_earlier_results(lab, tmp_path):
         f"error: eval_len=8 is shorter than the training length L=16 of {lab['base']}; pass --eval_len >= 16 "
         f"(or 0 for the default)"]
     assert {n: open(os.path.join(out, n), 'rb').read() for n in os.listdir(out)} == before
-
-
-# ----------------------------------------------------------------------------- found in the restructure (each failed
-# on the code before it, commit 6c97447)
-
-def test_two_arms_with_one_name_both_get_their_folder(lab, tmp_path):
-    """Two different runs named alike ('base (L=16)'): EVERY one gets its folder's name (before, only the first did,
-    so the second kept the bare name)."""
-    twin = str(tmp_path / 'twin')
-    shutil.copytree(lab['base'], twin)
-    arms, _, _ = ev.plan_arms(dict(ev.DEFAULTS, ckpt=f"{lab['base']},{twin}", eval_len=T))
-    assert [a['name'] for a in arms] == ['base (L=16) [base]', 'base (L=16) [twin]']
-
-
-def test_training_mix_lists_the_copy_settings(lab, tmp_path):
-    """summary.json's training_mix reads a run's copy_* settings (it looked for mix_* keys, which no run has)."""
-    run = str(tmp_path / 'copy')
-    train.train(dict(train.DEFAULTS, out_dir=run, dataset=lab['data'], block_size=L, batch_size=4, n_layer=1, n_head=2,
-                     n_embd=16, max_iters=4, eval_interval=4, eval_iters=1, progress=False, device='cpu',
-                     copy_share=0.5, copy_span_lo=2, copy_span_hi=4, copy_fixed_iters=2))
-    out = str(tmp_path / 'eval')
-    summary = ev.main([f'--ckpt={lab["base"]},{run}', f'--eval_len={2 * L}', '--num_windows=2', '--entropy_windows=1',
-                       '--retrieval_examples=0', '--grid=2', f'--out_dir={out}', '--device=cpu', '--progress=False'])
-    mix, name = summary['settings']['training_mix'], {a['checkpoint']: a['name'] for a in summary['arms']}
-    assert mix[name[run]] == dict(copy_share=0.5, copy_span_lo=2, copy_span_hi=4, copy_fixed_iters=2,
-                                  copy_max_distance=0)
-    assert mix[name[lab["base"]]] == dict(copy_share=0.0, copy_span_lo=8, copy_span_hi=32, copy_fixed_iters=0,
-                                          copy_max_distance=0)
-    with open(os.path.join(out, 'summary.json'), encoding='utf-8') as f:
-        assert json.load(f)['settings']['training_mix'] == mix
-
-
-def test_smooth_wider_than_T_is_refused_before_measuring(lab, tmp_path, monkeypatch):
-    """--smooth > T (the plots' moving average wider than the curve) is refused before any arm is measured: exit 2,
-    one line, out_dir not created."""
-    out = str(tmp_path / 'out')
-    args = [f"--ckpt={lab['base']}", f'--eval_len={T}', f'--smooth={T + 1}', f'--out_dir={out}', '--device=cpu',
-            '--progress=False', '--num_windows=2', '--entropy_windows=1', '--retrieval_examples=0']
-    r = subprocess.run([sys.executable, os.path.join(ROOT, 'eval.py'), *args], cwd=ROOT, capture_output=True, text=True)
-    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
-    assert r.stderr.startswith(f'error: smooth={T + 1} ') and f'--smooth <= {T}' in r.stderr
-    assert not os.path.exists(out)
-    monkeypatch.setattr(ev, 'measure_arm', lambda *a, **k: pytest.fail('an arm was measured'))
-    with pytest.raises(ValueError, match=f'smooth={T + 1}'):
-        ev.main(args)
-    assert not os.path.exists(out)
-
-
-def test_a_dataset_with_other_characters_is_refused(lab, tmp_path):
-    """Same vocabulary size, two characters swapped: the token ids mean other characters, so eval.py refuses (it
-    compared only the sizes and measured nonsense); nothing is written."""
-    data, out = str(tmp_path / 'data'), str(tmp_path / 'out')
-    shutil.copytree(lab['data'], data)
-    meta = load_meta(data)
-    itos = list(meta['itos'])
-    itos[5], itos[6] = itos[6], itos[5]
-    with open(os.path.join(data, 'meta.json'), 'w', encoding='utf-8') as f:
-        json.dump(dict(meta, itos=itos), f)
-    args = [f"--ckpt={lab['base']}", f'--dataset={data}', f'--eval_len={2 * L}', '--num_windows=2',
-            '--entropy_windows=1', '--retrieval_examples=0', f'--out_dir={out}', '--device=cpu', '--progress=False']
-    with pytest.raises(ValueError, match=r'different characters') as e:
-        ev.main(args)
-    assert lab['base'] in str(e.value) and data in str(e.value)
-    assert not os.path.exists(out)
-
-
-def test_a_fine_tune_with_copies_is_named_by_its_mix():
-    """A fine-tune trained with synthetic copies is another arm than the text-only one ('default copy≤120 ft10'), so
-    both can be evaluated side by side; a base's own mix does not enter its name."""
-    from lab.arms import ckpt_arm
-
-    def ckpt(share, cap, tuned=True):
-        lineage = dict(train_len=16, seq_len=64, base_checkpoint='base', finetune_steps=10, pose=None) if tuned else None
-        return dict(model_args=dict(block_size=64 if tuned else 16, rope_scaling=None, pos_emb='rope'), lineage=lineage,
-                    config=dict(copy_share=share, copy_max_distance=cap, seed=1))
-    assert ckpt_arm('a', ckpt(0.0, 0))['name'] == 'default ft10'
-    assert ckpt_arm('a', ckpt(0.5, 0))['name'] == 'default copy ft10'
-    assert ckpt_arm('a', ckpt(0.5, 120))['name'] == 'default copy≤120 ft10'
-    assert ckpt_arm('a', ckpt(0.5, 120, tuned=False))['name'] == 'base (L=16)'
-
-
-def test_runs_with_one_name_are_told_apart_by_their_run_folders(lab, tmp_path):
-    """Two fine-tunes of the same configuration in two run folders (e.g. plain fine-tunes at two lengths): each arm is
-    named after its run folder (the one holding arms.json), not after the arm or seed folder both share."""
-    other = str(tmp_path / 'ft-again')
-    shutil.copytree(lab['ft'], other)
-    arms, _, _ = ev.plan_arms(dict(ev.DEFAULTS, ckpt=f"{lab['ft']},{other}", eval_len=T))
-    names = [a['name'] for a in arms]
-    assert names == [f"default ft10 [{os.path.basename(lab['ft'])}]", f"yarn s=4 β_fast=8 ft10 [{os.path.basename(lab['ft'])}]",
-                     'default ft10 [ft-again]', 'yarn s=4 β_fast=8 ft10 [ft-again]']
-
-
-def test_combine_bases_reads_each_summary_and_refuses_other_windows(lab, tmp_path):
-    """--combine: the same eval twice gives every named contrast and every crop comparison its own difference, a
-    zero-width interval over the 'bases' and (2/2) agreement; an eval on other windows is refused with one line, and
-    nothing is written."""
-    one, other = tmp_path / 'one', tmp_path / 'other'
-    s1 = ev.main([f'--base={lab["base"]}', '--rope_types=default,crop:form=sliding,linear', f'--eval_len={T}',
-                  '--num_windows=4', '--retrieval_examples=0', '--entropy_windows=1', f'--out_dir={one}',
-                  '--contrasts=linear s=4 zero-shot | base (L=16)', '--device=cpu', '--progress=False'])
-    shutil.copytree(one, other)
-    out = ev.main([f'--combine={one},{other}', f'--out_dir={tmp_path / "bases"}'])
-    loss = out['comparisons']['loss']
-    assert list(loss) == list(s1['arms'][0]['buckets'])
-    for c, rows in loss.items():
-        assert [r['name'] for r in rows] == ['linear s=4 zero-shot vs base (L=16)', 'base (L=16) vs crop w=16 (sliding)',
-                                             'linear s=4 zero-shot vs crop w=16 (sliding)']
-        named = s1['settings']['contrasts']['loss'][c][0]
-        assert rows[0]['diff'] == pytest.approx(named['diff'], abs=1e-6) and rows[0]['ci'][0] == rows[0]['ci'][1]
-        assert rows[0]['diffs'] == pytest.approx([named['diff']] * 2, abs=1e-6)
-        assert rows[0]['verdicts'] == [named['verdict']] * 2
-    assert (tmp_path / 'bases' / 'bases.md').read_text(encoding='utf-8').startswith('# The same comparisons on 2 base')
-    s = json.loads((other / 'summary.json').read_text(encoding='utf-8'))
-    s['settings']['windows'] = s['settings']['windows'][::-1]
-    (other / 'summary.json').write_text(json.dumps(s), encoding='utf-8')
-    with pytest.raises(ValueError, match='another windows'):
-        ev.main([f'--combine={one},{other}', f'--out_dir={tmp_path / "bases2"}'])
-    assert not (tmp_path / 'bases2').exists()
-    with pytest.raises(ValueError, match='give two or more'):
-        ev.main([f'--combine={one}', f'--out_dir={tmp_path / "bases2"}'])
-
-
-def test_run_folder_finds_the_fine_tunes_out_dir(tmp_path):
-    """A multi-arm fine-tune keeps seeds under arm folders (char-ft/default/seed1337), a one-arm fine-tune right under
-    its out_dir (char-ft-plain400/seed1337); both are named by the folder holding arms.json; a lone run by its own."""
-    from lab.arms import run_folder
-    for d in ('char-ft/default/seed1337', 'char-ft-plain400/seed1337', 'char-longrope-s8'):
-        (tmp_path / d).mkdir(parents=True)
-    for d in ('char-ft', 'char-ft-plain400'):
-        (tmp_path / d / 'arms.json').write_text('{}')
-    assert run_folder(tmp_path / 'char-ft/default/seed1337') == 'char-ft'
-    assert run_folder(tmp_path / 'char-ft-plain400/seed1337') == 'char-ft-plain400'
-    assert run_folder(tmp_path / 'char-longrope-s8') == 'char-longrope-s8'

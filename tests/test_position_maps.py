@@ -347,7 +347,7 @@ def map_eval(tiny_run, tmp_path_factory):
 
 
 def test_eval_map_arms_names_fields_and_colours(map_eval):
-    import plot
+    from lab import plot_kit
     arms = {a['name']: a for a in map_eval['arms']}
     assert list(arms) == ['base (L=32)', 'rerope w=128 no-log zero-shot', 'rerope w=16 zero-shot',
                           'leaky_rerope w=16 k=4 zero-shot', 'self_extend w=8 G=4 zero-shot']
@@ -355,12 +355,12 @@ def test_eval_map_arms_names_fields_and_colours(map_eval):
     assert se['position_map'] == {'method': 'self_extend', 'window': 8, 'group': 4, 'log_scale': 0}
     assert se['kind'] == 'zero-shot' and arms['rerope w=16 zero-shot']['position_map']['log_scale'] == 1
     assert se['rope_type'] == 'default' and se['rope_scaling'] is None and arms['base (L=32)']['position_map'] is None
-    colours = {n: s['color'] for n, s in plot.styles(map_eval['arms']).items()}
+    colours = {n: s['color'] for n, s in plot_kit.styles(map_eval['arms']).items()}
     assert colours['rerope w=128 no-log zero-shot'] == colours['rerope w=16 zero-shot']
     assert len({colours[n] for n in arms if n != 'rerope w=16 zero-shot'}) == 4
     # the same colour and the same kind: the second of them gets another line style, so both stay readable
-    st = plot.styles(map_eval['arms'])
-    assert st['rerope w=128 no-log zero-shot']['ls'] == '--' and st['rerope w=16 zero-shot']['ls'] == plot.REPEAT_LS[0]
+    st = plot_kit.styles(map_eval['arms'])
+    assert st['rerope w=128 no-log zero-shot']['ls'] == '--' and st['rerope w=16 zero-shot']['ls'] == plot_kit.REPEAT_LS[0]
     assert len({str(v['ls']) for k, v in st.items() if v['color'] == colours['rerope w=16 zero-shot']}) == 2
     # window >= T without the log scale: the same numbers as the base model
     base, wide = arms['base (L=32)'], arms['rerope w=128 no-log zero-shot']

@@ -262,13 +262,6 @@ def bad_data(char_data, tmp_path_factory):
     return out
 
 
-def test_check_settings_world_size_must_divide_accumulation():
-    cfg = dict(train.DEFAULTS, gradient_accumulation_steps=4, out_dir='nowhere')
-    train.check_settings(cfg, world=2)
-    with pytest.raises(train.ConfigError, match='gradient_accumulation_steps=4 is not divisible by the 3 processes'):
-        train.check_settings(cfg, world=3)
-
-
 def test_bad_inputs_one_line_nonzero_exit_nothing_changed(char_data, small_run, bad_data, tmp_path, capsys):
     """40 bad inputs across train.py, finetune_long.py, eval.py and the prepare script (in this process through
     each script's command-line wrapper, then 4 more as real processes): each exits non-zero with one line on

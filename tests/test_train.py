@@ -11,6 +11,7 @@ from data.common import load_meta
 from data.common import load_checkpoint
 from configurator import ConfigError
 from data.common import DataError, doc_windows
+from lab.checks import check_settings
 from train import DEFAULTS, batch_function, get_config, get_lr, train
 
 
@@ -131,7 +132,7 @@ def test_logged_tokens_per_second_is_the_rate_since_the_last_log(monkeypatch):
 
 
 def test_number_formats_say_what_runs():
-    from configurator import autocast_context
+    from lab.device import autocast_context
     dtype, ctx = autocast_context('cpu', 'bfloat16', training=True)  # runs bf16 on the CPU, as printed
     with ctx:
         assert dtype == 'bfloat16' and (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.bfloat16
@@ -297,3 +298,10 @@ def test_the_first_log_line_has_no_train_none_and_the_dtype_is_printed(char_data
     start = [l for l in lines if 'dtype=' in l]
     assert len(start) == 1 and lines.index(start[0]) < lines.index(iters[0])
     assert 'M params' in start[0] and 'T=32' in start[0] and 'device=cpu' in start[0] and 'dtype=float32' in start[0]
+
+
+def test_check_settings_world_size_must_divide_accumulation():
+    cfg = dict(DEFAULTS, gradient_accumulation_steps=4, out_dir="nowhere")
+    check_settings(cfg, world=2)
+    with pytest.raises(ConfigError, match='gradient_accumulation_steps=4 is not divisible by the 3 processes'):
+        check_settings(cfg, world=3)

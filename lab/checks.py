@@ -1,0 +1,107 @@
+"""
+What the scripts refuse before they run, each as one line naming the setting and the fix (configurator.cli prints it
+and exits 2): numbers out of range, a folder that cannot be written; train.py's start (an unknown init_from, a run
+already in out_dir, a model that does not fit the data); eval.py's settings, and its data once the arms are known
+(a vocabulary that does not match, a smoothing wider than the window, more windows than the held-out text holds).
+"""
+import os
+
+from configurator import ConfigError
+from data.common import check_vocab, window_slots
+
+
+def check_ranges(cfg, positive=(), nonneg=(), fraction=()):
+    """Each named setting in its range: a whole number >= 1, a number >= 0, or a fraction in [0, 1); ConfigError
+    naming the first that is not (NaN is out of every range)."""
+    for keys, ok, want in ((positive, lambda v: v >= 1, 'a positive integer'), (nonneg, lambda v: v >= 0, '>= 0'),
+                           (fraction, lambda v: 0 <= v < 1, 'in [0, 1), like 0.0, 0.1 or 0.99')):
+        for key in keys:
+            if not ok(cfg[key]):
+                raise ConfigError(f"{key}={cfg[key]} is out of range; it must be {want}")
+
+
+def check_out_dir(path, key='out_dir'):
+    """A folder the run can write into: ConfigError naming `key` when it, or the nearest part of its path that exists,
+    is a file or is not writable."""
+    p = os.path.abspath(path)
+    while not os.path.exists(p):
+        p = os.path.dirname(p)
+    if not os.path.isdir(p):
+        raise ConfigError(f"{key}={path} is a file; pass a folder" if p == os.path.abspath(path) else
+                          f"{key}={path} lies under {p}, which is a file; pass a folder")
+    if not os.access(p, os.W_OK):
+        raise ConfigError(f"{key}={path}: {p} is not writable (permission denied); pass a folder you can write to")
+
+
+# ----------------------------------------------------------------------------- train.py (finetune_long.py through it)
+
+def check_settings(cfg, world):
+    """Checks that need no data, run before anything starts (world = number of DDP processes)."""
+    check_ranges(cfg, positive=('block_size', 'batch_size', 'gradient_accumulation_steps', 'eval_interval',
+                                'eval_iters', 'log_interval'),
+                 nonneg=('max_iters', 'warmup_iters', 'lr_decay_iters', 'learning_rate', 'min_lr', 'weight_decay',
+                         'grad_clip'), fraction=('beta1', 'beta2', 'dropout'))
+    accum = cfg['gradient_accumulation_steps']
+    if accum % world:
+        raise ConfigError(f"gradient_accumulation_steps={accum} is not divisible by the {world} processes; "
+                          f"make it a multiple of {world}")
+    check_out_dir(cfg['out_dir'])
+
+
+def check_start(cfg):
+    """train.py's own start: init_from is scratch or resume, and a new run does not overwrite one unasked."""
+    if cfg['init_from'] not in ('scratch', 'resume'):
+        raise ConfigError(f"init_from={cfg['init_from']!r} is unknown; use scratch or resume "
+                          f"(finetune_long.py takes a run folder)")
+    if cfg['init_from'] != 'resume' and os.path.exists(os.path.join(cfg['out_dir'], 'ckpt.pt')) and \
+            not cfg['overwrite']:
+        raise ConfigError(f"{cfg['out_dir']} already holds a run (ckpt.pt); pass --init_from=resume to continue it, "
+                          f"--overwrite=True to replace it, or another --out_dir")
+
+
+def check_model(model, meta, data_dir, T):
+    """The model to train fits the data (its vocabulary) and the length T (a learned position table)."""
+    if model.config.vocab_size != meta['vocab_size']:
+        raise ConfigError(f"the model has a vocabulary of {model.config.vocab_size} but {data_dir} has "
+                          f"{meta['vocab_size']}; use the dataset the model was trained on")
+    if model.config.pos_emb == 'learned' and T > model.config.block_size:
+        raise ConfigError(f"block_size={T} is longer than the model's learned position table "
+                          f"({model.config.block_size})")
+
+
+# ----------------------------------------------------------------------------- eval.py
+
+def check_eval_settings(cfg):
+    """eval.py's settings alone, each in its range: ConfigError naming the first that is not."""
+    check_ranges(cfg, positive=('num_windows', 'batch_size', 'entropy_chunk', 'retrieval_len', 'retrieval_cue',
+                                'entropy_windows', 'grid', 'needle_key', 'needle_value'),
+                 nonneg=('retrieval_pos', 'eval_len', 'smooth', 'retrieval_examples', 'samples', 'depth_len', 'needles',
+                         'recall_len'))
+    if cfg['entropy_windows'] > cfg['num_windows']:
+        raise ConfigError(f"entropy_windows={cfg['entropy_windows']} is more than num_windows={cfg['num_windows']}; "
+                          f"it uses the first eval windows")
+    if cfg['factor'] and not cfg['factor'] >= 1:
+        raise ConfigError(f"factor={cfg['factor']} must be >= 1 (s = T/L of the zero-shot rope arms), or 0 for T/L")
+    for key in ('margin_loss', 'margin_exact'):
+        if not cfg[key] > 0:
+            raise ConfigError(f"{key}={cfg[key]} must be > 0 (the equivalence margin of a paired difference)")
+    if cfg['split'] not in ('val', 'train'):
+        raise ConfigError(f"split={cfg['split']!r} must be 'val' (the held-out plays) or 'train' (to choose a knob)")
+    check_out_dir(cfg['out_dir'])
+
+
+def check_eval_data(cfg, first, meta, data_dir, docs, T):
+    """The data against the arms (first: the first arm, or the base) and the window length T."""
+    vocab = first['ckpt']['model_args']['vocab_size']
+    if meta['vocab_size'] != vocab:
+        raise ConfigError(f"{data_dir} has a vocabulary of {meta['vocab_size']} but the models have {vocab}; "
+                          f"evaluate on the dataset they were trained on")
+    check_vocab(first['ckpt'].get('dataset') or {}, meta, data_dir, first['checkpoint'])  # the mapping, not only its size
+    if cfg['smooth'] > T:
+        raise ConfigError(f"smooth={cfg['smooth']} is wider than the {T} positions evaluated; pass --smooth <= {T} "
+                          f"(0: T/32)")
+    room = window_slots(docs, T + 1)
+    if cfg['num_windows'] > room:
+        raise ConfigError(f"num_windows={cfg['num_windows']} windows of {T + 1} tokens need more held-out text than "
+                          f"{data_dir} has (its validation documents hold {room} such windows without overlap); "
+                          f"lower --num_windows or --eval_len")

@@ -1,0 +1,54 @@
+"""
+How an arm runs when eval.py scores it, and the measurements beside its loss that run the same way. The form is plain
+causal attention, a position map on the arm's RoPE (lab/position_maps.py: ReRoPE, Leaky ReRoPE, Self-Extend), or a
+crop to its window (lab/crop.py: masked, or truncated, a fresh forward per position). Beside the loss: the attention
+entropy diagnostic (lab/diagnostics.py), the passkey test and the retrieval rooms (lab/retrieval.py).
+"""
+from types import SimpleNamespace
+
+from lab.crop import truncated_entropy, truncated_scores, window_attention, window_logits
+from lab.diagnostics import entropy_at
+from lab.outcomes import room_scores
+from lab.position_maps import mapped_attention, mapped_logits
+from lab.retrieval import retrieval_scores
+from lab.scoring import grid_positions, score
+
+# eval.py's settings of these measurements (its DEFAULTS include them)
+DEFAULTS = dict(
+    entropy_windows=4,      # windows for the attention entropy (manual attention, chunked)
+    entropy_chunk=256,      # query chunk of that path: memory O(chunk x T)
+    grid=16,                # the entropy diagnostic of moving-scale arms: evenly spaced positions per bucket
+)
+
+
+def arm_form(model, arm, plan, ctx, batch_size):
+    """The arm's way of running: attend (None: causal) and logits (for the entropy diagnostic) of its position map
+    or crop; scorer(rows, where) -> (loss, hit), each token scored as the model runs when generating; n0, the first
+    position past which a window is scored only at its sampled positions (the truncated crop: past its window)."""
+    pm, crop = arm.get('position_map'), arm.get('crop') or {}
+    w, truncated = crop.get('window'), crop.get('form') == 'truncated'
+    attend = mapped_attention(model, pm) if pm else window_attention(model, w) if crop and not truncated else None
+    if truncated:
+        def scorer(rows, where):
+            return truncated_scores(model, rows, where, w, ctx, batch_size)
+    else:
+        def scorer(rows, where):
+            return score(model, rows, where, plan, ctx, batch_size, attend)
+    return SimpleNamespace(attend=attend, scorer=scorer, n0=w if truncated else plan[1], window=w, truncated=truncated,
+                           logits=mapped_logits(model, pm) if pm else window_logits(model, w) if crop else None)
+
+
+def side_measures(model, form, plan, run, cfg, ctx):
+    """Attention entropy per query position (exact below the first run's end, then a grid), the passkey outcomes and
+    each retrieval room's, all scored through the arm's form."""
+    L, T, B, chunk = run['L'], run['T'], cfg['batch_size'], cfg['entropy_chunk']
+    x = run['seqs'][:cfg['entropy_windows'], :T].to(next(model.parameters()).device)
+    if form.truncated:
+        ent = truncated_entropy(model, x, grid_positions(L, T, form.window, cfg['grid']), form.window, ctx, B, chunk)
+    else:
+        first = plan[0][0][1]
+        ent = entropy_at(model, x, grid_positions(L, T, first, cfg['grid']), first, chunk, ctx, form.logits)
+    ret = retrieval_scores(form.scorer, run['buckets'], run['examples'], cfg['retrieval_len'], cfg['retrieval_cue']) \
+        if run['examples'] else []
+    rooms = {n: room_scores(form.scorer, r['buckets'], r['examples']) for n, r in run['rooms'].items()}
+    return dict(ent=ent, ret=ret, rooms=rooms)
