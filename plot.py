@@ -208,11 +208,14 @@ def plot_all(out_dir, log_x=False, smooth=0):
              ('retrieval.png', lambda: plot_retrieval(out_dir, summary)),
              ('retrieval_depth.png', lambda: plot_retrieval_depth(out_dir, summary)),
              ('finetune_curves.png', lambda: plot_finetune(out_dir, summary))]
-    out = []
+    out, skipped = [], []
     for name, draw in steps:
         gone = [k for k in OPTIONAL.get(name, ()) if k not in summary['settings']]
-        if gone:
-            print(f"skipped {name}: summary.json has no settings.{gone[0]}")
+        off = name == 'retrieval.png' and not (summary['settings'].get('retrieval') or {}).get('examples')
+        if gone or off:
+            print(f"skipped {name}: " + (f"summary.json has no settings.{gone[0]}" if gone else
+                                         "the passkey test was off (retrieval_examples=0)"))
+            skipped.append(os.path.join(out_dir, name))  # a file of that name is an earlier run's: removed below
             continue
         try:
             out.append(draw())
@@ -223,4 +226,6 @@ def plot_all(out_dir, log_x=False, smooth=0):
                             f"({type(e).__name__}: {e}); rerun eval.py to write them again") from None
     for path, png in [p for p in out if p]:
         atomic_write(path, lambda f: f.write(png))
+    for path in (p for p in skipped if os.path.exists(p)):
+        os.remove(path)
     return [p[0] for p in out if p]

@@ -29,4 +29,10 @@ lab.copy_mix, which register their attention classes with model.py.
   longrope_search  LongRoPE's evolutionary search (search_longrope.py)
   bench            FLOPs per token, MFU and the timed steps of train.py --bench=True
   hf_export        a run as a GPT-NeoX folder for transformers (python -m lab.hf_export)
+  device           cpu / cuda / mps, the number format (autocast) and torchrun's ranks (every script)
+  checks           what train.py and eval.py refuse before they run: ranges, out_dir, init_from, vocabulary, windows
+  forms            how an arm runs at evaluation (causal, a position map, a crop) and the measurements beside its
+                   loss: attention entropy, passkeys, retrieval rooms (eval.py)
+  plot_kit         reading eval.py's files with their checks, and the pictures' shared look (plot.py, retrieval_plots)
+  retrieval_plots  retrieval.png and retrieval_depth.png (plot.py)
 """

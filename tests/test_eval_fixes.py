@@ -142,3 +142,16 @@ def test_run_folder_finds_the_fine_tunes_out_dir(tmp_path):
     assert run_folder(tmp_path / 'char-ft/default/seed1337') == 'char-ft'
     assert run_folder(tmp_path / 'char-ft-plain400/seed1337') == 'char-ft-plain400'
     assert run_folder(tmp_path / 'char-longrope-s8') == 'char-longrope-s8'
+
+
+def test_no_passkey_test_draws_no_retrieval_picture(lab, tmp_path, capsys):
+    """retrieval_examples=0 (make quick) drew an empty retrieval.png saying 'skipped'; now none is written, the line
+    says why, and one left by an earlier run in that out_dir is removed (it showed other arms)."""
+    out = tmp_path / 'eval'
+    out.mkdir()
+    (out / 'retrieval.png').write_bytes(b'an earlier run')
+    ev.main([f'--ckpt={lab["base"]}', f'--eval_len={2 * L}', '--num_windows=2', '--entropy_windows=1',
+             '--retrieval_examples=0', '--grid=2', f'--out_dir={out}', '--device=cpu', '--progress=False'])
+    assert 'skipped retrieval.png: the passkey test was off (retrieval_examples=0)' in capsys.readouterr().out
+    assert not (out / 'retrieval.png').exists() and (out / 'loss_vs_position.png').exists()
+
