@@ -28,7 +28,6 @@ import warnings
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
 from configurator import cli, get_config
 from data.common import atomic_write_text, data_dir_of, doc_windows, load_meta, load_split
@@ -43,6 +42,7 @@ from lab.retrieval import eval_rooms
 from lab.scoring import bucket_ends, sampled_design, score, scoring_plan
 from lab.summary import (combine_bases, finetune_csv, json_text, per_position_csv, retrieval_csv, summarize_arm,
                          summary_settings)
+from lab.workers import map_arms, worker_count
 from model import model_from_checkpoint
 
 DEFAULTS = dict(
@@ -66,6 +66,7 @@ DEFAULTS = dict(
     **compare.DEFAULTS,     # named contrasts, equivalence margins, --combine over bases (lab/compare.py)
     out_dir='out/eval',
     device='auto', dtype='auto', progress=True,
+    workers=0,              # processes of one thread measuring arms side by side on a CPU (0: one per core, on Linux)
     plot_only=False,        # only redraw the PNGs from out_dir's CSV/JSON
     log_x=False,            # log-scale position axis in the plots
     smooth=0,               # moving-average width of the curves in the plots; 0 = T/32
@@ -181,14 +182,10 @@ def main(argv):
     t0 = time.time()
     run = prepare(cfg)
     _, ctx = autocast_context(run['device'].split(':')[0], cfg['dtype'])
-    results, pos_cols, ent_cols, timing = [], [], [], {}
-    for arm in tqdm(run['arms'], unit='arm', disable=not cfg['progress'], dynamic_ncols=True):
-        t = time.time()
-        res, pos_loss, ent = measure_arm(arm, run, cfg, run['device'], ctx)
-        results.append(res)
-        pos_cols.append(pos_loss)
-        ent_cols.append(ent)
-        timing[arm['name']] = round(time.time() - t, 2)
+    run['workers'] = worker_count(cfg['workers'], run['device'], len(run['arms']))  # arms side by side on CPU cores
+    measured = map_arms(measure_arm, run['arms'], (run, cfg, run['device'], ctx), run['workers'], cfg['progress'])
+    results, pos_cols, ent_cols = (list(x) for x in zip(*[m for m, _ in measured]))
+    timing = {arm['name']: round(sec, 2) for arm, (_, sec) in zip(run['arms'], measured)}
     return write_outputs(cfg, run, results, pos_cols, ent_cols, timing, t0)
 
 

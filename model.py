@@ -102,15 +102,20 @@ class CausalSelfAttention(nn.Module):
         att = (q[:, :, s:e] @ k[:, :, :e].transpose(-2, -1)).float() / math.sqrt(q.size(-1))
         return att.masked_fill(torch.ones(e - s, e, dtype=torch.bool, device=q.device).triu(s + 1), float('-inf'))
 
-    def attend(self, q, k, v):
-        """Causal attention (SDPA)."""
+    def attend(self, q, k, v, at=None):
+        """Causal attention (SDPA); with at (B, K), q holds only the queries at those positions."""
+        if at is not None:
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=torch.arange(k.size(2), device=k.device) <=
+                                                  at[:, None, :, None])
         return F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=self.dropout if self.training else 0.0)
 
-    def forward(self, x, rope, attend=None):
+    def forward(self, x, rope, attend=None, at=None):
         B, T, C = x.size()
         q, k, v = self.qkv(x, rope)
-        y = self.attend(q, k, v) if attend is None else attend(q, k, v)
-        return self.resid_dropout(self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C)))
+        if at is not None:  # only the outputs at positions `at` are needed: every key, just their queries
+            q = q.gather(2, at[:, None, :, None].expand(-1, q.size(1), -1, q.size(-1)))
+        y = self.attend(q, k, v, at) if attend is None else attend(q, k, v)
+        return self.resid_dropout(self.c_proj(y.transpose(1, 2).contiguous().view(B, -1, C)))
 
 ATTENTION = {'causal': CausalSelfAttention}  # config.attention -> class; rooms register variants here
 
@@ -134,8 +139,9 @@ class Block(nn.Module):
         self.ln_2 = nn.LayerNorm(config.n_embd, bias=config.bias)
         self.mlp = MLP(config)
 
-    def forward(self, x, rope, attend=None):
-        x = x + self.attn(self.ln_1(x), rope, attend)
+    def forward(self, x, rope, attend=None, at=None):
+        y = self.attn(self.ln_1(x), rope, attend, at)
+        x = (x if at is None else x.gather(1, at[..., None].expand(-1, -1, x.size(-1)))) + y
         return x + self.mlp(self.ln_2(x))
 
 class GPT(nn.Module):
@@ -229,17 +235,21 @@ class GPT(nn.Module):
                                              n_hat)
         return (cos, sin) if cos.dim() == 2 else (cos[:, None], sin[:, None])
 
-    def forward(self, idx, targets=None, reduction='mean', pos=None, attend=None, rope=None):
+    def forward(self, idx, targets=None, reduction='mean', pos=None, attend=None, rope=None, at=None):
         """idx (B, T) token ids -> (logits (B, T, vocab), loss): a scalar (reduction='mean') or per-token NLL in nats
         (reduction='none', (B, T)), None without targets. pos: position ids (T,) or (B, T), default 0..T-1 (a dynamic
         type scales for max(pos) + 1 tokens). attend: fn(layer, q, k, v) -> y instead of causal attention. rope:
-        ready-made (cos, sin) tables instead of rope_tables(pos)."""
+        ready-made (cos, sin) tables instead of rope_tables(pos). at: (B, K) positions, the only outputs wanted
+        (logits and loss (B, K)): the last layer runs just their queries (nanoGPT's last-position lm_head, one layer
+        deeper); not with attend."""
         B, T = idx.size()
         c = self.config
         if pos is not None and (not isinstance(pos, torch.Tensor) or pos.is_floating_point() or c.pos_emb == 'alibi'
                                 or tuple(pos.shape) not in ((T,), (B, T))):
             raise ValueError(f"pos must be an integer tensor of shape ({T},) or ({B}, {T}), one position per token "
                              f"(ALiBi reads distances from the token order: pass none)")
+        if at is not None and attend is not None:
+            raise ValueError("at= picks the queries of causal attention; it cannot be combined with attend=")
         given, pos = pos is not None, torch.arange(T, device=idx.device) if pos is None else pos.to(idx.device)
         x = self.transformer.wte(idx)
         if c.pos_emb == 'learned':
@@ -254,10 +264,12 @@ class GPT(nn.Module):
             rope = self.rope_tables(pos if given else T)
         x = self.transformer.drop(x)
         for i, block in enumerate(self.transformer.h):
-            x = block(x, rope, None if attend is None else (lambda q, k, v, i=i: attend(i, q, k, v)))
+            x = block(x, rope, None if attend is None else (lambda q, k, v, i=i: attend(i, q, k, v)),
+                      at if i == c.n_layer - 1 else None)
         logits = self.lm_head(self.transformer.ln_f(x))
         if targets is None:
             return logits, None
+        targets = targets if at is None else targets.gather(1, at)
         loss = F.cross_entropy(logits.float().view(-1, logits.size(-1)), targets.reshape(-1),
                                ignore_index=-1, reduction=reduction)
         return logits, loss.view(targets.shape) if reduction == 'none' else loss

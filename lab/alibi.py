@@ -34,7 +34,11 @@ class ALiBiAttention(CausalSelfAttention):
     def logits(self, q, k, s, e):
         return super().logits(q, k, s, e) + alibi_bias(self.alibi_slopes, s, e, e)
 
-    def attend(self, q, k, v):
+    def attend(self, q, k, v, at=None):
+        if at is not None:  # q holds only the queries at positions at (B, K) (model.forward's at=)
+            rel = at[:, None, :, None] - torch.arange(k.size(2), device=k.device)  # i - j, (B, 1, K, T)
+            att = (q @ k.transpose(-2, -1)).float() / math.sqrt(q.size(-1)) - self.alibi_slopes.float()[:, None, None] * rel
+            return torch.softmax(att.masked_fill(rel < 0, float('-inf')), dim=-1).to(v.dtype) @ v
         p = self.dropout if self.training else 0.0
         return chunked_attention(q, k, v, lambda s, e: self.logits(q, k, s, e), dropout=p)
 

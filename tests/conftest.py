@@ -14,6 +14,13 @@ TINY = dict(block_size=32, batch_size=16, n_layer=2, n_head=2, n_embd=64, learni
             warmup_iters=10, min_lr=3e-4, eval_iters=4, progress=False, seed=1337)
 
 
+def at_positions(logits, loss, at):
+    """A stand-in model's (logits, loss) kept at positions at (B, K), as GPT.forward(at=) returns them (None: all)."""
+    if at is None:
+        return logits, loss
+    return logits.gather(1, at[..., None].expand(-1, -1, logits.size(-1))), loss.gather(1, at)
+
+
 def run(args, **kw):
     """Run a project script in a subprocess from the repo root; returns CompletedProcess (text)."""
     return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, **kw)

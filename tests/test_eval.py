@@ -26,7 +26,7 @@ from lab.stats import mean_ci, t975, wilson  # noqa: E402
 from model import GPT, GPTConfig, model_from_checkpoint  # noqa: E402
 from data.common import load_checkpoint
 
-from conftest import EVAL_L as L, EVAL_N as N, EVAL_T as T  # noqa: E402  the `lab` fixture's run
+from conftest import EVAL_L as L, EVAL_N as N, EVAL_T as T, at_positions  # noqa: E402  the `lab` fixture's run
 PNGS = ('loss_vs_position.png', 'rope_ramp.png', 'attention_entropy.png', 'retrieval.png', 'finetune_curves.png')
 
 
@@ -230,7 +230,7 @@ class CopyOracle(torch.nn.Module):
     """A model that copies: predicts the token that followed the latest earlier occurrence of the longest
     suffix (up to 8 tokens) of its input; no idea where the passkey is."""
 
-    def forward(self, idx, targets, reduction='none', pos=None, attend=None, rope=None):
+    def forward(self, idx, targets, reduction='none', pos=None, attend=None, rope=None, at=None):
         assert attend is None  # retrieval_scores hands on the arm's attention (none here: plain causal)
         B, n = idx.shape
         logits = torch.zeros(B, n, 128)
@@ -244,7 +244,8 @@ class CopyOracle(torch.nn.Module):
                         break
                 for k in range(1, min(8, t + 1) + 1):
                     seen[tuple(s[t - k + 1:t + 1])] = t
-        return logits, F.cross_entropy(logits.view(-1, 128), targets.reshape(-1), reduction='none').view(B, n)
+        return at_positions(logits, F.cross_entropy(logits.view(-1, 128), targets.reshape(-1), reduction='none').view(B, n),
+                            at)
 
 
 def test_passkey_positions_control_and_copy_oracle(lab):

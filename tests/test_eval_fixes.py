@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import eval as ev
@@ -155,3 +156,20 @@ def test_no_passkey_test_draws_no_retrieval_picture(lab, tmp_path, capsys):
     assert 'skipped retrieval.png: the passkey test was off (retrieval_examples=0)' in capsys.readouterr().out
     assert not (out / 'retrieval.png').exists() and (out / 'loss_vs_position.png').exists()
 
+
+
+def test_arms_measured_side_by_side_equal_one_after_another(lab, tmp_path):
+    """workers=2 (forked processes of one thread, costliest arm first) gives every arm the numbers of workers=1, in the
+    same order: the moving-scale arm's sampled losses and its passkey outcomes included."""
+    args = [f'--ckpt={lab["base"]}', '--rope_types=linear,dynamic', f'--eval_len={T}', '--num_windows=4',
+            '--entropy_windows=1', '--retrieval_examples=2', '--retrieval_len=6', '--retrieval_pos=2', '--grid=2',
+            '--samples=4', '--needles=0', '--depth_len=0', '--recall_len=0', '--device=cpu', '--progress=False']
+    one = ev.main(args + ['--workers=1', f'--out_dir={tmp_path / "one"}'])
+    two = ev.main(args + ['--workers=2', f'--out_dir={tmp_path / "two"}'])
+    assert one['settings']['workers'] == 1 and two['settings']['workers'] == 2
+    assert [a['name'] for a in one['arms']] == [a['name'] for a in two['arms']]
+    for a, b in zip(one['arms'], two['arms']):
+        assert a['buckets'].keys() == b['buckets'].keys() and a['buckets'] == pytest.approx(b['buckets'], abs=1e-5)
+        for ra, rb in zip(a['retrieval'], b['retrieval']):
+            assert ra['per_example']['exact'] == rb['per_example']['exact']
+            np.testing.assert_allclose(ra['per_example']['gain'], rb['per_example']['gain'], atol=1e-4)

@@ -10,6 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from conftest import at_positions
 from lab.outcomes import room_scores, score_rows, summarize_retrieval
 from lab.retrieval import (distance_buckets, make_rooms, needle_examples, newline_tokens, passkey_depth_examples,
                            passkey_examples, recall_examples, retrieval_scores, separator_token, text_lines)
@@ -39,7 +40,7 @@ class CopyOracle(torch.nn.Module):
         super().__init__()
         self.V = V
 
-    def forward(self, idx, targets, reduction='none', pos=None, attend=None, rope=None):
+    def forward(self, idx, targets, reduction='none', pos=None, attend=None, rope=None, at=None):
         B, n = idx.shape
         logits = torch.zeros(B, n, self.V)
         for b in range(B):
@@ -54,7 +55,8 @@ class CopyOracle(torch.nn.Module):
                 logits[b, t, nxt] = 30.0
                 for k in range(1, min(8, t + 1) + 1):
                     seen[tuple(s[t - k + 1:t + 1])] = t
-        return logits, F.cross_entropy(logits.view(-1, self.V), targets.reshape(-1), reduction='none').view(B, n)
+        return at_positions(logits, F.cross_entropy(logits.view(-1, self.V), targets.reshape(-1),
+                                                    reduction='none').view(B, n), at)
 
 
 class Unigram(torch.nn.Module):
@@ -65,11 +67,11 @@ class Unigram(torch.nn.Module):
         counts = torch.bincount(torch.from_numpy(val.astype(np.int64)), minlength=V)
         self.logits = torch.log(counts.double() + 1).float()
 
-    def forward(self, idx, targets, reduction='none', pos=None, attend=None, rope=None):
+    def forward(self, idx, targets, reduction='none', pos=None, attend=None, rope=None, at=None):
         B, n = idx.shape
         logits = self.logits.expand(B, n, -1)
-        return logits, F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1),
-                                       reduction='none').view(B, n)
+        return at_positions(logits, F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1),
+                                                    reduction='none').view(B, n), at)
 
 
 def scorer(model, batch_size=8, seen=None):

@@ -1,0 +1,64 @@
+"""
+Arms measured side by side. On a CPU a small model's matmuls cannot keep several cores busy, so eval.py runs
+`workers` processes of one thread each, each measuring whole arms, the costliest first (moving-scale arms, then by
+seeds). The processes are forked, so they share the run's windows and checkpoints without copying them; only results
+come back, in the arms' order. Each arm's numbers are those of a one-after-another run up to float summation order
+(a worker runs one thread). One thread is not a choice: a process forked after torch ran OpenMP threads hangs in its
+first multi-threaded op (GNU libgomp is not fork-safe). On CUDA/MPS, off Linux, or with one worker, a plain loop.
+"""
+import multiprocessing
+import os
+import sys
+import time
+
+import torch
+from tqdm import tqdm
+
+_JOB = None  # (fn, arms, args) for the forked workers: set just before the pool starts
+
+
+def worker_count(setting, device, n_arms):
+    """workers=0 (auto): one per CPU core this process may use, at most one per arm, on Linux; 1 on CUDA/MPS (one
+    device) and elsewhere (macOS does not fork safely)."""
+    if not device.startswith('cpu') or n_arms < 2 or (not setting and not sys.platform.startswith('linux')):
+        return 1
+    return min(setting or len(os.sched_getaffinity(0)), n_arms)
+
+
+def cost(arm):
+    """A rough order of an arm's measuring time: moving-scale arms score every sampled position with its own forward."""
+    return (20 if arm.get('dynamic') else 1) * len(arm['runs']) + (2 if (arm.get('crop') or {}).get('form') ==
+                                                                   'truncated' else 0)
+
+
+def _start():
+    torch.set_num_threads(1)
+
+
+def _measure(i):
+    fn, arms, args = _JOB
+    t = time.time()
+    return i, fn(arms[i], *args), time.time() - t
+
+
+def map_arms(fn, arms, args, workers, progress=True):
+    """[(fn(arm, *args), seconds)] for every arm, in the arms' order, over `workers` processes (1: this one)."""
+    global _JOB
+    out, bar = [None] * len(arms), tqdm(total=len(arms), unit='arm', disable=not progress, dynamic_ncols=True)
+    _JOB = (fn, arms, args)
+    try:
+        if workers <= 1:
+            done = map(_measure, range(len(arms)))
+            for i, res, sec in done:
+                out[i] = res, sec
+                bar.update()
+        else:
+            order = sorted(range(len(arms)), key=lambda i: -cost(arms[i]))
+            with multiprocessing.get_context('fork').Pool(workers, _start) as pool:
+                for i, res, sec in pool.imap_unordered(_measure, order):
+                    out[i] = res, sec
+                    bar.update()
+    finally:
+        _JOB = None
+        bar.close()
+    return out
