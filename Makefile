@@ -1,8 +1,8 @@
-# The CPU pipeline, one visible step per target; `make demo` runs them all (35 min 8 s on 2 idle cores, measured as one command from a clean clone).
+# The CPU pipeline, one visible step per target; `make demo` runs them all (31 min 44 s on 2 idle cores, 2026-12-01, measured as one command from a clean clone).
 # Every step is a plain command you can copy and change. PY=python3 make demo to pick another interpreter.
 PY ?= $(shell command -v python >/dev/null && echo python || echo python3)
 
-.PHONY: quick demo install data train train-copy finetune pose longrope longrope-ref longrope4 eval eval-2048 ape pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases test
+.PHONY: quick demo install data train train-copy finetune pose longrope longrope-ref longrope4 eval eval-2048 ape pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases test gpu-check
 
 quick:                # the story in minutes: a small base at L=128, plain RoPE vs PI / NTK-aware / YaRN zero-shot and fine-tuned 40 steps at 512 (one seed), loss against position to 4 x L (87 s and 97 s in two clean-clone runs on 2 idle cores)
 	$(MAKE) install data
@@ -21,7 +21,7 @@ data:                 # character-level Shakespeare, 4 plays held out (~5 s)
 train:                # optional: the pure-text 0.8M-param RoPE GPT at L=128, 1500 steps (~7 min): the reference for text loss
 	$(PY) train.py config/train_shakespeare_char_cpu.py --overwrite=True
 
-train-copy:           # the demo's base: the same GPT, 3000 steps with synthetic copies mixed in, so it retrieves (11 min 12 s on 2 cores)
+train-copy:           # the demo's base: the same GPT, 3000 steps with synthetic copies mixed in, so it retrieves (10 min 49 s on 2 cores)
 	$(PY) train.py config/train_shakespeare_char_copy_cpu.py --overwrite=True
 
 finetune:             # PI, YaRN + the plain control, 128 -> 512, 100 steps on natural text, 3 seeds each; and 20 steps, 1 seed (~7 min: 40-47 s a 100-step run)
@@ -42,7 +42,7 @@ longrope4:            # optional: search at s=4, fine-tune the searched arm like
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --init_from=out/char-longrope-s4 --rope_type=keep --plain=False --out_dir=out/char-ft-longrope --overwrite=True
 	$(PY) eval.py --ckpt=out/char-base-copy,out/char-ft,out/char-ft-longrope --eval_len=1024 --num_windows=32 --out_dir=out/char-eval-longrope
 
-eval:                 # every arm under one protocol to 1024 = 8 x L: loss, ppl, five retrieval tasks, crop verdicts, named contrasts, entropy, plots (15 min 53 s)
+eval:                 # every arm under one protocol to 1024 = 8 x L: loss, ppl, five retrieval tasks, crop verdicts, named contrasts, entropy, plots (12 min 39 s, two worker processes)
 	$(PY) eval.py config/eval_char_cpu.py
 
 eval-2048:            # optional: the zero-shot maps, Dynamic YaRN and static YaRN at T = 2048 = 16 x L, where Leaky ReRoPE k=16 passes L (64 + 1983/16 = 188) and Self-Extend w=64 G=32 does not (63 + 62 = 125)
@@ -91,6 +91,13 @@ ape: out/char-base/ckpt.pt  # optional: the same model with sinusoidal positions
 	$(PY) train.py config/train_shakespeare_char_cpu.py --pos_emb=sinusoidal --out_dir=out/char-sinusoidal --overwrite=True
 	$(PY) train.py config/train_shakespeare_char_cpu.py --pos_emb=alibi --out_dir=out/char-alibi --overwrite=True
 	$(PY) eval.py --ckpt=out/char-base,out/char-sinusoidal,out/char-alibi --eval_len=1024 --num_windows=32 --out_dir=out/char-ape
+
+gpu-check:            # one GPU, sized for ~8 min (not yet timed on one): BPE data; the 30M base in bf16 + compile (60 timed steps: tokens/s, MFU, peak memory; then 300 steps); PI, YaRN, plain fine-tuned 60 steps at 1024; a 7-arm eval. tests/test_gpu_check.py runs these lines tiny on the CPU
+	$(PY) data/shakespeare/prepare.py
+	$(PY) train.py config/gpu_check_train.py --bench=True --max_iters=60
+	$(PY) train.py config/gpu_check_train.py --overwrite=True
+	$(PY) finetune_long.py config/gpu_check_finetune.py --overwrite=True
+	$(PY) eval.py config/gpu_check_eval.py
 
 test:                 # the test suite (what .ci/run runs)
 	$(PY) -m pytest -q tests

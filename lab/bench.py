@@ -49,10 +49,12 @@ def run(cfg, setup_run, train_step, warmup=3):
     T = r.W  # the window length trained (PoSE trains shorter windows than block_size)
     tok_s = cfg['batch_size'] * T * cfg['gradient_accumulation_steps'] * (cfg['max_iters'] - warmup) / (time.time() - t0)
     frac = mfu(r.model, T, tok_s, r.device, r.world)  # tok_s counts all processes' micro-batches
+    mem = torch.cuda.max_memory_allocated(r.device) / 2 ** 30 if str(r.device).startswith('cuda') else None
     if r.rank == 0:
         share = 'n/a' if frac is None else f'{100 * frac:.1f}%'
         print(f"bench: {r.model.get_num_params() / 1e6:.2f}M params, pos_emb={r.model.config.pos_emb}, T={T}, "
               f"batch={cfg['batch_size']}x{cfg['gradient_accumulation_steps']}, device={r.device}, "
               f"compile={cfg['compile']}: {tok_s:,.0f} tokens/s over {r.world} process(es) "
-              f"({tok_s / r.world:,.0f} per device), MFU {share} per device")
-    return {'tokens_per_s': tok_s, 'tokens_per_s_per_device': tok_s / r.world, 'mfu': frac}
+              f"({tok_s / r.world:,.0f} per device), MFU {share} per device" +
+              ('' if mem is None else f", peak memory {mem:.2f} GiB per device"))
+    return {'tokens_per_s': tok_s, 'tokens_per_s_per_device': tok_s / r.world, 'mfu': frac, 'peak_gib': mem}
