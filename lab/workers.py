@@ -26,9 +26,10 @@ def worker_count(setting, device, n_arms):
 
 
 def cost(arm):
-    """A rough order of an arm's measuring time: moving-scale arms score every sampled position with its own forward."""
-    return (20 if arm.get('dynamic') else 1) * len(arm['runs']) + (2 if (arm.get('crop') or {}).get('form') ==
-                                                                   'truncated' else 0)
+    """A rough order of an arm's measuring time: a moving scale (Dynamic NTK / YaRN, not LongRoPE's two runs) gives
+    every scored position its own forward; then seeds; the truncated crop a forward per position past its window."""
+    moving = (arm.get('scaling') or {}).get('rope_type') in ('dynamic', 'dynamic_yarn')
+    return (20 if moving else 1) * len(arm['runs']) + (2 if (arm.get('crop') or {}).get('form') == 'truncated' else 0)
 
 
 def _start():

@@ -173,3 +173,12 @@ def test_arms_measured_side_by_side_equal_one_after_another(lab, tmp_path):
         for ra, rb in zip(a['retrieval'], b['retrieval']):
             assert ra['per_example']['exact'] == rb['per_example']['exact']
             np.testing.assert_allclose(ra['per_example']['gain'], rb['per_example']['gain'], atol=1e-4)
+
+
+def test_the_costliest_arms_are_measured_first():
+    """Moving-scale arms first (LongRoPE, dynamic by its short/long switch, is two runs: not moving), then by seeds."""
+    from lab.workers import cost
+    arms = [dict(scaling=None, runs=[1]), dict(scaling={'rope_type': 'longrope'}, runs=[1]),
+            dict(scaling={'rope_type': 'dynamic_yarn'}, runs=[1]), dict(scaling={'rope_type': 'yarn'}, runs=[1, 2, 3]),
+            dict(scaling=None, crop={'form': 'truncated'}, runs=[1])]
+    assert sorted(range(5), key=lambda i: -cost(arms[i])) == [2, 3, 4, 0, 1]
