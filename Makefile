@@ -92,12 +92,12 @@ ape: out/char-base/ckpt.pt  # optional: the same model with sinusoidal positions
 	$(PY) train.py config/train_shakespeare_char_cpu.py --pos_emb=alibi --out_dir=out/char-alibi --overwrite=True
 	$(PY) eval.py --ckpt=out/char-base,out/char-sinusoidal,out/char-alibi --eval_len=1024 --num_windows=32 --out_dir=out/char-ape
 
-gpu-check:            # one GPU, sized for ~8 min (not yet timed on one): BPE data; the 30M base in bf16 + compile (60 timed steps: tokens/s, MFU, peak memory; then 300 steps); PI, YaRN, plain fine-tuned 60 steps at 1024; a 7-arm eval. tests/test_gpu_check.py runs these lines tiny on the CPU
+gpu-check:            # one GPU, sized for ~8 min (not yet timed on one): BPE data; the GPU recipe's 30M base in bf16 + compile (60 timed steps: tokens/s, MFU, peak memory; then 300 steps); PI, YaRN, plain fine-tuned 60 steps at 1024; a 7-arm eval. tests/test_gpu_check.py runs these lines tiny on the CPU
 	$(PY) data/shakespeare/prepare.py
-	$(PY) train.py config/gpu_check_train.py --bench=True --max_iters=60
-	$(PY) train.py config/gpu_check_train.py --overwrite=True
-	$(PY) finetune_long.py config/gpu_check_finetune.py --overwrite=True
-	$(PY) eval.py config/gpu_check_eval.py
+	$(PY) train.py config/train_shakespeare_gpu.py --bench=True --max_iters=60 --out_dir=out/gpu-check-bench
+	$(PY) train.py config/train_shakespeare_gpu.py --max_iters=300 --lr_decay_iters=300 --warmup_iters=30 --eval_interval=100 --out_dir=out/gpu-check-base --overwrite=True
+	$(PY) finetune_long.py config/finetune_long_gpu.py --init_from=out/gpu-check-base --rope_type=linear,yarn --max_iters=60 --warmup_iters=10 --out_dir=out/gpu-check-ft --overwrite=True
+	$(PY) eval.py --ckpt=out/gpu-check-base,out/gpu-check-ft --rope_types=default,ntk,yarn,dynamic_yarn --eval_len=1024 --num_windows=16 --retrieval_examples=16 --out_dir=out/gpu-check-eval
 
 test:                 # the test suite (what .ci/run runs)
 	$(PY) -m pytest -q tests
