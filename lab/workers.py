@@ -10,6 +10,7 @@ import multiprocessing
 import os
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 
 import torch
 from tqdm import tqdm
@@ -54,9 +55,10 @@ def map_arms(fn, arms, args, workers, progress=True):
                 out[i] = res, sec
                 bar.update()
         else:
-            order = sorted(range(len(arms)), key=lambda i: -cost(arms[i]))
-            with multiprocessing.get_context('fork').Pool(workers, _start) as pool:
-                for i, res, sec in pool.imap_unordered(_measure, order):
+            order = sorted(range(len(arms)), key=lambda i: -cost(arms[i]))  # handed out first come, first served
+            with ProcessPoolExecutor(workers, multiprocessing.get_context('fork'), _start) as pool:
+                for done in as_completed([pool.submit(_measure, i) for i in order]):  # a killed worker raises
+                    i, res, sec = done.result()                                        # BrokenProcessPool
                     out[i] = res, sec
                     bar.update()
     finally:

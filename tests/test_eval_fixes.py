@@ -182,3 +182,19 @@ def test_the_costliest_arms_are_measured_first():
             dict(scaling={'rope_type': 'dynamic_yarn'}, runs=[1]), dict(scaling={'rope_type': 'yarn'}, runs=[1, 2, 3]),
             dict(scaling=None, crop={'form': 'truncated'}, runs=[1])]
     assert sorted(range(5), key=lambda i: -cost(arms[i])) == [2, 3, 4, 0, 1]
+
+
+def _die_on_b(arm):
+    if arm['x'] == 'b':
+        os._exit(3)  # a worker killed mid-arm (out of memory, kill -9)
+    return arm['x'].upper()
+
+
+def test_a_killed_worker_stops_the_eval_instead_of_hanging():
+    """multiprocessing.Pool waits forever for a task whose worker died; the executor raises instead."""
+    from concurrent.futures.process import BrokenProcessPool
+    from lab.workers import map_arms
+    arms = [{'x': x, 'scaling': None, 'runs': [1]} for x in 'abc']
+    with pytest.raises(BrokenProcessPool):
+        map_arms(_die_on_b, arms, (), workers=2, progress=False)
+    assert [r for r, _ in map_arms(_die_on_b, [arms[0], arms[2]], (), workers=2, progress=False)] == ['A', 'C']
