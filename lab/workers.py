@@ -15,6 +15,8 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 import torch
 from tqdm import tqdm
 
+from configurator import ConfigError
+
 _JOB = None  # (fn, arms, args) for the forked workers: set just before the pool starts
 
 
@@ -23,6 +25,9 @@ def worker_count(setting, device, n_arms):
     device) and elsewhere (macOS does not fork safely)."""
     if not device.startswith('cpu') or n_arms < 2 or (not setting and not sys.platform.startswith('linux')):
         return 1
+    if setting > 1 and 'fork' not in multiprocessing.get_all_start_methods():
+        raise ConfigError(f"workers={setting} needs processes started by fork, which {sys.platform} does not have; "
+                          f"pass --workers=1")
     return min(setting or len(os.sched_getaffinity(0)), n_arms)
 
 

@@ -198,3 +198,15 @@ def test_a_killed_worker_stops_the_eval_instead_of_hanging():
     with pytest.raises(BrokenProcessPool):
         map_arms(_die_on_b, arms, (), workers=2, progress=False)
     assert [r for r, _ in map_arms(_die_on_b, [arms[0], arms[2]], (), workers=2, progress=False)] == ['A', 'C']
+
+
+def test_workers_without_fork_is_one_line_or_one_process(monkeypatch):
+    """Off Linux the default is one process; an explicit --workers=2 where fork does not exist is refused in one line."""
+    import multiprocessing
+    from configurator import ConfigError
+    from lab import workers
+    monkeypatch.setattr(workers.sys, 'platform', 'win32')
+    monkeypatch.setattr(multiprocessing, 'get_all_start_methods', lambda: ['spawn'])
+    assert workers.worker_count(0, 'cpu', 5) == 1 and workers.worker_count(2, 'cuda', 5) == 1
+    with pytest.raises(ConfigError, match='workers=2 needs processes started by fork'):
+        workers.worker_count(2, 'cpu', 5)
