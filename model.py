@@ -246,8 +246,8 @@ class GPT(nn.Module):
         c = self.config
         if pos is not None and (not isinstance(pos, torch.Tensor) or pos.is_floating_point() or c.pos_emb == 'alibi'
                                 or tuple(pos.shape) not in ((T,), (B, T))):
-            raise ValueError(f"pos must be an integer tensor of shape ({T},) or ({B}, {T}), one position per token "
-                             f"(ALiBi reads distances from the token order: pass none)")
+            raise ValueError(f"pos must be an integer tensor of shape ({T},) or ({B}, {T}), one position per token"
+                             + (" (ALiBi reads distances from the token order: pass none)" if c.pos_emb == 'alibi' else ''))
         if at is not None and attend is not None:
             raise ValueError("at= picks the queries of causal attention; it cannot be combined with attend=")
         given, pos = pos is not None, torch.arange(T, device=idx.device) if pos is None else pos.to(idx.device)

@@ -106,20 +106,23 @@ def score(model, rows, positions, plan, ctx, batch_size, attend=None):
                 mine = [it for it in part if it[0] in chunk]
                 n = max(p for _, _, p in mine) + 1
                 x = rows[chunk, :n + 1].to(device)
+                slot, per, col = {r: i for i, r in enumerate(chunk)}, [[] for _ in chunk], []
+                for r, _, p in mine:  # each row's scored positions in order, and each item's place among them
+                    col.append(len(per[slot[r]]))
+                    per[slot[r]].append(p)
                 pos = rope = None
-                if key[0] == 'moving':
-                    stop = torch.tensor([next(p for r2, _, p in mine if r2 == r) for r in chunk], device=x.device)
+                if key[0] == 'moving':  # one position per row: its forward stops there
+                    stop = torch.tensor([ps[0] for ps in per], device=x.device)
                     pos = torch.minimum(torch.arange(n, device=x.device)[None], stop[:, None])
                     rope = row_tables(model, pos)
-                per = [[p for r2, _, p in mine if r2 == r] for r in chunk]  # each row's scored positions, in order
                 K = max(len(ps) for ps in per)
                 at = None if attend is not None or 4 * K > n else torch.tensor(  # few per row: the last layer runs
                     [ps + ps[-1:] * (K - len(ps)) for ps in per], device=x.device)  # only their queries
                 with ctx:
                     logits, l = model(x[:, :-1], x[:, 1:], reduction='none', pos=pos, attend=attend, rope=rope, at=at)
-                rows_at = torch.tensor([chunk.index(r) for r, _, _ in mine])
+                rows_at = torch.tensor([slot[r] for r, _, _ in mine])
                 pos_at = torch.tensor([p for _, _, p in mine])
-                col = pos_at if at is None else torch.tensor([per[chunk.index(r)].index(p) for r, _, p in mine])
+                col = pos_at if at is None else torch.tensor(col)
                 got_l = l[rows_at, col].float().cpu().numpy()
                 got_h = (logits[rows_at, col].argmax(-1) == x[rows_at, pos_at + 1]).cpu().numpy()
                 for (r, j, _), gl, gh in zip(mine, got_l, got_h):

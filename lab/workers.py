@@ -55,8 +55,7 @@ def map_arms(fn, arms, args, workers, progress=True):
     _JOB = (fn, arms, args)
     try:
         if workers <= 1:
-            done = map(_measure, range(len(arms)))
-            for i, res, sec in done:
+            for i, res, sec in map(_measure, range(len(arms))):
                 out[i] = res, sec
                 bar.update()
         else:
