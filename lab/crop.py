@@ -32,6 +32,7 @@ import torch
 import torch.nn.functional as F
 
 from lab.attention import chunked_attention
+from model import CausalSelfAttention
 
 FORMS = ('sliding', 'truncated')
 CROP_KEYS = {'window': (int, 'the window w: each prediction sees its last w tokens (default L)'),
@@ -70,7 +71,14 @@ def window_attention(model, window, chunk=256):
     ordinary causal forward; window = 1 returns v. No attention dropout (an eval path).
     Use: logits = model(x, attend=window_attention(model, L))[0]."""
     logits = window_logits(model, window)
-    return lambda layer, q, k, v: chunked_attention(q, k, v, lambda s, e: logits(layer, q, k, s, e), chunk)
+
+    def attend(layer, q, k, v):
+        if type(model.transformer.h[layer].attn).logits is CausalSelfAttention.logits:  # plain scores: SDPA, a band
+            i = torch.arange(q.size(2), device=q.device)  # mask (2-3x faster than the chunks, the same up to rounding)
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=(i[None] <= i[:, None]) &
+                                                  (i[None] > i[:, None] - window))
+        return chunked_attention(q, k, v, lambda s, e: logits(layer, q, k, s, e), chunk)
+    return attend
 
 
 # ----------------------------------------------------------------------------- truncated input
@@ -119,8 +127,8 @@ def truncated_scores(model, rows, positions, window, ctx=None, batch_size=8):
     items = [(j, r, int(p)) for r, ps in enumerate(positions) for j, p in enumerate(ps)]
     for part, x in crop_batches(rows, items, window, batch_size, extra=1):
         x = x.to(device)
-        with ctx:
-            logits = model(x[:, :-1])[0][:, -1]
+        with ctx:  # only the last position's prediction is wanted: at= runs the last layer for it alone
+            logits = model(x[:, :-1], at=torch.full((x.size(0), 1), x.size(1) - 2, device=device))[0][:, 0]
         target = x[:, -1]
         got_l = F.cross_entropy(logits.float(), target, reduction='none').cpu().numpy()
         got_h = (logits.argmax(-1) == target).cpu().numpy()
