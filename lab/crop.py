@@ -111,19 +111,20 @@ def check_positions(positions, n_rows, limit, what):
 
 
 @torch.no_grad()
-def truncated_scores(model, rows, positions, window, ctx=None, batch_size=8):
+def truncated_scores(model, rows, positions, window, ctx=None, batch_size=8, preds=False):
     """The truncated crop in lab.scoring.score's format: for every p in positions[r], the NLL of rows[r, p + 1] (and whether
     the argmax is that target) from a forward over ONLY rows[r, max(0, p - window + 1) : p + 1], a fresh input at
     position ids 0..n-1 (n = min(p + 1, window)). Crops of one length share a forward (all of length `window` in
     big batches, see crop_batches); p < window is the model's ordinary forward over the whole prefix.
     rows: LongTensor [R, n_tokens]; positions: R int lists, each p <= n_tokens - 2. Returns (loss, hit): R float /
-    bool numpy arrays, in the order of positions[r]."""
+    bool numpy arrays, in the order of positions[r] (and with preds=True the argmax tokens, as lab.scoring.score)."""
     window = check_window(window)
     ctx = nullcontext() if ctx is None else ctx
     check_positions(positions, rows.size(0), rows.size(1) - 1, "each p needs its target p + 1 in the row")
     device = next(iter(model.parameters()), rows).device
     loss = [np.full(len(ps), np.nan) for ps in positions]
     hit = [np.zeros(len(ps), dtype=bool) for ps in positions]
+    pred = [np.zeros(len(ps), dtype=np.int64) for ps in positions]
     items = [(j, r, int(p)) for r, ps in enumerate(positions) for j, p in enumerate(ps)]
     for part, x in crop_batches(rows, items, window, batch_size, extra=1):
         x = x.to(device)
@@ -131,10 +132,11 @@ def truncated_scores(model, rows, positions, window, ctx=None, batch_size=8):
             logits = model(x[:, :-1], at=torch.full((x.size(0), 1), x.size(1) - 2, device=device))[0][:, 0]
         target = x[:, -1]
         got_l = F.cross_entropy(logits.float(), target, reduction='none').cpu().numpy()
-        got_h = (logits.argmax(-1) == target).cpu().numpy()
-        for (j, r, _), gl, gh in zip(part, got_l, got_h):
-            loss[r][j], hit[r][j] = gl, gh
-    return loss, hit
+        got_p = logits.argmax(-1)
+        got_h = (got_p == target).cpu().numpy()
+        for (j, r, _), gl, gh, gp in zip(part, got_l, got_h, got_p.cpu().numpy()):
+            loss[r][j], hit[r][j], pred[r][j] = gl, gh, gp
+    return (loss, hit, pred) if preds else (loss, hit)
 
 
 @torch.no_grad()

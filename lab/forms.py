@@ -23,17 +23,17 @@ DEFAULTS = dict(
 
 def arm_form(model, arm, plan, ctx, batch_size):
     """The arm's way of running: attend (None: causal) and logits (for the entropy diagnostic) of its position map
-    or crop; scorer(rows, where) -> (loss, hit), each token scored as the model runs when generating; n0, the first
+    or crop; scorer(rows, where, preds=False) -> (loss, hit[, argmax tokens]), each token scored as the model runs when generating; n0, the first
     position past which a window is scored only at its sampled positions (the truncated crop: past its window)."""
     pm, crop = arm.get('position_map'), arm.get('crop') or {}
     w, truncated = crop.get('window'), crop.get('form') == 'truncated'
     attend = mapped_attention(model, pm) if pm else window_attention(model, w) if crop and not truncated else None
     if truncated:
-        def scorer(rows, where):
-            return truncated_scores(model, rows, where, w, ctx, batch_size)
+        def scorer(rows, where, preds=False):
+            return truncated_scores(model, rows, where, w, ctx, batch_size, preds)
     else:
-        def scorer(rows, where):
-            return score(model, rows, where, plan, ctx, batch_size, attend)
+        def scorer(rows, where, preds=False):
+            return score(model, rows, where, plan, ctx, batch_size, attend, preds)
     return SimpleNamespace(attend=attend, scorer=scorer, n0=w if truncated else plan[1], window=w, truncated=truncated,
                            logits=mapped_logits(model, pm) if pm else window_logits(model, w) if crop else None)
 

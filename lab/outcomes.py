@@ -11,10 +11,11 @@ import torch
 from lab.stats import clustered_wilson, seeds_mean_ci
 
 
-def score_rows(score, rows, positions):
+def score_rows(score, rows, positions, preds=False):
     """score(rows, positions) over rows of any lengths, sorted by the length they need (the last scored target + 1)
     so that rows of similar length share forwards, padded to a common width (the padding lies after every scored
-    target, so causal attention never sees it). Returns (loss, hit) in the order given."""
+    target, so causal attention never sees it). Returns (loss, hit) in the order given, and with preds=True the
+    argmax tokens too (score(rows, positions, preds=True))."""
     need = [max(ps) + 2 for ps in positions]
     order = sorted(range(len(rows)), key=lambda i: need[i])
     width = max(need)
@@ -22,11 +23,25 @@ def score_rows(score, rows, positions):
     for j, i in enumerate(order):
         row = torch.as_tensor(np.asarray(rows[i][:need[i]], dtype=np.int64))
         batch[j, :len(row)] = row
-    loss, hit = score(batch, [list(positions[i]) for i in order])
-    out_l, out_h = [None] * len(rows), [None] * len(rows)
+    got = score(batch, [list(positions[i]) for i in order], **({'preds': True} if preds else {}))
+    out = [[None] * len(rows) for _ in got]
     for j, i in enumerate(order):
-        out_l[i], out_h[i] = loss[j], hit[j]
-    return out_l, out_h
+        for o, g in zip(out, got):
+            o[i] = g[j]
+    return tuple(out)
+
+
+def emitted_record(example, pred):
+    """Which record's value the model starts to write after the (first) asked key: the rank (records before it) of
+    the record whose first value token is the argmax at the first scored position, the asked record first; -1 when
+    it is none of them. A "copy the oldest" strategy shows as 0, "copy the nearest" as needles - 1."""
+    order = sorted(range(len(example['needles'])), key=lambda i: example['needles'][i]['pos'])
+    ranked = {i: r for r, i in enumerate(order)}
+    asked = next(i for i, n in enumerate(example['needles']) if n['queried'])
+    for i in [asked] + [i for i in order if i != asked]:
+        if int(example['needles'][i]['value'][0]) == int(pred[0]):
+            return ranked[i]
+    return -1
 
 
 def room_scores(score, buckets, examples):
@@ -34,13 +49,15 @@ def room_scores(score, buckets, examples):
     scored targets are e['seq'][p + 1]). Per bucket: exact (greedy reproduces every scored token given the true
     prefix), the mean loss over the scored tokens, and where an example has a control row (same tokens, same
     place, no earlier copy), gain = control loss - repeat loss. Returns per bucket dict(bucket, distance_lo,
-    distance_hi, exact [N], gain [N] | loss [N], repeat_loss, control_loss | loss_mean, depth [N], distance [N])."""
+    distance_hi, exact [N], gain [N] | loss [N], repeat_loss, control_loss | loss_mean, depth [N], distance [N]
+    and, for the needles, rank [N] and emitted [N] (emitted_record))."""
     if not examples:
         return []
     control = 'control' in examples[0]
     rows = [e['seq'] for e in examples] + ([e['control'] for e in examples] if control else [])
     where = [e['where'] for e in examples] * (2 if control else 1)
-    loss, hit = score_rows(score, rows, where)
+    needles = 'needles' in examples[0]
+    loss, hit, *pred = score_rows(score, rows, where, preds=needles)
     n = len(examples)
     out = []
     for b, (label, lo, hi) in enumerate(buckets):
@@ -54,6 +71,9 @@ def room_scores(score, buckets, examples):
         else:
             r.update(loss=rep, loss_mean=float(np.mean(rep)))
         r.update(depth=[int(examples[i]['depth']) for i in idx], distance=[int(examples[i]['distance']) for i in idx])
+        if needles:  # how many records precede the asked one, and which record's value the model starts to write
+            r.update(rank=[int(examples[i]['rank']) for i in idx],
+                     emitted=[emitted_record(examples[i], pred[0][i]) for i in idx])
         out.append(r)
     return out
 
@@ -82,6 +102,8 @@ def summarize_retrieval(per_seed):
         per[what] = [[round(float(x), 6) for x in r] for r in vals]
         if 'depth' in rows[0]:
             per.update(depth=list(rows[0]['depth']), distance=list(rows[0]['distance']))
+        if 'rank' in rows[0]:  # the needles: the asked record's rank, and per seed the rank of the record emitted
+            per.update(rank=list(rows[0]['rank']), emitted=[list(r['emitted']) for r in rows])
         e['per_example'] = per
         out.append(e)
         if len(rows) > 1:

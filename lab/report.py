@@ -47,8 +47,13 @@ def units(kind):
     return 'points', lambda v: f"{100 * v:+.0f}"
 
 
+def word(r):
+    """A comparison's verdict, 'better' / 'worse' marked when the whole interval lies inside the margin."""
+    return r['verdict'] + (', inside the margin' if r.get('inside_margin') else '')
+
+
 def diff_cell(r, fmt):
-    return f"{fmt(r['diff'])} [{fmt(r['ci'][0])}, {fmt(r['ci'][1])}] {r['verdict']}"
+    return f"{fmt(r['diff'])} [{fmt(r['ci'][0])}, {fmt(r['ci'][1])}] {word(r)}"
 
 
 def contrast_table(title, rows_by_col, fmt):
@@ -96,7 +101,7 @@ def summary_markdown(summary):
                        f"past L means the arm uses context the crop cannot see:", list(rows['loss']),
                        [a for a in arms if a['name'] != crop],
                        lambda a, c, rows=rows: f"{rows['loss'][c][a['name']]['diff']:+.3f} "
-                                               f"{rows['loss'][c][a['name']]['verdict']}")
+                                               f"{word(rows['loss'][c][a['name']])}")
     lines += table('Mean attention entropy (nats) by query position (seeds averaged):',
                    list(arms[0]['entropy_buckets']), arms, lambda a, c: f"{a['entropy_buckets'][c]:.2f}")
     return '\n'.join(lines) + '\n'

@@ -176,9 +176,13 @@ def needle_examples(val, starts, T, L, vocab_size, eot, seed, needles=4, queries
     Per window and distance bucket: each queried needle's distance to its own query (query start - needle start)
     uniform in the bucket (span = queries records), the query start q uniform over what fits (so the queried
     needle's depth q - d is uniform over the depths that fit, and the k records fit before q), the other needles
-    placed one by one uniformly over the free places before q. Returns buckets [(label, lo, hi)] and examples
-    [dict(bucket, distance, depth, query, seq, where, needles=[dict(pos, key, value, queried)])]: distance and
-    depth of the first queried needle; seq ends at the last value token."""
+    placed one by one: r of them (r uniform over 0..needles - queries) uniformly over the free places before the
+    (first) asked needle, the rest between it and the query, so that the asked record's rank among the records is
+    uniform at every distance (placed uniformly over [0, q) instead, the asked record was the earliest one in 68% of
+    the examples past 512: "copy the oldest value" scored there without matching a key). Returns buckets
+    [(label, lo, hi)] and examples [dict(bucket, distance, depth, query, rank, seq, where, needles=[dict(pos, key,
+    value, queried)])]: distance, depth and rank (records before it) of the first asked needle; seq ends at the last
+    value token."""
     if not (1 <= queries <= needles and key_len >= 1 and value_len >= 1):
         raise ValueError(f"needles: need 1 <= queries={queries} <= needles={needles}, key_len={key_len} >= 1 and "
                          f"value_len={value_len} >= 1")
@@ -217,8 +221,10 @@ def _draw_needles(rng, window, tokens, lo, hi, limit, k, m, kl, vl, sep, rec):
         if not free[p]:
             return None
         free[max(0, p - rec + 1):p + rec] = False
-    for _ in range(k - m):
-        room = np.flatnonzero(free)
+    before = int(rng.integers(0, k - m + 1))  # how many other records precede the asked one: its rank, uniform
+    starts = np.arange(len(free))
+    for i in range(k - m):
+        room = np.flatnonzero(free & ((starts <= pos[0] - rec) if i < before else (starts >= pos[0] + rec)))
         if not len(room):
             return None
         p = int(room[rng.integers(len(room))])
@@ -239,7 +245,8 @@ def _draw_needles(rng, window, tokens, lo, hi, limit, k, m, kl, vl, sep, rec):
         where += list(range(qj + rec - vl - 1, qj + rec - 1))
     if any(int((np.lib.stride_tricks.sliding_window_view(seq[:q], kl) == key).all(1).sum()) != 1 for key in keys):
         return None  # a key also in the text (or made across a record's edge): the answer would not be unique
-    return dict(distance=int(d[0]), depth=pos[0], query=q, seq=seq, where=where,
+    rank = before + sum(p < pos[0] for p in pos[1:m])  # records before the (first) asked one
+    return dict(distance=int(d[0]), depth=pos[0], query=q, seq=seq, where=where, rank=int(rank),
                 needles=[dict(pos=p, key=key, value=value, queried=i < m)
                          for i, (p, key, value) in enumerate(zip(pos, keys, values))])
 

@@ -78,13 +78,14 @@ def row_tables(model, pos):
 
 
 @torch.no_grad()
-def score(model, rows, positions, plan, ctx, batch_size, attend=None):
+def score(model, rows, positions, plan, ctx, batch_size, attend=None, preds=False):
     """The NLL (and whether the argmax is the target) of rows[r, p + 1] given rows[r, :p + 1] for every p in
     positions[r], each scored as the model generates (see scoring_plan): positions in one constant run share a
     forward (of the run's longest needed length); a moving-scale position gets a forward of exactly p + 1 tokens,
     the k-th such position of every row in one batched forward whose position ids stop at each row's own p (a
     dynamic type scales each row for its own length; later tokens do not reach p through causal attention).
-    rows: LongTensor [R, n]; positions: R int lists. Returns (loss, hit): R float / bool numpy arrays."""
+    rows: LongTensor [R, n]; positions: R int lists. Returns (loss, hit): R float / bool numpy arrays, and with
+    preds=True also the argmax tokens (R int arrays)."""
     runs, moving_from = plan
     ends, device = [b for _, b in runs], next(iter(model.parameters()), rows).device
     jobs = {}
@@ -96,6 +97,7 @@ def score(model, rows, positions, plan, ctx, batch_size, attend=None):
             jobs.setdefault(key, []).append((r, j, p))
     loss = [np.full(len(ps), np.nan) for ps in positions]
     hit = [np.zeros(len(ps), dtype=bool) for ps in positions]
+    pred = [np.zeros(len(ps), dtype=np.int64) for ps in positions]
     for key, items in jobs.items():
         wide = 4 * batch_size if key[0] == 'moving' else batch_size  # one position per row: rows are cheap
         for i in range(0, len(items), wide if key[0] == 'moving' else len(items)):
@@ -124,10 +126,11 @@ def score(model, rows, positions, plan, ctx, batch_size, attend=None):
                 pos_at = torch.tensor([p for _, _, p in mine])
                 col = pos_at if at is None else torch.tensor(col)
                 got_l = l[rows_at, col].float().cpu().numpy()
-                got_h = (logits[rows_at, col].argmax(-1) == x[rows_at, pos_at + 1]).cpu().numpy()
-                for (r, j, _), gl, gh in zip(mine, got_l, got_h):
-                    loss[r][j], hit[r][j] = gl, gh
-    return loss, hit
+                got_p = logits[rows_at, col].argmax(-1)
+                got_h = (got_p == x[rows_at, pos_at + 1]).cpu().numpy()
+                for (r, j, _), gl, gh, gp in zip(mine, got_l, got_h, got_p.cpu().numpy()):
+                    loss[r][j], hit[r][j], pred[r][j] = gl, gh, gp
+    return (loss, hit, pred) if preds else (loss, hit)
 
 
 def grid_positions(L, T, n0, grid):

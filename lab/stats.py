@@ -91,6 +91,35 @@ def holm(pvals):
     return out
 
 
+def newcombe_paired(a, b, limits=None):
+    """95% interval of p_a - p_b for 0/1 outcomes of two arms on the same pairs (Newcombe 1998, Stat. Med. 17:2635,
+    method 10: square-and-add of the two Wilson intervals, corrected for their correlation). a, b: 0/1 arrays of the
+    same shape, pair k = (a[k], b[k]). With e = #(1,1), f = #(1,0), g = #(0,1), h = #(0,0), n pairs:
+    D = (f - g)/n; [l1, u1], [l2, u2] the Wilson intervals of p_a and p_b (`limits` replaces them, e.g. clustered
+    ones over seeds); phi = C / sqrt((e+f)(g+h)(e+g)(f+h)) with C = eh - fg - n/2 when eh - fg > n/2, 0 when
+    0 <= eh - fg <= n/2, eh - fg when negative (phi = 0 when a margin is empty); then
+    lo = D - sqrt((p_a - l1)^2 - 2 phi (p_a - l1)(u2 - p_b) + (u2 - p_b)^2),
+    hi = D + sqrt((p_b - l2)^2 - 2 phi (p_b - l2)(u1 - p_a) + (u1 - p_a)^2).
+    Unlike a paired t (Wald) interval it is not zero-width when no discordant pair is seen: 32 concordant pairs of
+    ones give [-0.107, +0.107]."""
+    a, b = np.asarray(a, dtype=np.float64).ravel(), np.asarray(b, dtype=np.float64).ravel()
+    if a.shape != b.shape or not len(a):
+        raise ValueError(f'newcombe_paired needs two 0/1 arrays of one nonzero size, got {a.shape} and {b.shape}')
+    _check_binary(a, 'a'), _check_binary(b, 'b')
+    n = len(a)
+    e, f = float((a * b).sum()), float((a * (1 - b)).sum())
+    g, h = float(((1 - a) * b).sum()), float(((1 - a) * (1 - b)).sum())
+    pa, pb = (e + f) / n, (e + g) / n
+    (l1, u1), (l2, u2) = limits or (wilson(e + f, n), wilson(e + g, n))
+    margins = (e + f) * (g + h) * (e + g) * (f + h)
+    cross = e * h - f * g
+    c = cross - n / 2 if cross > n / 2 else (0.0 if cross >= 0 else cross)
+    phi = c / math.sqrt(margins) if margins > 0 else 0.0
+    lo = pa - pb - math.sqrt(max(0.0, (pa - l1) ** 2 - 2 * phi * (pa - l1) * (u2 - pb) + (u2 - pb) ** 2))
+    hi = pa - pb + math.sqrt(max(0.0, (pb - l2) ** 2 - 2 * phi * (pb - l2) * (u1 - pa) + (u1 - pa) ** 2))
+    return [lo, hi]
+
+
 # ---- paired comparison of two arms on the same units -----------------------------------------------------------
 
 def _as_2d(x, name):
@@ -145,7 +174,8 @@ def paired_diff(a, b, binary=False, paired_seeds=None, seeds=None):
     """Paired difference diff = mean(a) - mean(b) of two arms measured on the same N units (same order); a is
     [Sa, N] (seeds x units), b is [Sb, N]. Returns dict(diff, ci (95%), se, df, p (two-sided), method).
     - Sa = Sb = 1 ('paired-t'): d = a - b over units, se^2 = var(d)/N, df = N - 1. binary=True (0/1 outcomes):
-      p = mcnemar_exact(#(a=1,b=0), #(a=0,b=1)) instead, the interval still the paired t one ('mcnemar').
+      p = mcnemar_exact(#(a=1,b=0), #(a=0,b=1)) and the interval newcombe_paired(a, b) ('newcombe-mcnemar'), which
+      is not zero-width when no pair is discordant (a paired t interval is).
     - seeds paired (paired_seeds, default Sa = Sb > 1; 'seed-paired-t'): D = a - b [S, N], u = D.mean(0) per unit,
       m = D.mean(1) per seed; se^2 = var(u)/N + var(m)/S, Welch-Satterthwaite df over (N-1, S-1). The unit x seed
       residual is counted in both components, so the interval is conservative. seeds = (a's seed list, b's) pairs
@@ -153,7 +183,9 @@ def paired_diff(a, b, binary=False, paired_seeds=None, seeds=None):
     - otherwise ('seed-unpaired-t'): u = a.mean(0) - b.mean(0); se^2 = var(u)/N + var(ma)/Sa [Sa > 1] + var(mb)/Sb
       [Sb > 1] with ma, mb the arms' seed means; Satterthwaite df over the components present.
     All variances ddof = 1. The interval is diff -/+ t_0.975(df) se, p = 2 P(T_df >= |diff| / se); zero variance gives
-    ci = [diff, diff] and p = 0 (diff != 0) or 1 (diff = 0) (the McNemar p is kept in the binary case)."""
+    ci = [diff, diff] and p = 0 (diff != 0) or 1 (diff = 0). binary=True with seeds: the same p, and the interval
+    newcombe_paired over every (seed, unit) pair (seed-paired: the same seed; else every seed of a with every seed of
+    b), with each arm's limits clustered_wilson over its seeds ('...-newcombe'; with one seed each, method 10)."""
     a, b = _as_2d(a, 'a'), _as_2d(b, 'b')
     (sa, n), (sb, nb) = a.shape, b.shape
     if n != nb:
@@ -172,9 +204,10 @@ def paired_diff(a, b, binary=False, paired_seeds=None, seeds=None):
     scale = float(max(np.abs(a).max(), np.abs(b).max()))
     if sa == sb == 1:
         d = a[0] - b[0]
-        res = _t_result(diff, float(d.var(ddof=1)) / n, n - 1, scale, 'mcnemar' if binary else 'paired-t')
+        res = _t_result(diff, float(d.var(ddof=1)) / n, n - 1, scale, 'newcombe-mcnemar' if binary else 'paired-t')
         if binary:
             res['p'] = mcnemar_exact(int(((a[0] == 1) & (b[0] == 0)).sum()), int(((a[0] == 0) & (b[0] == 1)).sum()))
+            res['ci'] = newcombe_paired(a[0], b[0])
         return res
     if paired_seeds:
         D = a - b
@@ -185,7 +218,11 @@ def paired_diff(a, b, binary=False, paired_seeds=None, seeds=None):
         comps += [(x.mean(1).var(ddof=1) / s, s - 1) for x, s in ((a, sa), (b, sb)) if s > 1]
         method = 'seed-unpaired-t'
     v, df = _satterthwaite(comps)
-    return _t_result(diff, v, df, scale, method)
+    res = _t_result(diff, v, df, scale, method)
+    if binary:  # the interval: Newcombe's square-and-add over the seeds' pairs, each arm's limits clustered over seeds
+        pa, pb = (a, b) if paired_seeds else (np.repeat(a, sb, axis=0), np.tile(b, (sa, 1)))
+        res.update(ci=newcombe_paired(pa, pb, (clustered_wilson(a), clustered_wilson(b))), method=method + '-newcombe')
+    return res
 
 
 def seeds_mean_ci(x):
@@ -240,10 +277,13 @@ def compare_family(pairs, margin, binary=False, higher_is_better=False):
     """One family (one table column): paired_diff(a, b, binary, seeds=seeds) for each (name, a [Sa, N], b [Sb, N])
     or (name, a, b, seeds = (a's seed list, b's)) in pairs, the p-values Holm-adjusted across the list, and each row's
     verdict(ci, p_holm, margin, higher_is_better). Returns a list of dict(name, diff, ci, se, df, p, p_holm, verdict,
-    method), in the order given."""
+    inside_margin, method), in the order given. inside_margin: a 'better' / 'worse' whose whole interval lies inside
+    [-margin, +margin] (a real difference, too small to matter), which the tables write apart from 'equivalent'."""
     rows = [dict(name=name, **paired_diff(a, b, binary=binary, seeds=seeds[0] if seeds else None))
             for name, a, b, *seeds in pairs]
     for r, ph in zip(rows, holm([r['p'] for r in rows])):
         r['p_holm'] = ph
         r['verdict'] = verdict(r['ci'], ph, margin, higher_is_better)
-    return [{k: r[k] for k in ('name', 'diff', 'ci', 'se', 'df', 'p', 'p_holm', 'verdict', 'method')} for r in rows]
+        r['inside_margin'] = r['verdict'] in ('better', 'worse') and -margin <= r['ci'][0] and r['ci'][1] <= margin
+    return [{k: r[k] for k in ('name', 'diff', 'ci', 'se', 'df', 'p', 'p_holm', 'verdict', 'inside_margin', 'method')}
+            for r in rows]

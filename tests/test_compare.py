@@ -27,10 +27,11 @@ def test_compare_uses_exact_means_only_when_both_arms_have_them():
     assert ac['diff'] == approx((0.3 + 0.3 - 0.2 - 0.2) / 4)  # c has no exact means: both on the design positions
     em = out['exact_match']['d'][0]  # 5 discordant pairs all for a: McNemar 2/32, Holm over 2 -> 0.125: unresolved
     assert em['diff'] == approx(5 / 6) and em['p'] == approx(0.0625) and em['verdict'] == 'unresolved'
-    assert out['exact_match']['d'][1]['verdict'] == 'equivalent'  # identical outcomes: interval [0, 0]
+    same = out['exact_match']['d'][1]  # identical outcomes, 6 pairs: Newcombe's interval is +-(1 - 6/(6 + z^2)), not [0, 0]
+    assert same['ci'] == approx([-0.3903, 0.3903], abs=1e-4) and same['verdict'] == 'unresolved'
     best = C.vs_best([a, b, c], m)
     assert best['loss']['b']['best'] == 'a' and set(best['loss']['b']['arms']) == {'b', 'c'}
-    assert best['exact_match']['d']['best'] == 'a' and best['exact_match']['d']['arms']['c']['verdict'] == 'equivalent'
+    assert best['exact_match']['d']['best'] == 'a' and best['exact_match']['d']['arms']['c']['verdict'] == 'unresolved'
 
 
 def test_seeds_are_paired_by_value_not_list_position():

@@ -18,6 +18,7 @@ _spec.loader.exec_module(S)
  t_p, t_quantile, verdict, wilson) = (S.align_seeds, S.clustered_wilson, S.compare_family, S.holm, S.mcnemar_exact,
                                       S.mean_ci, S.paired_diff, S.seeds_mean_ci, S.t975, S.t_p, S.t_quantile,
                                       S.verdict, S.wilson)
+newcombe_paired = S.newcombe_paired
 
 approx = pytest.approx
 T2_975 = 0.95 / math.sqrt(2 * 0.975 * 0.025)  # df = 2 closed form: t_p = (2p - 1) / sqrt(2 p (1 - p)) = 4.302653
@@ -135,13 +136,32 @@ def test_paired_diff_binary_mcnemar():
     a = np.array([1, 1, 1, 1, 1, 0, 1, 0])
     b = np.array([0, 0, 0, 0, 0, 0, 1, 1])  # discordant: 5 (A only), 1 (B only)
     r = paired_diff(a[None], b[None], binary=True)
-    assert r['method'] == 'mcnemar'
+    assert r['method'] == 'newcombe-mcnemar'
     assert r['p'] == approx(2 * 7 / 64, abs=1e-15)  # 0.21875
     se = math.sqrt(4 / 7 / 8)  # d = [1,1,1,1,1,0,0,-1]: mean 0.5, sum of squares about it 4.0
     assert r['diff'] == approx(0.5) and r['se'] == approx(se, abs=1e-12)
-    assert r['ci'] == approx([0.5 - T7_975 * se, 0.5 + T7_975 * se], abs=1e-6)
+    # Newcombe by hand: e, f, g, h = 1, 5, 1, 1; Wilson(6, 8) = [0.409280, 0.928520], Wilson(2, 8) = [0.071480,
+    # 0.590720]; eh - fg = -4 < 0, so phi = -4 / sqrt(6 * 2 * 2 * 6) = -1/3;
+    # lo = 0.5 - sqrt(2 * 0.340720^2 + 2/3 * 0.340720^2) = -0.05639, hi = 0.5 + sqrt(8/3 * 0.178520^2) = 0.79152
+    assert r['ci'] == approx([-0.05639, 0.79152], abs=2e-5)
     with pytest.raises(ValueError):
         paired_diff(a[None] * 0.5, b[None], binary=True)
+
+
+def test_newcombe_paired_worked_example_and_no_discordant_pair():
+    def table(e, f, g, h):  # pairs (1,1) e times, (1,0) f, (0,1) g, (0,0) h
+        return np.repeat([1, 1, 0, 0], [e, f, g, h]), np.repeat([1, 0, 1, 0], [e, f, g, h])
+    # Fagerland, Lydersen & Laake, Statistical Analysis of Contingency Tables (2017), ch. 8: Cavo et al. (2012),
+    # complete response before and after consolidation, 59 / 6 / 16 / 80: -0.0621 (95% CI -0.1186 to -0.0046)
+    assert newcombe_paired(*table(59, 6, 16, 80)) == approx([-0.1186, -0.0046], abs=6e-5)
+    # 32 concordant pairs: a paired t interval has zero width; Newcombe's is the Wilson half-width 1 - 32/(32 + z^2)
+    z2 = 1.959964 ** 2
+    assert newcombe_paired(*table(32, 0, 0, 0)) == approx([-(1 - 32 / (32 + z2)), 1 - 32 / (32 + z2)], abs=1e-6)
+    assert newcombe_paired(*table(0, 0, 0, 32)) == approx([-0.10718, 0.10718], abs=1e-5)
+    r = paired_diff(np.ones((3, 32)), np.ones((3, 32)), binary=True)  # three seeds that agree are not 96 examples
+    assert r['ci'] == approx([-0.10718, 0.10718], abs=1e-5) and r['method'] == 'seed-paired-t-newcombe'
+    with pytest.raises(ValueError):
+        newcombe_paired([1, 0, 1], [1, 0])
 
 
 GRID = np.array([[1., 2, 3], [2, 3, 4], [3, 4, 5]])  # row means [2,3,4], column means [2,3,4]: both variances 1
@@ -297,5 +317,5 @@ def test_compare_family_holm_flips_a_verdict():
     weak_row = rows[1]
     assert verdict(weak_row['ci'], weak_row['p'], 0.05, higher_is_better=True) == 'better'  # before Holm
     assert [r['verdict'] for r in rows] == ['better', 'unresolved', 'unresolved']
-    assert all(r['method'] == 'mcnemar' for r in rows)
+    assert all(r['method'] == 'newcombe-mcnemar' for r in rows)
     assert set(rows[0]) == {'name', 'diff', 'ci', 'se', 'df', 'p', 'p_holm', 'verdict', 'method'}
