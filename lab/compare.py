@@ -41,15 +41,20 @@ def unit_values(arm, column, kind):
     if kind == 'loss':
         return np.array(arm['per_window'][column] if arm['per_window'][column] is not None
                         else arm['per_window_design'][column])
-    return np.array(room_bucket(arm, kind, column)['per_example'][ROOMS[kind][1]], dtype=float)
+    return np.array([[np.nan if v is None else v for v in r]
+                     for r in room_bucket(arm, kind, column)['per_example'][ROOMS[kind][1]]], dtype=float)
 
 
 def paired(a, b, column, kind):
     """(values of a, values of b) on the same units: both arms' exact bucket means when both have them, else both
-    arms' means over the same sampled positions."""
+    arms' means over the same sampled positions; in a room, the examples both arms scored."""
     if kind == 'loss' and (a['per_window'][column] is None or b['per_window'][column] is None):
         return np.array(a['per_window_design'][column]), np.array(b['per_window_design'][column])
-    return unit_values(a, column, kind), unit_values(b, column, kind)
+    x, y = unit_values(a, column, kind), unit_values(b, column, kind)
+    if kind == 'loss':
+        return x, y
+    both = ~np.isnan(x).any(0) & ~np.isnan(y).any(0)  # a moving-scale arm scores a room's first windows only
+    return x[:, both], y[:, both]
 
 
 def columns(results):

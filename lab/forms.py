@@ -18,6 +18,8 @@ DEFAULTS = dict(
     entropy_windows=4,      # windows for the attention entropy (manual attention, chunked)
     entropy_chunk=256,      # query chunk of that path: memory O(chunk x T)
     grid=16,                # the entropy diagnostic of moving-scale arms: evenly spaced positions per bucket
+    moving_examples=0,      # moving-scale arms (Dynamic NTK/YaRN) score a room's rows past L (each token its own
+                            # forward) for the first N retrieval windows only; paired tests use those; 0 = all
 )
 
 
@@ -48,7 +50,11 @@ def side_measures(model, form, plan, run, cfg, ctx):
     else:
         first = plan[0][0][1]
         ent = entropy_at(model, x, grid_positions(L, T, first, cfg['grid']), first, chunk, ctx, form.logits)
-    ret = retrieval_scores(form.scorer, run['buckets'], run['examples'], cfg['retrieval_len'], cfg['retrieval_cue']) \
-        if run['examples'] else []
-    rooms = {n: room_scores(form.scorer, r['buckets'], r['examples']) for n, r in run['rooms'].items()}
+    scored = None
+    if form.n0 < T and not form.truncated and cfg['moving_examples']:  # a moving scale: each token its own forward
+        first = set(run['ret_starts'][:cfg['moving_examples']])
+        scored = lambda e: e['start'] in first or max(e['where']) < form.n0  # noqa: E731  (inside L: one forward)
+    ret = retrieval_scores(form.scorer, run['buckets'], run['examples'], cfg['retrieval_len'], cfg['retrieval_cue'],
+                           scored) if run['examples'] else []
+    rooms = {n: room_scores(form.scorer, r['buckets'], r['examples'], scored) for n, r in run['rooms'].items()}
     return dict(ent=ent, ret=ret, rooms=rooms)

@@ -44,38 +44,47 @@ def emitted_record(example, pred):
     return -1
 
 
-def room_scores(score, buckets, examples):
+def room_scores(score, buckets, examples, scored=None):
     """Every example of a room scored in one score_rows call: for each, the tokens after positions e['where'] (the
     scored targets are e['seq'][p + 1]). Per bucket: exact (greedy reproduces every scored token given the true
     prefix), the mean loss over the scored tokens, and where an example has a control row (same tokens, same
     place, no earlier copy), gain = control loss - repeat loss. Returns per bucket dict(bucket, distance_lo,
     distance_hi, exact [N], gain [N] | loss [N], repeat_loss, control_loss | loss_mean, depth [N], distance [N]
-    and, for the needles, rank [N] and emitted [N] (emitted_record))."""
+    and, for the needles, rank [N] and emitted [N] (emitted_record)). scored(example) -> bool: the examples to score
+    (default all); an example left out has None outcomes and the means are over the scored ones (eval's
+    moving_examples)."""
     if not examples:
         return []
     control = 'control' in examples[0]
-    rows = [e['seq'] for e in examples] + ([e['control'] for e in examples] if control else [])
-    where = [e['where'] for e in examples] * (2 if control else 1)
+    keep = [i for i, e in enumerate(examples) if scored is None or scored(e)]
+    rows = [examples[i]['seq'] for i in keep] + ([examples[i]['control'] for i in keep] if control else [])
+    where = [examples[i]['where'] for i in keep] * (2 if control else 1)
     needles = 'needles' in examples[0]
-    loss, hit, *pred = score_rows(score, rows, where, preds=needles)
-    n = len(examples)
+    loss, hit, *pred = score_rows(score, rows, where, preds=needles) if keep else ([], [], [])
+    slot, n = {i: j for j, i in enumerate(keep)}, len(keep)
+    at = lambda f, i: None if i not in slot else f(slot[i])  # noqa: E731  an outcome, None when not scored
     out = []
     for b, (label, lo, hi) in enumerate(buckets):
         idx = [i for i, e in enumerate(examples) if e['bucket'] == b]
-        rep = [float(loss[i].mean()) for i in idx]
-        r = dict(bucket=label, distance_lo=lo, distance_hi=hi - 1, exact=[bool(hit[i].all()) for i in idx])
+        rep = [at(lambda j: float(loss[j].mean()), i) for i in idx]
+        r = dict(bucket=label, distance_lo=lo, distance_hi=hi - 1, exact=[at(lambda j: bool(hit[j].all()), i)
+                                                                          for i in idx])
         if control:
-            ctl = [float(loss[n + i].mean()) for i in idx]
-            r.update(gain=[c - x for c, x in zip(ctl, rep)], repeat_loss=float(np.mean(rep)),
-                     control_loss=float(np.mean(ctl)))
+            ctl = [at(lambda j: float(loss[n + j].mean()), i) for i in idx]
+            r.update(gain=[None if c is None else c - x for c, x in zip(ctl, rep)],
+                     repeat_loss=_mean(rep), control_loss=_mean(ctl))
         else:
-            r.update(loss=rep, loss_mean=float(np.mean(rep)))
+            r.update(loss=rep, loss_mean=_mean(rep))
         r.update(depth=[int(examples[i]['depth']) for i in idx], distance=[int(examples[i]['distance']) for i in idx])
         if needles:  # how many records precede the asked one, and which record's value the model starts to write
             r.update(rank=[int(examples[i]['rank']) for i in idx],
-                     emitted=[emitted_record(examples[i], pred[0][i]) for i in idx])
+                     emitted=[at(lambda j: emitted_record(examples[i], pred[0][j]), i) for i in idx])
         out.append(r)
     return out
+
+
+def _mean(values):
+    return float(np.mean([v for v in values if v is not None]))
 
 
 def summarize_retrieval(per_seed):
@@ -83,23 +92,26 @@ def summarize_retrieval(per_seed):
     control, the gain, with 95% intervals in which the seeds count as repeated looks at the same examples (a 3-seed
     arm is N examples seen three times, not 3N: lab.stats.clustered_wilson / seeds_mean_ci); without one, the mean
     loss of the scored tokens. per_example holds the outcomes [seeds][examples] for paired tests (exact, and gain or
-    loss) and each example's depth and distance [examples] (the same examples for every seed and arm)."""
+    loss) and each example's depth and distance [examples] (the same examples for every seed and arm). Examples
+    an arm did not score (None, room_scores' scored) stay None there; n and the intervals are of the scored ones."""
     out = []
     for rows in zip(*per_seed):
-        exact = np.array([r['exact'] for r in rows], dtype=np.float64)
+        mask = np.array([x is not None for x in rows[0]['exact']])
+        full = np.array([[np.nan if x is None else x for x in r['exact']] for r in rows], dtype=np.float64)
+        exact = full[:, mask]
         e = dict(bucket=rows[0]['bucket'], distance_lo=rows[0]['distance_lo'], distance_hi=rows[0]['distance_hi'],
                  n=exact.shape[1], seeds=len(rows), exact_match=float(exact.mean()),
                  exact_match_ci=clustered_wilson(exact))
-        per = dict(exact=exact.astype(int).tolist())
+        per = dict(exact=[[None if np.isnan(x) else int(x) for x in r] for r in full])
         what = 'gain' if 'gain' in rows[0] else 'loss'
-        vals = np.array([r[what] for r in rows])
-        m, m_ci = seeds_mean_ci(vals)
+        vals = np.array([[np.nan if x is None else x for x in r[what]] for r in rows], dtype=np.float64)
+        m, m_ci = seeds_mean_ci(vals[:, mask])
         if what == 'gain':
             e.update(repeat_loss=float(np.mean([r['repeat_loss'] for r in rows])),
                      control_loss=float(np.mean([r['control_loss'] for r in rows])), gain=m, gain_ci=m_ci)
         else:
             e.update(loss=m, loss_ci=m_ci)
-        per[what] = [[round(float(x), 6) for x in r] for r in vals]
+        per[what] = [[None if np.isnan(x) else round(float(x), 6) for x in r] for r in vals]
         if 'depth' in rows[0]:
             per.update(depth=list(rows[0]['depth']), distance=list(rows[0]['distance']))
         if 'rank' in rows[0]:  # the needles: the asked record's rank, and per seed the rank of the record emitted
@@ -108,5 +120,5 @@ def summarize_retrieval(per_seed):
         out.append(e)
         if len(rows) > 1:
             e['exact_match_seed_sd'] = float(np.std(exact.mean(1), ddof=1))
-            e[f'{what}_seed_sd'] = float(np.std(vals.mean(1), ddof=1))
+            e[f'{what}_seed_sd'] = float(np.std(vals[:, mask].mean(1), ddof=1))
     return out

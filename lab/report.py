@@ -3,6 +3,7 @@ summary.md and bases.md: an eval's summary.json (eval.py) and a combine's bases.
 tables, one row an arm or a contrast; marks and verdicts come from lab.compare's results in them. Reads and draws
 nothing (the pictures are plot.py's).
 """
+import numpy as np
 
 
 def header(first, cols):
@@ -63,6 +64,13 @@ def contrast_table(title, rows_by_col, fmt):
         [f"| {n} | " + ' | '.join(diff_cell(rows_by_col[c][i], fmt) for c in cols) + ' |' for i, n in enumerate(names)]
 
 
+def comparable_mean(arm, ref, column):
+    """A sampled arm's bucket mean on the exact rows' scale: ref's exact mean plus the paired difference arm - ref on
+    the positions both were scored at (lab.compare.paired's design means; the difference of their means)."""
+    design = lambda a: np.mean(np.array(a['per_window_design'][column], dtype=float))  # noqa: E731
+    return float(ref['buckets'][column] + design(arm) - design(ref))
+
+
 def summary_markdown(summary):
     s, arms = summary['settings'], summary['arms']
     m = s['margins']
@@ -74,12 +82,20 @@ def summary_markdown(summary):
              f"documents, the same for every arm. {s['protocol']}", '', rule]
     sampled = [f"{a['name']} ({', '.join(k for k, v in a['scoring']['buckets'].items() if v == 'sampled')})"
                for a in arms if 'sampled' in a['scoring']['buckets'].values()]
+    ref = next((a for a in arms if a.get('kind') == 'base'), None)
+
+    def loss_cell(a, c):
+        half = f"{a['buckets'][c]:.3f} ± {(a['buckets_ci'][c][1] - a['buckets_ci'][c][0]) / 2:.3f}"
+        if 'per_window' not in a or a['per_window'][c] is not None or ref is None or ref['per_window'][c] is None:
+            return half + mark(s, 'loss', c, a['name'])
+        return f"{comparable_mean(a, ref, c):.3f}† (sampled {half})" + mark(s, 'loss', c, a['name'])
     lines += table('Mean loss (nats) per position bucket ± the half-width of its 95% interval over windows and seeds '
                    '(* = best in the column; against it: ≈ equivalent, ? unresolved, no mark worse)' +
-                   (f"; sampled positions, not every one: {'; '.join(sampled)}" if sampled else '') + ':',
-                   list(arms[0]['buckets']), arms,
-                   lambda a, c: f"{a['buckets'][c]:.3f} ± {(a['buckets_ci'][c][1] - a['buckets_ci'][c][0]) / 2:.3f}"
-                   + mark(s, 'loss', c, a['name']))
+                   (f"; sampled positions, not every one: {'; '.join(sampled)}" if sampled else '') +
+                   (f". † = {ref['name']}'s exact mean plus the paired difference on the sampled positions (the "
+                    f"sampled positions alone run above the exact means), comparable with the exact rows"
+                    if sampled and ref else '') + ':',
+                   list(arms[0]['buckets']), arms, loss_cell)
     lines += table('Perplexity with the context cut to n tokens (one forward of the first n tokens):',
                    list(arms[0]['ppl_at']), arms, lambda a, c: f"{a['ppl_at'][c]:.3f}")
     for kind, field, title in ROOM_TABLES:

@@ -44,7 +44,8 @@ def passkey_examples(val, starts, ends, T, L, K, pos, vocab_size, eot, seed):
     """The passkey test: in each window a random string of K tokens (never eot) at pos, then the same string again at
     pos + d; and a control with the string only at pos + d (no earlier copy), so that the gain isolates retrieval.
     Distance buckets [K, L), [L, 2L), ... up to the bucket ends (lab.scoring.bucket_ends): in [K, L) both copies and the scored tokens lie inside the first L tokens.
-    Returns buckets [(label, lo, hi)] and examples [dict(bucket, distance, depth, first, repeat, key, seq, control)]."""
+    Returns buckets [(label, lo, hi)] and examples [dict(bucket, distance, depth, first, repeat, key, seq, control,
+    start)]."""
     rng = np.random.default_rng(seed)
     tokens = np.array([t for t in range(vocab_size) if t != eot])
     buckets, examples, lo = [], [], 0
@@ -58,13 +59,13 @@ def passkey_examples(val, starts, ends, T, L, K, pos, vocab_size, eot, seed):
                 seq = control.copy()
                 seq[pos:pos + K] = key
                 examples.append(dict(bucket=len(buckets), distance=d, depth=pos, first=pos, repeat=pos + d, key=key,
-                                     seq=seq, control=control))
+                                     seq=seq, control=control, start=s))
             buckets.append((f"{a}-{b - 1}" if lo == 0 else f"{lo}-{hi}", a, b))
         lo = hi
     return buckets, examples
 
 
-def retrieval_scores(score, buckets, examples, K, cue):
+def retrieval_scores(score, buckets, examples, K, cue, scored=None):
     """Per distance bucket, each example's outcomes: exact (greedy reproduces every token after the cue, given the
     true prefix) and gain = control loss - repeat loss over the scored tokens (same string, same place, no earlier
     copy in the control). score(rows, positions) -> (loss, hit) is lab.scoring.score bound to an arm: it scores each token
@@ -72,7 +73,7 @@ def retrieval_scores(score, buckets, examples, K, cue):
     dict(bucket, distance_lo, distance_hi, exact [N] bools, gain [N], repeat_loss, control_loss, depth [N],
     distance [N]) (room_scores on the passkey's scored positions)."""
     return room_scores(score, buckets, [dict(e, where=list(range(e['repeat'] + cue - 1, e['repeat'] + K - 1)))
-                                        for e in examples])
+                                        for e in examples], scored)
 
 
 # ----------------------------------------------------------------------------- the rooms' shared parts

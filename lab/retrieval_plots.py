@@ -81,10 +81,11 @@ def plot_retrieval_depth(out_dir, summary, room='passkey_depth', most=3):
             hits, counts = np.zeros((len(edges) - 1, len(labels))), np.zeros((len(edges) - 1, len(labels)), int)
             for j, b in enumerate(a[room]):
                 pe = b['per_example']
-                exact = np.asarray(pe['exact'], dtype=float).mean(0)  # each example over the arm's seeds
-                for i, x in zip(np.searchsorted(edges, np.asarray(pe['depth']), side='right') - 1, exact):
-                    hits[i, j] += x
-                    counts[i, j] += 1
+                exact = np.array([[np.nan if v is None else v for v in r] for r in pe['exact']]).mean(0)  # over
+                for i, x in zip(np.searchsorted(edges, np.asarray(pe['depth']), side='right') - 1, exact):  # seeds
+                    if not np.isnan(x):  # (an example a moving-scale arm did not score: None)
+                        hits[i, j] += x
+                        counts[i, j] += 1
             grid = np.ma.masked_where(counts == 0, 100 * hits / np.maximum(counts, 1))
             im = ax.imshow(grid, origin='lower', aspect='auto', cmap=cmap, vmin=0, vmax=100)
             for i, j in zip(*np.nonzero(counts)):

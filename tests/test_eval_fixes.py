@@ -210,3 +210,36 @@ def test_workers_without_fork_is_one_line_or_one_process(monkeypatch):
     assert workers.worker_count(0, 'cpu', 5) == 1 and workers.worker_count(2, 'cuda', 5) == 1
     with pytest.raises(ConfigError, match='workers=2 needs processes started by fork'):
         workers.worker_count(2, 'cpu', 5)
+
+
+def test_moving_examples_scores_the_first_windows_past_L_and_pairs_on_them(lab, tmp_path):
+    """--moving_examples=2: Dynamic NTK scores the passkey's rows past L for the first 2 retrieval windows only (the
+    others None, null in summary.json), inside L every row (one forward there); those outcomes equal the full run's,
+    n counts the scored ones, and its paired tests against the base use the examples both scored."""
+    args = [f'--ckpt={lab["base"]}', '--rope_types=default,dynamic', f'--eval_len={T}', '--num_windows=4',
+            '--entropy_windows=1', '--retrieval_examples=4', '--retrieval_len=6', '--retrieval_pos=2', '--grid=2',
+            '--samples=4', '--device=cpu', '--progress=False', '--workers=1']
+    full = ev.main(args + [f'--out_dir={tmp_path / "full"}'])
+    part = ev.main(args + ['--moving_examples=2', f'--out_dir={tmp_path / "part"}'])
+    assert part['settings']['moving_examples'] == 2
+    by = {a['name']: a for a in part['arms']}
+    dyn, ref = by['dynamic zero-shot'], {a['name']: a for a in full['arms']}['dynamic zero-shot']
+    base = next(a for a in part['arms'] if a['kind'] == 'base')
+    past = [b['bucket'] for b in dyn['retrieval'] if b['distance_lo'] >= L]
+    assert past and len(past) < len(dyn['retrieval'])
+    for b, rb in zip(dyn['retrieval'], ref['retrieval']):
+        ex, want = b['per_example']['exact'][0], rb['per_example']['exact'][0]
+        if b['bucket'] in past:
+            assert ex[:2] == want[:2] and ex[2:] == [None, None] and b['n'] == 2
+            assert b['per_example']['gain'][0][:2] == pytest.approx(rb['per_example']['gain'][0][:2], abs=1e-5)
+        else:
+            assert ex == want and b['n'] == 4
+    assert all(None not in r['per_example']['exact'][0] for r in base['retrieval'])  # a static arm scores them all
+    from lab.compare import paired
+    x, y = paired(dyn, base, past[-1], 'exact_match')
+    assert x.shape == y.shape == (1, 2)
+    row = part['settings']['vs_best']['exact_match'][past[-1]]['arms']
+    assert any(name == 'dynamic zero-shot' or row[name]['b'] == 'dynamic zero-shot' for name in row)
+    saved = json.load(open(tmp_path / 'part' / 'summary.json'))
+    got = next(a for a in saved['arms'] if a['name'] == 'dynamic zero-shot')['retrieval'][-1]['per_example']
+    assert got['exact'][0][2:] == [None, None]

@@ -24,7 +24,12 @@ def summary():
                         for c in ('0-16', '16-64')}}
     s = dict(dataset='chars', num_windows=4, T=64, L=16, seed=1337, protocol='Same windows.',
              margins=dict(loss=0.02, exact_match=0.05), vs_best=vs_best)
-    return dict(settings=s, arms=[arm('base (L=16)', 1.5), arm('yarn s=4 zero-shot', 1.25, sampled=True)])
+    base, yarn = arm('base (L=16)', 1.5), arm('yarn s=4 zero-shot', 1.25, sampled=True)
+    base.update(kind='base', per_window={'0-16': [[1.5] * 4], '16-64': [[2.4, 2.6, 2.3, 2.7]]},
+                per_window_design={'0-16': [[1.5] * 4], '16-64': [[2.6, 2.4, 2.7, 2.5]]})
+    yarn.update(kind='zero-shot', per_window={'0-16': [[1.25] * 4], '16-64': None},
+                per_window_design={'0-16': [[1.25] * 4], '16-64': [[2.1, 2.3, 2.4, 2.2]]})
+    return dict(settings=s, arms=[base, yarn])
 
 
 def test_summary_markdown_tables():
@@ -32,9 +37,12 @@ def test_summary_markdown_tables():
     assert md[0] == '# Loss by position: chars, 4 windows of T=64 tokens, L=16'
     assert md[2] == 'Windows: seed 1337, inside held-out documents, the same for every arm. Same windows.'
     assert '±0.02 nats (loss) or ±5 points (exact match)' in md[4]
-    assert md[6].endswith('; sampled positions, not every one: yarn s=4 zero-shot (16-64):')
+    assert md[6].endswith("; sampled positions, not every one: yarn s=4 zero-shot (16-64). † = base (L=16)'s exact "
+                          "mean plus the paired difference on the sampled positions (the sampled positions alone run "
+                          "above the exact means), comparable with the exact rows:")
+    # the sampled cell: 2.5 (the base's exact mean) + 2.25 - 2.55 (the two arms on the sampled positions) = 2.200
     assert md[8:12] == ['| arm | 0-16 | 16-64 |', '|---|---|---|', '| base (L=16) | 1.500 ± 0.100 * | 2.500 ± 0.500 |',
-                        '| yarn s=4 zero-shot | 1.250 ± 0.100 ≈ | 2.250 ± 0.500 * |']
+                        '| yarn s=4 zero-shot | 1.250 ± 0.100 ≈ | 2.200† (sampled 2.250 ± 0.500) * |']
     assert '| base (L=16) | 3.000 | 9.500 |' in md and '| yarn s=4 zero-shot | 1.23 | 2.50 |' in md
     assert md[-1] == '' and not any('Passkey' in line or 'contrast' in line for line in md)
 

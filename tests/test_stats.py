@@ -318,4 +318,17 @@ def test_compare_family_holm_flips_a_verdict():
     assert verdict(weak_row['ci'], weak_row['p'], 0.05, higher_is_better=True) == 'better'  # before Holm
     assert [r['verdict'] for r in rows] == ['better', 'unresolved', 'unresolved']
     assert all(r['method'] == 'newcombe-mcnemar' for r in rows)
-    assert set(rows[0]) == {'name', 'diff', 'ci', 'se', 'df', 'p', 'p_holm', 'verdict', 'method'}
+    assert set(rows[0]) == {'name', 'diff', 'ci', 'se', 'df', 'p', 'p_holm', 'verdict', 'inside_margin', 'method'}
+    assert not any(r['inside_margin'] for r in rows)  # 'better' by +50 points is not inside a 5-point margin
+
+
+def test_better_inside_the_margin_is_told_apart_from_equivalent():
+    """A real but tiny loss difference: a = b - 0.005 +- 0.001 on 20 windows. Paired t: p ~ 1e-14, interval about
+    [-0.0055, -0.0045], inside the 0.02 margin: 'better' (lower loss) with inside_margin, never 'equivalent'."""
+    b = np.linspace(1.0, 2.0, 20)
+    a = b - 0.005 + 0.001 * np.tile([1, -1], 10)
+    (r,) = compare_family([('tiny', a[None], b[None])], margin=0.02)
+    assert r['verdict'] == 'better' and r['inside_margin'] and r['p_holm'] < 1e-10
+    assert -0.0056 < r['ci'][0] < r['ci'][1] < -0.0044
+    (r,) = compare_family([('tiny', a[None], b[None])], margin=0.004)  # the margin inside the interval: not marked
+    assert r['verdict'] == 'better' and not r['inside_margin']
