@@ -40,8 +40,8 @@ from lab.forms import arm_form, side_measures
 from lab.report import summary_markdown
 from lab.retrieval import eval_rooms
 from lab.scoring import bucket_ends, sampled_design, score, scoring_plan
-from lab.summary import (combine_bases, finetune_csv, json_text, per_position_csv, retrieval_csv, summarize_arm,
-                         summary_settings)
+from lab.summary import (combine_bases, finetune_csv, json_text, per_position_csv, rejudge, retrieval_csv,
+                         summarize_arm, summary_settings)
 from lab.workers import map_arms, worker_count
 from model import model_from_checkpoint
 
@@ -172,8 +172,9 @@ def prepare(cfg):
 
 def main(argv):
     cfg = get_config(argv, DEFAULTS)
-    if cfg['combine']:
-        return combine_bases(cfg['combine'], cfg['out_dir'], compare.margins(cfg))
+    if cfg['combine'] or cfg['rejudge']:
+        return (combine_bases if cfg['combine'] else rejudge)(cfg['combine'] or cfg['rejudge'], cfg['out_dir'],
+                                                             compare.margins(cfg))
     if cfg['plot_only']:
         import plot
         for p in plot.plot_all(cfg['out_dir'], log_x=cfg['log_x'], smooth=cfg['smooth']):

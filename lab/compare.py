@@ -5,17 +5,17 @@ every arm against the column's best or a reference arm (the crop), against an ar
 windows, the same contrasts over several base models, and where a loss-by-position curve breaks.
 Only numpy, the standard library and lab/stats.py are used.
 """
-import math
 
 import numpy as np
 
-from lab.stats import compare_family, holm, t_p, t_quantile, verdict
+from lab.stats import compare_family, holm, newcombe_paired, paired_diff, verdict
 
 # eval.py's settings of the verdicts (its DEFAULTS include them)
 DEFAULTS = dict(
     contrasts='',           # named paired comparisons 'arm A | arm B; arm C | arm D' (arm ids, or display names)
     margin_loss=0.02,       # equivalence margin of a loss difference (nats)
     margin_exact=0.10,      # equivalence margin of an exact-match difference (fraction)
+    rejudge='',             # an eval folder whose summary.json is judged again with these statistics (runs no model)
     combine='',             # eval folders of the same arms on other base models (out/a,out/b,...): the named contrasts and
                             # the crop comparisons across bases, into out_dir/bases.json and bases.md (runs no model)
 )
@@ -113,33 +113,39 @@ def vs_reference(results, ref, margins):
     return out
 
 
-def across_bases(tables, margins):
-    """Contrasts measured on several base models: one {kind: {column: [row, ...]}} per base (a row has a name, a
-    diff = A - B and that base's verdict; e.g. settings.contrasts of each base's summary.json). For every row name
-    and column found on every base: the bases' diffs, their mean and a Student t interval over the bases (df = bases
-    - 1), which carries base-to-base variation (each base's diff already holds its windows' or examples' noise),
-    Holm within the column, the verdict by the usual rule, and `holds`: every base's own verdict equals it.
-    Returns {kind: {column: [dict(name, diffs, verdicts, diff, ci, p, p_holm, verdict, holds), ...]}}."""
-    if len(tables) < 2:
-        raise ValueError(f'across_bases needs the contrasts of at least 2 bases, got {len(tables)}')
+def across_bases(summaries, margins):
+    """Contrasts measured on several base models (each summary.json an eval of the same windows and examples on
+    another base): every named contrast and every arm against each crop found on every base. Bases are a paired
+    random factor and windows (or examples) the units: D[base, unit] = A - B (each arm's seeds averaged), diff its
+    mean, se^2 = var(unit means over bases)/N + var(base means)/bases (lab.stats.paired_diff with the bases as
+    paired seeds; Welch-Satterthwaite df), so that base-to-base variation counts and three bases that happen to agree
+    do not give a zero-width interval (the former t over the bases' three diffs did: ci [d, d], p = 0). For 0/1
+    outcomes the interval is widened to cover Newcombe's on the pooled outcomes of every base. Holm within the
+    column, the usual verdict, and beside it each base's own verdict and `holds` (every base's verdict is the same).
+    Returns {kind: {column: [dict(name, diffs, verdicts, diff, ci, p, p_holm, verdict, holds, method), ...]}}."""
+    if len(summaries) < 2:
+        raise ValueError(f'across_bases needs the evals of at least 2 bases, got {len(summaries)}')
+    tables, arms = base_tables(summaries), [{a['name']: a for a in s['arms']} for s in summaries]
     out = {}
     for kind, cols in tables[0].items():
         for col, rows in cols.items():
             found = []
-            for name in [r['name'] for r in rows]:
-                got = [next((o for o in t.get(kind, {}).get(col, []) if o['name'] == name), None) for t in tables]
-                if any(g is None for g in got):
+            for row in rows:
+                got = [next((o for o in t.get(kind, {}).get(col, []) if o['name'] == row['name']), None) for t in tables]
+                if any(g is None for g in got) or any(row['a'] not in by or row['b'] not in by for by in arms):
                     continue
-                d = np.array([g['diff'] for g in got], dtype=float)
-                n, m = len(d), float(d.mean())
-                se = float(d.std(ddof=1)) / math.sqrt(n)
-                if se == 0:  # every base the same difference (e.g. 0 points everywhere)
-                    ci, p = (m, m), (0.0 if m != 0 else 1.0)
-                else:
-                    h = t_quantile(0.975, n - 1) * se
-                    ci, p = (m - h, m + h), t_p(m / se, n - 1)
-                found.append(dict(name=name, diffs=d.tolist(), verdicts=[g['verdict'] for g in got], diff=m,
-                                  ci=list(ci), p=p))
+                vals = [paired(by[row['a']], by[row['b']], col, kind) for by in arms]
+                if len({x.shape[1] for x, _ in vals}) > 1:  # not the same units on every base
+                    continue
+                res = paired_diff(np.stack([x.mean(0) for x, _ in vals]), np.stack([y.mean(0) for _, y in vals]),
+                                  paired_seeds=True)
+                if kind != 'loss' and ROOMS[kind][1] == 'exact':
+                    pooled = [np.concatenate([np.repeat(x, len(y), 0).ravel() for x, y in vals]),
+                              np.concatenate([np.tile(y, (len(x), 1)).ravel() for x, y in vals])]
+                    nc = newcombe_paired(*pooled)
+                    res['ci'] = [min(res['ci'][0], nc[0]), max(res['ci'][1], nc[1])]
+                found.append(dict(name=row['name'], diffs=[g['diff'] for g in got], verdicts=[g['verdict'] for g in got],
+                                  diff=res['diff'], ci=res['ci'], p=res['p'], method='bases-random-factor'))
             exact = kind != 'loss' and ROOMS[kind][1] == 'exact'
             for r, ph in zip(found, holm([r['p'] for r in found])):
                 r['p_holm'] = ph

@@ -49,8 +49,10 @@ def units(kind):
 
 
 def word(r):
-    """A comparison's verdict, 'better' / 'worse' marked when the whole interval lies inside the margin."""
-    return r['verdict'] + (', inside the margin' if r.get('inside_margin') else '')
+    """A comparison's verdict, 'better' / 'worse' marked when the whole interval lies inside the margin, 'equivalent'
+    when the two arms gave exactly the same values (a zero-width interval)."""
+    return r['verdict'] + (', inside the margin' if r.get('inside_margin') else ' (identical)' if r.get('identical')
+                           else '')
 
 
 def diff_cell(r, fmt):
@@ -125,12 +127,13 @@ def summary_markdown(summary):
 
 def bases_markdown(out):
     """bases.md: each named contrast (and every arm against the crop) per column, its mean difference over the base
-    models with the t interval over bases, the verdict, and on how many bases that base's own verdict agrees."""
+    models with its random-factor interval (lab.compare.across_bases), the verdict, and on how many bases that base's own verdict agrees."""
     m = out['margins']
     lines = [f"# The same comparisons on {len(out['bases'])} base models", '',
              'Bases: ' + ', '.join(out['bases']) + '.', '',
-             f"Each cell: the mean over bases of A − B, its 95% t interval over the bases (df = bases − 1: base-to-base "
-             f"variation, which holds each base's own window or example noise), the verdict (Holm within the column; "
+             f"Each cell: the mean over bases of A − B, its 95% interval with the bases as a paired random factor and "
+             f"the windows (or examples) as units (base-to-base and unit variation; 0/1 outcomes at least Newcombe's "
+             f"interval on the pooled outcomes), the verdict (Holm within the column; "
              f"equivalent = inside ±{m['loss']:g} nats or ±{100 * m['exact_match']:g} points), and (k/n) the bases "
              f"whose own paired verdict is the same."]
     for kind, rows in out['comparisons'].items():

@@ -278,12 +278,15 @@ def compare_family(pairs, margin, binary=False, higher_is_better=False):
     or (name, a, b, seeds = (a's seed list, b's)) in pairs, the p-values Holm-adjusted across the list, and each row's
     verdict(ci, p_holm, margin, higher_is_better). Returns a list of dict(name, diff, ci, se, df, p, p_holm, verdict,
     inside_margin, method), in the order given. inside_margin: a 'better' / 'worse' whose whole interval lies inside
-    [-margin, +margin] (a real difference, too small to matter), which the tables write apart from 'equivalent'."""
+    [-margin, +margin] (a real difference, too small to matter), which the tables write apart from 'equivalent';
+    identical: every paired difference is exactly 0 (the same computation, e.g. two maps that agree inside L), the
+    only 'equivalent' a zero-width interval can give (0/1 outcomes never have one: Newcombe)."""
     rows = [dict(name=name, **paired_diff(a, b, binary=binary, seeds=seeds[0] if seeds else None))
             for name, a, b, *seeds in pairs]
     for r, ph in zip(rows, holm([r['p'] for r in rows])):
         r['p_holm'] = ph
         r['verdict'] = verdict(r['ci'], ph, margin, higher_is_better)
         r['inside_margin'] = r['verdict'] in ('better', 'worse') and -margin <= r['ci'][0] and r['ci'][1] <= margin
-    return [{k: r[k] for k in ('name', 'diff', 'ci', 'se', 'df', 'p', 'p_holm', 'verdict', 'inside_margin', 'method')}
-            for r in rows]
+        r['identical'] = r['diff'] == r['ci'][0] == r['ci'][1] == 0  # every paired difference exactly 0
+    return [{k: r[k] for k in ('name', 'diff', 'ci', 'se', 'df', 'p', 'p_holm', 'verdict', 'inside_margin', 'identical',
+                               'method')} for r in rows]

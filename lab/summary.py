@@ -17,8 +17,8 @@ import torch
 from configurator import ConfigError
 from lab.checks import check_out_dir
 from data.common import atomic_write_text, read_json
-from lab.compare import across_bases, base_tables, compare, first_difference, vs_best, vs_reference
-from lab.report import bases_markdown
+from lab.compare import across_bases, compare, first_difference, vs_best, vs_reference
+from lab.report import bases_markdown, summary_markdown
 from lab.outcomes import summarize_retrieval
 from lab.scoring import bucket_ends
 from lab.specs import scaling_extras
@@ -153,9 +153,34 @@ def summary_settings(cfg, run, results, margins, protocol, timing):
              plot=dict(log_x=cfg['log_x'], smooth=cfg['smooth']), arm_seconds=timing)
 
 
+def rejudge(folder, out_dir, margins):
+    """--rejudge: the comparisons of an eval's summary.json recomputed with this version's statistics from the
+    per-window and per-example values it stores (no model runs): every arm against each column's best, the named
+    contrasts it holds (the same pairs) and every arm against each crop; summary.json (settings.rejudged says from
+    where) and summary.md written to out_dir. The arms' own means and intervals are kept as stored."""
+    check_out_dir(out_dir)
+    s = read_json(os.path.join(folder, 'summary.json'), f"rejudge reads an eval folder's summary.json; {folder} has none")
+    st, results = s['settings'], s['arms']
+    pairs = [(r['a'], r['b']) for r in next(iter(next(iter((st.get('contrasts') or {}).values()), {}).values()), [])]
+    try:
+        st.update(margins=margins, vs_best=vs_best(results, margins),
+                  contrasts=compare(results, pairs, margins) if pairs else None,
+                  vs_crop={a['name']: vs_reference(results, a['name'], margins) for a in results if a.get('crop')},
+                  rejudged=dict(source=folder, statistics='lab.stats: Newcombe intervals for 0/1 outcomes'))
+    except (KeyError, TypeError) as e:
+        raise ConfigError(f"{folder}/summary.json lacks the per-window or per-example values a comparison needs "
+                          f"({e!r}); it is older than the paired tests: evaluate again instead") from None
+    md = summary_markdown(s)
+    os.makedirs(out_dir, exist_ok=True)
+    atomic_write_text(os.path.join(out_dir, 'summary.json'), json_text(s))
+    atomic_write_text(os.path.join(out_dir, 'summary.md'), md)
+    print(f"eval: {len(results)} arms of {folder} judged again; wrote summary.json, summary.md to {out_dir}")
+    return s
+
+
 def combine_bases(folders, out_dir, margins):
     """--combine: each folder's summary.json (the same eval, on another base model) -> the named contrasts and every
-    arm against the crop, with a t interval over the bases (lab.compare.across_bases), in out_dir/bases.json and .md."""
+    arm against the crop, bases as a paired random factor (lab.compare.across_bases), in out_dir/bases.json and .md."""
     dirs = [d.strip() for d in folders.split(',') if d.strip()]
     if len(dirs) < 2:
         raise ConfigError(f"combine={folders!r} names {len(dirs)} eval folder(s); give two or more, "
@@ -168,7 +193,7 @@ def combine_bases(folders, out_dir, margins):
             raise ConfigError(f"{d} was evaluated with another {key} than {dirs[0]}; combine evals of the same "
                               f"settings (windows, T, seed) on different base models")
     out = dict(folders=dirs, bases=[next(a['checkpoint'] for a in s['arms'] if a['kind'] == 'base') for s in sums],
-               margins=margins, comparisons=across_bases(base_tables(sums), margins))
+               margins=margins, comparisons=across_bases(sums, margins))
     md = bases_markdown(out)
     os.makedirs(out_dir, exist_ok=True)
     atomic_write_text(os.path.join(out_dir, 'bases.json'), json_text(out))

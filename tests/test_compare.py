@@ -73,25 +73,35 @@ def test_vs_arm_of_pairs_with_another_evals_arm():
         C.vs_arm_of(mine, other, m, ref='x')
 
 
-def test_across_bases_hand_values():
-    """Three bases: diffs 0.1, 0.2, 0.3 -> mean 0.2, se 0.1/sqrt 3, t(0.975, 2) = 4.3027: [-0.0484, 0.4484],
-    p = 0.0742 (t = 3.464, df 2), unresolved; -0.10, -0.11, -0.12 -> t = -19.05, p = 0.00275, Holm x2 -> better
-    (lower loss), held on every base whose own verdict was better; a row missing on one base is left out."""
-    mk = lambda name, d, v: dict(name=name, diff=d, verdict=v)  # noqa: E731
-    tables = [{'loss': {'0-128': [mk('A vs B', a, 'unresolved'), mk('C vs D', c, v), mk('only here', 1.0, 'worse')]}}
-              for a, c, v in ((0.1, -0.10, 'better'), (0.2, -0.11, 'better'), (0.3, -0.12, 'unresolved'))]
-    for t in tables[1:]:
-        t['loss']['0-128'].pop()
-    got = C.across_bases(tables, {'loss': 0.02, 'exact_match': 0.1})['loss']['0-128']
-    assert [r['name'] for r in got] == ['A vs B', 'C vs D']
-    a, c = got
-    assert a['diff'] == pytest.approx(0.2) and a['ci'] == pytest.approx([0.2 - 4.302653 * 0.1 / 3 ** 0.5,
-                                                                          0.2 + 4.302653 * 0.1 / 3 ** 0.5], abs=1e-6)
-    assert a['p'] == pytest.approx(0.07418, abs=1e-4) and a['verdict'] == 'unresolved' and a['holds']
-    assert c['p'] == pytest.approx(0.002744, abs=2e-5) and c['p_holm'] == pytest.approx(2 * c['p'])
-    assert c['verdict'] == 'better' and not c['holds'] and c['verdicts'] == ['better', 'better', 'unresolved']
+def fake_base(d, verdict='unresolved'):
+    """A base's eval with arms A and B on 4 windows: B's bucket means 1.0, A's 1.0 + d[w]; the stored contrast row."""
+    arm = lambda name, v: dict(name=name, per_window={'0-128': [v]}, per_window_design={'0-128': [v]})  # noqa: E731
+    row = dict(name='A vs B', a='A', b='B', diff=float(np.mean(d)), verdict=verdict)
+    return dict(settings=dict(contrasts={'loss': {'0-128': [row]}}),
+                arms=[arm('A', [1.0 + x for x in d]), arm('B', [1.0] * 4)])
+
+
+def test_across_bases_is_a_paired_random_factor():
+    """D[base, window] = beta_b + omega_w with beta = (0.1, 0.2, 0.3), omega = (-.03, -.01, .01, .03): diff 0.2;
+    se^2 = var(window means)/4 + var(base means)/3 = (0.002/3)/4 + 0.01/3 = 0.0035; Satterthwaite df =
+    0.0035^2 / ((0.002/12)^2/3 + (0.01/3)^2/2) = 2.2013. Three bases with the same difference (beta all 0.2) keep the
+    windows' spread (se^2 = 0.002/12, df 3): an interval, not [d, d] with p = 0 as the t over three diffs gave."""
+    from scipy import stats
+    omega = [-0.03, -0.01, 0.01, 0.03]
+    m = {'loss': 0.02, 'exact_match': 0.1}
+    got = C.across_bases([fake_base([b + w for w in omega], v) for b, v in ((0.1, 'better'), (0.2, 'better'),
+                                                                            (0.3, 'unresolved'))], m)
+    (r,) = got['loss']['0-128']
+    se, df = 0.0035 ** 0.5, 0.0035 ** 2 / ((0.002 / 12) ** 2 / 3 + (0.01 / 3) ** 2 / 2)
+    assert df == pytest.approx(2.2013, abs=1e-4) and r['diff'] == pytest.approx(0.2)
+    h = stats.t.ppf(0.975, df) * se
+    assert r['ci'] == pytest.approx([0.2 - h, 0.2 + h], abs=1e-9) and r['diffs'] == pytest.approx([0.1, 0.2, 0.3])
+    assert r['verdicts'] == ['better', 'better', 'unresolved'] and not r['holds'] and r['method'] == 'bases-random-factor'
+    (same,) = C.across_bases([fake_base([0.2 + w for w in omega])] * 3, m)['loss']['0-128']
+    h = stats.t.ppf(0.975, 3) * (0.002 / 12) ** 0.5
+    assert same['ci'] == pytest.approx([0.2 - h, 0.2 + h], abs=1e-9) and 0 < same['p'] < 0.01
     with pytest.raises(ValueError, match='at least 2 bases'):
-        C.across_bases(tables[:1], {'loss': 0.02, 'exact_match': 0.1})
+        C.across_bases([fake_base(omega)], m)
 
 
 def test_break_position_on_a_constructed_curve():

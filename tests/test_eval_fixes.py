@@ -103,9 +103,9 @@ def test_runs_with_one_name_are_told_apart_by_their_run_folders(lab, tmp_path):
 
 
 def test_combine_bases_reads_each_summary_and_refuses_other_windows(lab, tmp_path):
-    """--combine: the same eval twice gives every named contrast and every crop comparison its own difference, a
-    zero-width interval over the 'bases' and (2/2) agreement; an eval on other windows is refused with one line, and
-    nothing is written."""
+    """--combine: the same eval twice gives every named contrast and every crop comparison its own difference, an
+    interval that is the windows' alone (the two 'bases' agree exactly: no base-to-base variance, but not zero width)
+    and (2/2) agreement; an eval on other windows is refused with one line, and nothing is written."""
     one, other = tmp_path / 'one', tmp_path / 'other'
     s1 = ev.main([f'--base={lab["base"]}', '--rope_types=default,crop:form=sliding,linear', f'--eval_len={T}',
                   '--num_windows=4', '--retrieval_examples=0', '--entropy_windows=1', f'--out_dir={one}',
@@ -118,7 +118,7 @@ def test_combine_bases_reads_each_summary_and_refuses_other_windows(lab, tmp_pat
         assert [r['name'] for r in rows] == ['linear s=4 zero-shot vs base (L=16)', 'base (L=16) vs crop w=16 (sliding)',
                                              'linear s=4 zero-shot vs crop w=16 (sliding)']
         named = s1['settings']['contrasts']['loss'][c][0]
-        assert rows[0]['diff'] == pytest.approx(named['diff'], abs=1e-6) and rows[0]['ci'][0] == rows[0]['ci'][1]
+        assert rows[0]['diff'] == pytest.approx(named['diff'], abs=1e-6) and rows[0]['ci'][0] < rows[0]['ci'][1]
         assert rows[0]['diffs'] == pytest.approx([named['diff']] * 2, abs=1e-6)
         assert rows[0]['verdicts'] == [named['verdict']] * 2
     assert (tmp_path / 'bases' / 'bases.md').read_text(encoding='utf-8').startswith('# The same comparisons on 2 base')
@@ -243,3 +243,29 @@ def test_moving_examples_scores_the_first_windows_past_L_and_pairs_on_them(lab, 
     saved = json.load(open(tmp_path / 'part' / 'summary.json'))
     got = next(a for a in saved['arms'] if a['name'] == 'dynamic zero-shot')['retrieval'][-1]['per_example']
     assert got['exact'][0][2:] == [None, None]
+
+
+def test_rejudge_recomputes_the_comparisons_from_the_stored_values(lab, tmp_path):
+    """--rejudge=folder: a summary.json judged again runs no model; the lab's own eval comes back with the same
+    comparisons, and an old-style zero-width 0/1 interval (a paired t with no discordant pair) gets Newcombe's back.
+    A folder without a summary.json is one line, and nothing is written."""
+    src = tmp_path / 'src'
+    shutil.copytree(lab['out'], src)
+    again = ev.main([f'--rejudge={src}', f'--out_dir={tmp_path / "again"}'])
+    s = lab['summary']['settings']
+    assert again['settings']['vs_best'] == json.loads(json.dumps(s['vs_best']))
+    assert again['settings']['contrasts'] == json.loads(json.dumps(s['contrasts']))
+    old = json.loads((src / 'summary.json').read_text(encoding='utf-8'))
+    col = next(iter(old['settings']['vs_best']['exact_match']))
+    row = next(iter(old['settings']['vs_best']['exact_match'][col]['arms'].values()))
+    row.update(ci=[0.0, 0.0], verdict='equivalent')  # what the paired t gave for concordant pairs
+    (src / 'summary.json').write_text(json.dumps(old), encoding='utf-8')
+    fixed = ev.main([f'--rejudge={src}', f'--out_dir={tmp_path / "fixed"}'])['settings']
+    assert fixed['vs_best'] == again['settings']['vs_best'] and fixed['rejudged']['source'] == str(src)
+    assert not any(r['ci'][0] == r['ci'][1] for c in fixed['vs_best']['exact_match'].values()
+                   for r in c['arms'].values())
+    assert (tmp_path / 'fixed' / 'summary.md').read_text(encoding='utf-8').startswith('# Loss by position')
+    r = subprocess.run([sys.executable, 'eval.py', f'--rejudge={tmp_path / "none"}', f'--out_dir={tmp_path / "x"}'],
+                       cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1 and 'summary.json' in r.stderr
+    assert not (tmp_path / 'x').exists()

@@ -318,7 +318,8 @@ def test_compare_family_holm_flips_a_verdict():
     assert verdict(weak_row['ci'], weak_row['p'], 0.05, higher_is_better=True) == 'better'  # before Holm
     assert [r['verdict'] for r in rows] == ['better', 'unresolved', 'unresolved']
     assert all(r['method'] == 'newcombe-mcnemar' for r in rows)
-    assert set(rows[0]) == {'name', 'diff', 'ci', 'se', 'df', 'p', 'p_holm', 'verdict', 'inside_margin', 'method'}
+    assert set(rows[0]) == {'name', 'diff', 'ci', 'se', 'df', 'p', 'p_holm', 'verdict', 'inside_margin', 'identical',
+                            'method'}
     assert not any(r['inside_margin'] for r in rows)  # 'better' by +50 points is not inside a 5-point margin
 
 
@@ -331,4 +332,6 @@ def test_better_inside_the_margin_is_told_apart_from_equivalent():
     assert r['verdict'] == 'better' and r['inside_margin'] and r['p_holm'] < 1e-10
     assert -0.0056 < r['ci'][0] < r['ci'][1] < -0.0044
     (r,) = compare_family([('tiny', a[None], b[None])], margin=0.004)  # the margin inside the interval: not marked
-    assert r['verdict'] == 'better' and not r['inside_margin']
+    assert r['verdict'] == 'better' and not r['inside_margin'] and not r['identical']
+    (r,) = compare_family([('same', b[None], b[None])], margin=0.02)  # the same values: the one zero-width 'equivalent'
+    assert r['verdict'] == 'equivalent' and r['identical'] and r['ci'] == [0.0, 0.0]
