@@ -52,6 +52,7 @@ DEFAULTS = dict(
                             # or maps: rerope:window=64,leaky_rerope:window=64:k=16,self_extend:window=32:group=4
     position_map='',        # a map also switched on in every fine-tuned arm (as another arm), e.g. rerope:window=256
     retune='',              # fine-tuned arms again with another scaling: 'yarn_s4_beta_fast8_ft100 | dynamic_yarn:factor=4; ...'
+    self_crop='',           # sliding | truncated | both: every arm also held to its own window (L; a fine-tune's length)
     factor=0.0,             # zero-shot scale s; 0 = T/L (dynamic types: 1, the scale then follows l/L)
     eval_len=0,             # T; 0 = max(4 x the longest fine-tune length, 8 x L)
     num_windows=32,         # held-out windows of T tokens, the same for every arm

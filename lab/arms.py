@@ -17,7 +17,7 @@ import re
 
 from configurator import ConfigError
 from data.common import DataError, data_dir_of, load_checkpoint, read_json, read_jsonl
-from lab.crop import crop_name, is_crop_spec, parse_crop
+from lab.crop import crop_name, is_crop_spec, parse_crop, self_crop_arms
 from lab.position_maps import POSITION_MAPS, is_position_map_spec, parse_position_map, position_map_name
 from rope_config import ROPE_TYPES, is_dynamic
 from lab.specs import ALIASES, parse_arm, scaling_name, slug
@@ -323,6 +323,7 @@ def plan_arms(cfg):
                           f"is none; drop --factor or list rope types in --rope_types")
     mapped_arms(cfg, arms)
     retuned_arms(cfg, arms, T)
+    self_crop_arms(cfg, arms)
     names = [a['name'] for a in arms]
     dup = next((n for n in names if names.count(n) > 1), None)
     if dup:

@@ -113,6 +113,14 @@ def vs_reference(results, ref, margins):
     return out
 
 
+def vs_self(results, margins):
+    """Every arm against its own crops (eval's --self_crop): {kind: {column: [row per (arm, its crop)]}}, Holm within the
+    column, diff = arm - its crop (negative loss: the arm gains from what its window cannot see); None when no arm has
+    one."""
+    pairs = [(a['self_crop_of'], a['name']) for a in results if a.get('self_crop_of')]
+    return compare(results, pairs, margins) if pairs else None
+
+
 def across_bases(summaries, margins):
     """Contrasts measured on several base models (each summary.json an eval of the same windows and examples on
     another base): every named contrast and every arm against each crop found on every base. Bases are a paired

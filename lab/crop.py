@@ -194,3 +194,21 @@ def parse_crop(entry, L):
 def crop_name(crop):
     """'crop w=128 (sliding)', 'crop w=128 (truncated)'."""
     return f"crop w={crop['window']} ({crop['form']})"
+
+
+def self_crop_arms(cfg, arms):
+    """--self_crop=sliding|truncated|both: every arm once more with its own weights and RoPE held to its own window:
+    the base and the zero-shot scalings to L, a fine-tune to the length it was fine-tuned at and to L (issue 31:
+    "uses the context past its window" is an arm against its own crop, settings.vs_self; "better than the base's
+    crop" is another statement). Position-map arms are left out (a map already replaces the attention a crop masks)."""
+    spec = cfg.get('self_crop') or ''
+    if not spec:
+        return
+    forms = FORMS if spec == 'both' else (spec,)
+    if spec != 'both' and spec not in FORMS:
+        from configurator import ConfigError
+        raise ConfigError(f"self_crop={spec!r} must be one of {', '.join(FORMS)}, both (or '' for none)")
+    for a in [a for a in arms if not a.get('crop') and not a.get('position_map')]:
+        for w in sorted({a['L']} | ({a['seq_len']} if a['kind'] == 'fine-tuned' else set())):
+            arms += [dict(a, name=f"{a['name']} held to {w} ({f})", crop={'window': w, 'form': f},
+                          self_crop_of=a['name']) for f in forms]

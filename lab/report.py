@@ -114,6 +114,11 @@ def summary_markdown(summary):
         unit, fmt = units(kind)
         lines += contrast_table(f"Named contrasts, {KIND_NAMES[kind]}: difference A − B ({unit}) [95% paired "
                                 f"interval] verdict of A:", rows, fmt)
+    for kind, rows in (s.get('vs_self') or {}).items():
+        unit, fmt = units(kind)
+        lines += contrast_table(f"Each arm against its own crop (the same weights held to a window; negative loss or "
+                                f"positive retrieval: it uses what the window cannot see), {KIND_NAMES[kind]}: A − B "
+                                f"({unit}) [95% paired interval] verdict of A:", rows, fmt)
     for crop, rows in (s.get('vs_crop') or {}).items():
         lines += table(f"Against the crop control {crop}: loss difference (nats) and its verdict per bucket; 'better' "
                        f"past L means the arm uses context the crop cannot see:", list(rows['loss']),

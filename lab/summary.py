@@ -17,7 +17,7 @@ import torch
 from configurator import ConfigError
 from lab.checks import check_out_dir
 from data.common import atomic_write_text, read_json
-from lab.compare import across_bases, compare, first_difference, vs_best, vs_reference
+from lab.compare import across_bases, compare, first_difference, vs_best, vs_reference, vs_self
 from lab.report import bases_markdown, summary_markdown
 from lab.outcomes import summarize_retrieval
 from lab.scoring import bucket_ends
@@ -56,7 +56,8 @@ def summarize_arm(arm, per_run, run, ent):
                seq_len=arm['seq_len'], finetune_steps=arm['steps'], pose=arm['pose'], rope_scaling=sc,
                rope_type=(sc or {}).get('rope_type', 'default') if model.config.pos_emb == 'rope' else None,
                factor=(sc or {}).get('factor'), settings=scaling_extras(sc), pos_emb=model.config.pos_emb,
-               position_map=arm.get('position_map'), crop=arm.get('crop'), seeds=arm['seeds'],
+               position_map=arm.get('position_map'), crop=arm.get('crop'), self_crop_of=arm.get('self_crop_of'),
+               seeds=arm['seeds'],
                head_dim=model.head_dim, rope_base=model.config.rope_base, dynamic=arm['dynamic'],
                scoring=dict(constant_runs=per_run[0]['runs'], moving_from=per_run[0]['moving_from'], buckets=how),
                buckets=buckets, buckets_ci=cis,
@@ -124,6 +125,15 @@ def finetune_csv(arms):
                     [[('' if v is None else v) for v in r] for r in rows]) if rows else None
 
 
+def comparisons(results, pairs, margins):
+    """summary.json's paired comparisons: every arm against each column's best, the named contrasts (pairs), every
+    arm against each crop control and against its own crops (--self_crop)."""
+    return dict(vs_best=vs_best(results, margins), contrasts=compare(results, pairs, margins) if pairs else None,
+                vs_crop={a['name']: vs_reference(results, a['name'], margins) for a in results
+                         if a.get('crop') and not a.get('self_crop_of')},
+                vs_self=vs_self(results, margins))
+
+
 def summary_settings(cfg, run, results, margins, protocol, timing):
     """summary.json's settings: the data, windows, design and protocol of the run, every paired comparison (vs the best
     of each column, the named contrasts, vs each crop), the rooms' settings and the time each arm took."""
@@ -141,9 +151,7 @@ def summary_settings(cfg, run, results, margins, protocol, timing):
              torch=torch.__version__,
              protocol=protocol, samples=cfg['samples'], moving_examples=cfg['moving_examples'], grid=cfg['grid'],
              design=run['design'],
-             margins=margins, vs_best=vs_best(results, margins),
-             contrasts=compare(results, run['contrasts'], margins) if run['contrasts'] else None,
-             vs_crop={a['name']: vs_reference(results, a['name'], margins) for a in results if a.get('crop')},
+             margins=margins, **comparisons(results, run['contrasts'], margins),
              training_mix={a['name']: {k: v for k, v in (a['ckpt'].get('config') or {}).items() if k.startswith('copy_')}
                            for a in arms},
              entropy=dict(windows=cfg['entropy_windows'], chunk=cfg['entropy_chunk']),
@@ -163,9 +171,7 @@ def rejudge(folder, out_dir, margins):
     st, results = s['settings'], s['arms']
     pairs = [(r['a'], r['b']) for r in next(iter(next(iter((st.get('contrasts') or {}).values()), {}).values()), [])]
     try:
-        st.update(margins=margins, vs_best=vs_best(results, margins),
-                  contrasts=compare(results, pairs, margins) if pairs else None,
-                  vs_crop={a['name']: vs_reference(results, a['name'], margins) for a in results if a.get('crop')},
+        st.update(margins=margins, **comparisons(results, pairs, margins),
                   rejudged=dict(source=folder, statistics='lab.stats: Newcombe intervals for 0/1 outcomes'))
     except (KeyError, TypeError) as e:
         raise ConfigError(f"{folder}/summary.json lacks the per-window or per-example values a comparison needs "

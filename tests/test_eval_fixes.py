@@ -269,3 +269,28 @@ def test_rejudge_recomputes_the_comparisons_from_the_stored_values(lab, tmp_path
                        cwd=ROOT, capture_output=True, text=True)
     assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1 and 'summary.json' in r.stderr
     assert not (tmp_path / 'x').exists()
+
+
+def test_self_crop_pairs_every_arm_with_its_own_window(lab, tmp_path):
+    """--self_crop=sliding: the base held to L, each fine-tune held to its fine-tune length (64 = T here: the same
+    computation, so 'equivalent (identical)') and to L; settings.vs_self pairs each with its own arm and summary.md
+    has the table. A bad form is one line naming the setting."""
+    s = ev.main([f'--ckpt={lab["base"]},{lab["ft"]}', '--rope_types=default', f'--eval_len={T}', '--num_windows=4',
+                 '--entropy_windows=1', '--retrieval_examples=0', '--self_crop=sliding', '--device=cpu',
+                 '--progress=False', f'--out_dir={tmp_path / "self"}'])
+    names = [a['name'] for a in s['arms']]
+    base = next(a['name'] for a in s['arms'] if a['kind'] == 'base')
+    tuned = [a['name'] for a in s['arms'] if a['kind'] == 'fine-tuned' and not a.get('self_crop_of')]
+    assert f"{base} held to {L} (sliding)" in names and len(tuned) == 2
+    for t in tuned:
+        assert f"{t} held to {L} (sliding)" in names and f"{t} held to {T} (sliding)" in names
+    rows = {r['name']: r for c in s['settings']['vs_self']['loss'].values() for r in c if r['name'].endswith(f'{T} (sliding)')}
+    assert rows and all(r['identical'] and r['verdict'] == 'equivalent' for r in rows.values())
+    past = [c for c in s['settings']['vs_self']['loss'] if int(c.split('-')[0]) >= L]
+    held = [r for c in past for r in s['settings']['vs_self']['loss'][c] if r['name'].endswith(f'{L} (sliding)')]
+    assert held and not any(r['identical'] for r in held)  # past L the crop to L sees less
+    assert 'against its own crop' in (tmp_path / 'self' / 'summary.md').read_text(encoding='utf-8')
+    assert s['settings']['vs_crop'] == {}  # a self crop is not the crop control
+    with pytest.raises(ValueError, match='self_crop'):
+        ev.main([f'--ckpt={lab["base"]}', '--self_crop=window', f'--out_dir={tmp_path / "bad"}'])
+    assert not (tmp_path / 'bad').exists()
