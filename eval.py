@@ -35,7 +35,7 @@ import lab.alibi, lab.copy_mix  # noqa: E401,F401  register their attention clas
 from lab import compare, forms, retrieval
 from lab.arms import parse_contrasts, plan_arms
 from lab.device import autocast_context, pick_device
-from lab.checks import check_eval_data, check_eval_settings
+from lab.checks import check_eval_data, check_eval_settings, without_windows_of
 from lab.forms import arm_form, side_measures
 from lab.report import summary_markdown
 from lab.retrieval import eval_rooms
@@ -58,6 +58,7 @@ DEFAULTS = dict(
     num_windows=32,         # held-out windows of T tokens, the same for every arm
     seed=1337,              # picks the windows, the passkey strings and the dynamic arms' scored positions
     split='val',            # 'val': the held-out plays; 'train' only to choose a method's knob (never on what is scored)
+    exclude='',             # an eval folder whose windows this one must not touch (a test split beside the dev one)
     dataset='',             # '' = the checkpoints' dataset (a name under data/ or a folder)
     batch_size=8,
     samples=32,             # moving-scale arms (Dynamic NTK/YaRN): random positions per bucket and window, each
@@ -158,6 +159,7 @@ def prepare(cfg):
     data_dir = data_dir_of(cfg['dataset'] or (first['ckpt'].get('dataset') or {}).get('dataset', ''))
     meta = load_meta(data_dir)
     docs, val = meta['docs'][cfg['split']], load_split(data_dir, cfg['split'], meta)
+    docs = without_windows_of(cfg['exclude'], docs, cfg['split'])  # a test split: no token of those windows
     check_eval_data(cfg, first, meta, data_dir, docs, T)  # vocabulary, smoothing, enough text for the windows
     L = base['L'] if base else max(a['L'] for a in arms)
     starts = doc_windows(docs, T + 1, cfg['num_windows'], cfg['seed'])  # non-overlapping, the same for every arm

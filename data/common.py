@@ -272,6 +272,21 @@ def doc_windows(docs, T, n, seed):
     return starts if starts is not None else _placed_apart(docs, T, n, rng, lens, fits)
 
 
+def docs_without(docs, spans):
+    """The documents [(title, start, end)] with the token spans [(start, end)] cut out: the pieces between them (a
+    test split drawn from these shares no token with the spans, e.g. every window of a dev eval)."""
+    out = []
+    for title, a, b in docs:
+        cuts = sorted((max(a, s), min(b, e)) for s, e in spans if s < b and e > a)
+        for s, e in cuts:
+            if s > a:
+                out.append((title, a, s))
+            a = max(a, e)
+        if a < b:
+            out.append((title, a, b))
+    return out
+
+
 def _drawn_apart(docs, T, n, rng, room, tries=20):
     """doc_windows' draw: the former draw of n starts, each one overlapping a kept window drawn again (at most
     tries x n draws again in all); None when that is not enough."""

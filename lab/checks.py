@@ -105,3 +105,21 @@ def check_eval_data(cfg, first, meta, data_dir, docs, T):
         raise ConfigError(f"num_windows={cfg['num_windows']} windows of {T + 1} tokens need more held-out text than "
                           f"{data_dir} has (its validation documents hold {room} such windows without overlap); "
                           f"lower --num_windows or --eval_len")
+
+
+def without_windows_of(exclude, docs, split):
+    """--exclude=<eval folder or its summary.json>: the documents with every window of that eval cut out (its loss
+    windows and retrieval windows, each T + 1 tokens), so that this eval's windows share no token with them: a test
+    split beside a dev one (data.common.docs_without). ConfigError when the file is missing or of another split."""
+    if not exclude:
+        return docs
+    from data.common import docs_without, read_json
+    path = exclude if exclude.endswith('.json') else os.path.join(exclude, 'summary.json')
+    st = read_json(path, "--exclude names an eval folder (or its summary.json) whose windows this eval must avoid")[
+        'settings']
+    if st.get('split', 'val') != split:
+        raise ConfigError(f"exclude={exclude!r} was evaluated on split {st.get('split')!r}, this eval on {split!r}; "
+                          f"exclude an eval of the same split")
+    n = st['T'] + 1
+    return docs_without(docs, [(w, w + n) for w in st['windows'] + list((st.get('retrieval') or {}).get('windows')
+                                                                      or [])])

@@ -32,6 +32,7 @@ import torch
 import torch.nn.functional as F
 
 from lab.attention import chunked_attention
+from rope_config import is_dynamic
 from model import CausalSelfAttention
 
 FORMS = ('sliding', 'truncated')
@@ -198,9 +199,11 @@ def crop_name(crop):
 
 def self_crop_arms(cfg, arms):
     """--self_crop=sliding|truncated|both: every arm once more with its own weights and RoPE held to its own window:
-    the base and the zero-shot scalings to L, a fine-tune to the length it was fine-tuned at and to L (issue 31:
+    the zero-shot scalings to L, a fine-tune to the length it was fine-tuned at and to L (issue 31:
     "uses the context past its window" is an arm against its own crop, settings.vs_self; "better than the base's
-    crop" is another statement). Position-map arms are left out (a map already replaces the attention a crop masks)."""
+    crop" is another statement). Left out: the base (its own crop is the crop control, --rope_types=crop), position
+    maps (a map already replaces the attention a crop masks) and dynamic scalings (their scale follows the length of
+    the input, which a crop changes)."""
     spec = cfg.get('self_crop') or ''
     if not spec:
         return
@@ -208,7 +211,8 @@ def self_crop_arms(cfg, arms):
     if spec != 'both' and spec not in FORMS:
         from configurator import ConfigError
         raise ConfigError(f"self_crop={spec!r} must be one of {', '.join(FORMS)}, both (or '' for none)")
-    for a in [a for a in arms if not a.get('crop') and not a.get('position_map')]:
+    for a in [a for a in arms if not (a.get('crop') or a.get('position_map') or a['kind'] == 'base'
+                                      or is_dynamic(a.get('scaling')))]:
         for w in sorted({a['L']} | ({a['seq_len']} if a['kind'] == 'fine-tuned' else set())):
             arms += [dict(a, name=f"{a['name']} held to {w} ({f})", crop={'window': w, 'form': f},
                           self_crop_of=a['name']) for f in forms]

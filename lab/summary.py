@@ -158,7 +158,8 @@ def summary_settings(cfg, run, results, margins, protocol, timing):
              retrieval=dict(examples=cfg['retrieval_examples'], len=cfg['retrieval_len'], cue=cfg['retrieval_cue'],
                             pos=cfg['retrieval_pos'], windows=run['ret_starts'], buckets=[b[0] for b in run['buckets']]),
              **{n: r['settings'] for n, r in run['rooms'].items()}, rooms_skipped=run['rooms_skipped'] or None,
-             plot=dict(log_x=cfg['log_x'], smooth=cfg['smooth']), arm_seconds=timing)
+             plot=dict(log_x=cfg['log_x'], smooth=cfg['smooth']), arm_seconds=timing,
+             **({'excluded': cfg['exclude']} if cfg.get('exclude') else {}))  # a test split: the dev eval it avoids
 
 
 def rejudge(folder, out_dir, margins):

@@ -272,16 +272,19 @@ def test_rejudge_recomputes_the_comparisons_from_the_stored_values(lab, tmp_path
 
 
 def test_self_crop_pairs_every_arm_with_its_own_window(lab, tmp_path):
-    """--self_crop=sliding: the base held to L, each fine-tune held to its fine-tune length (64 = T here: the same
-    computation, so 'equivalent (identical)') and to L; settings.vs_self pairs each with its own arm and summary.md
-    has the table. A bad form is one line naming the setting."""
-    s = ev.main([f'--ckpt={lab["base"]},{lab["ft"]}', '--rope_types=default', f'--eval_len={T}', '--num_windows=4',
+    """--self_crop=sliding: each fine-tune held to its fine-tune length (64 = T here: the same computation, so
+    'equivalent (identical)') and to L, a zero-shot scaling to L; not the base (the crop control is its crop) nor a
+    dynamic arm; settings.vs_self pairs each with its own arm and summary.md has the table. A bad form is one line
+    naming the setting."""
+    s = ev.main([f'--ckpt={lab["base"]},{lab["ft"]}', '--rope_types=default,linear,dynamic', f'--eval_len={T}',
+                 '--num_windows=4',
                  '--entropy_windows=1', '--retrieval_examples=0', '--self_crop=sliding', '--device=cpu',
                  '--progress=False', f'--out_dir={tmp_path / "self"}'])
     names = [a['name'] for a in s['arms']]
     base = next(a['name'] for a in s['arms'] if a['kind'] == 'base')
     tuned = [a['name'] for a in s['arms'] if a['kind'] == 'fine-tuned' and not a.get('self_crop_of')]
-    assert f"{base} held to {L} (sliding)" in names and len(tuned) == 2
+    assert f"{base} held to {L} (sliding)" not in names and len(tuned) == 2
+    assert 'linear s=4 zero-shot held to 16 (sliding)' in names and not any('dynamic zero-shot held' in n for n in names)
     for t in tuned:
         assert f"{t} held to {L} (sliding)" in names and f"{t} held to {T} (sliding)" in names
     rows = {r['name']: r for c in s['settings']['vs_self']['loss'].values() for r in c if r['name'].endswith(f'{T} (sliding)')}
@@ -294,3 +297,23 @@ def test_self_crop_pairs_every_arm_with_its_own_window(lab, tmp_path):
     with pytest.raises(ValueError, match='self_crop'):
         ev.main([f'--ckpt={lab["base"]}', '--self_crop=window', f'--out_dir={tmp_path / "bad"}'])
     assert not (tmp_path / 'bad').exists()
+
+
+def test_exclude_draws_a_test_split_that_shares_no_token_with_the_dev_eval(lab, tmp_path):
+    """--exclude=<dev eval>: every loss and retrieval window of this eval lies outside every window of the dev eval
+    (theirs T + 1 tokens, ours too), the settings name the dev eval; another split is refused in one line."""
+    dev = lab['summary']['settings']
+    s = ev.main([f'--ckpt={lab["base"]}', f'--eval_len={T}', '--num_windows=24', '--retrieval_examples=12',
+                 '--retrieval_len=6', '--retrieval_pos=2', '--entropy_windows=1', '--grid=2', f'--exclude={lab["out"]}',
+                 '--seed=7', '--device=cpu', '--progress=False', f'--out_dir={tmp_path / "test"}'])['settings']
+    taken = [(w, w + dev['T'] + 1) for w in dev['windows'] + dev['retrieval']['windows']]
+    mine = [(w, w + s['T'] + 1) for w in s['windows'] + s['retrieval']['windows']]
+    assert len(mine) == 36 and s['excluded'] == lab['out']
+    assert not any(a < d and c < b for a, b in mine for c, d in taken)  # no overlap with any dev window
+    other = json.loads(open(os.path.join(lab['out'], 'summary.json'), encoding='utf-8').read())
+    other['settings']['split'] = 'train'
+    bad = tmp_path / 'train.json'
+    bad.write_text(json.dumps(other), encoding='utf-8')
+    with pytest.raises(ValueError, match="split 'train'"):
+        ev.main([f'--ckpt={lab["base"]}', f'--eval_len={T}', f'--exclude={bad}', f'--out_dir={tmp_path / "x"}'])
+    assert not (tmp_path / 'x').exists()
