@@ -150,7 +150,7 @@ def across_bases(summaries, margins):
                 if kind != 'loss' and ROOMS[kind][1] == 'exact':
                     pooled = [np.concatenate([np.repeat(x, len(y), 0).ravel() for x, y in vals]),
                               np.concatenate([np.tile(y, (len(x), 1)).ravel() for x, y in vals])]
-                    nc = newcombe_paired(*pooled)
+                    nc = newcombe_paired(*pooled, per_unit=len(pooled[0]) // vals[0][0].shape[1])
                     res['ci'] = [min(res['ci'][0], nc[0]), max(res['ci'][1], nc[1])]
                 found.append(dict(name=row['name'], diffs=[g['diff'] for g in got], verdicts=[g['verdict'] for g in got],
                                   diff=res['diff'], ci=res['ci'], p=res['p'], method='bases-random-factor'))

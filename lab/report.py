@@ -66,6 +66,22 @@ def contrast_table(title, rows_by_col, fmt):
         [f"| {n} | " + ' | '.join(diff_cell(rows_by_col[c][i], fmt) for c in cols) + ' |' for i, n in enumerate(names)]
 
 
+def emitted_shares(buckets, L, k=None):
+    """The needles' emitted-record shares over the buckets past L: asked (the asked record's value), oldest / nearest
+    (another record, the first / last one in the row), other, none (no record's value: -1)."""
+    got = {c: 0 for c in ('asked', 'oldest', 'nearest', 'other', 'none')}
+    for b in [b for b in buckets if b['distance_lo'] >= L]:
+        pe = b['per_example']
+        k = k or 1 + max(pe['rank'] + [e for r in pe['emitted'] for e in r if e is not None])
+        for row in pe['emitted']:
+            for rank, e in zip(pe['rank'], row):
+                if e is not None:
+                    got['asked' if e == rank else 'none' if e < 0 else 'oldest' if e == 0 else
+                        'nearest' if e == k - 1 else 'other'] += 1
+    total = sum(got.values()) or 1
+    return {c: v / total for c, v in got.items()}
+
+
 def comparable_mean(arm, ref, column):
     """A sampled arm's bucket mean on the exact rows' scale: ref's exact mean plus the paired difference arm - ref on
     the positions both were scored at (lab.compare.paired's design means; the difference of their means)."""
@@ -110,6 +126,12 @@ def summary_markdown(summary):
                             f"{100 * x['exact_match']:.0f}% [{100 * x['exact_match_ci'][0]:.0f}-"
                             f"{100 * x['exact_match_ci'][1]:.0f}]" + (f" / {x['gain']:+.2f}" if 'gain' in x else ''))
                            for x in a[field] if x['bucket'] == c) + mark(s, kind, c, a['name']))
+    if arms[0].get('needles') and 'emitted' in arms[0]['needles'][0]['per_example']:
+        lines += table("Needles: whose value the model starts to write after the asked key (greedy first token), "
+                       "pooled over seeds and over the buckets past L (in the bucket's n): the asked record, the "
+                       "oldest one (a 'copy the oldest' shortcut), the nearest one, another, or none:",
+                       ['asked', 'oldest', 'nearest', 'other', 'none'], arms,
+                       lambda a, c: f"{100 * emitted_shares(a['needles'], s['L'])[c]:.0f}%")
     for kind, rows in (s.get('contrasts') or {}).items():
         unit, fmt = units(kind)
         lines += contrast_table(f"Named contrasts, {KIND_NAMES[kind]}: difference A − B ({unit}) [95% paired "

@@ -160,6 +160,10 @@ def test_newcombe_paired_worked_example_and_no_discordant_pair():
     assert newcombe_paired(*table(0, 0, 0, 32)) == approx([-0.10718, 0.10718], abs=1e-5)
     r = paired_diff(np.ones((3, 32)), np.ones((3, 32)), binary=True)  # three seeds that agree are not 96 examples
     assert r['ci'] == approx([-0.10718, 0.10718], abs=1e-5) and r['method'] == 'seed-paired-t-newcombe'
+    x = np.zeros((3, 16))
+    x[:, :5] = 1  # the same 5 of 16 right in every seed of both arms: phi is that of 16 pairs, not of 48 pooled ones
+    one = newcombe_paired(x[0], x[0])  # e, h = 5, 11: phi = (55 - 8) / 55, half-width 0.1318
+    assert one == approx([-0.1318, 0.1318], abs=1e-4) and paired_diff(x, x.copy(), binary=True)['ci'] == approx(one)
     with pytest.raises(ValueError):
         newcombe_paired([1, 0, 1], [1, 0])
 
