@@ -45,7 +45,7 @@ longrope4:            # optional: search at s=4, fine-tune the searched arm like
 eval:                 # every arm under one protocol to 1024 = 8 x L: loss, ppl, five retrieval tasks (16 examples a cell), crop verdicts, named contrasts, entropy, plots (6 min 19 s, two worker processes)
 	$(PY) eval.py config/eval_char_cpu.py
 
-eval-test:            # the test split (issue 31): 140 windows and 100 examples a cell that share no token with make eval's, the headline arms and each against its own crop; prepared, not yet run here (an estimate: 20-25 min on 2 cores)
+eval-test:            # the test split (issue 31): 140 windows and 100 examples a cell that share no token with make eval's (run it after make eval), the headline arms and each against its own crop (23 min 22 s on 2 cores)
 	$(PY) eval.py config/eval_test_cpu.py
 
 eval-2048:            # optional: the zero-shot maps, Dynamic YaRN and static YaRN at T = 2048 = 16 x L, where Leaky ReRoPE k=16 passes L (64 + 1983/16 = 188) and Self-Extend w=64 G=32 does not (63 + 62 = 125)
