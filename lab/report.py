@@ -5,6 +5,8 @@ nothing (the pictures are plot.py's).
 """
 import numpy as np
 
+from lab.compare import paired
+
 
 def header(first, cols):
     return [f"| {first} | " + ' | '.join(cols) + ' |', '|---' * (len(cols) + 1) + '|']
@@ -82,6 +84,35 @@ def emitted_shares(buckets, L, k=None):
     return {c: v / total for c, v in got.items()}
 
 
+def per_play_table(s, arms, small=0.05):
+    """Beside every small loss effect past L (|diff| < small nats: against a crop, against its own crop, a named
+    contrast), the same paired difference within each held-out play (settings.window_docs; n windows): whether an
+    effect is carried by every play or by a few windows of one."""
+    plays = sorted(set(s.get('window_docs') or []))
+    if len(plays) < 2:
+        return []
+    by, L = {a['name']: a for a in arms}, s['L']
+    rows = [r for fam in [*(s.get('vs_crop') or {}).values(), s.get('vs_self') or {}, s.get('contrasts') or {}]
+            for c, got in (fam.get('loss') or {}).items() if int(c.split('-')[0]) >= L
+            for r in (got.values() if isinstance(got, dict) else got) if 0 < abs(r['diff']) < small]
+    if not rows:
+        return []
+    docs = np.array(s['window_docs'])
+    lines = ['', f"Small loss effects past L (|A − B| < {small:g} nats) within each held-out play (windows): A − B "
+             f"per play, then over all windows with its verdict:", '',
+             f"| A vs B | bucket | " + ' | '.join(f"{p} ({int((docs == p).sum())})" for p in plays) + ' | all |',
+             '|---' * (len(plays) + 3) + '|']
+    for r in rows:
+        col = next(c for fam in [*(s.get('vs_crop') or {}).values(), s.get('vs_self') or {}, s.get('contrasts') or {}]
+                   for c, got in (fam.get('loss') or {}).items()
+                   for x in (got.values() if isinstance(got, dict) else got) if x is r)
+        x, y = paired(by[r['a']], by[r['b']], col, 'loss')
+        d = x.mean(0) - y.mean(0)
+        lines.append(f"| {r['a']} vs {r['b']} | {col} | " + ' | '.join(f"{d[docs == p].mean():+.3f}" for p in plays)
+                     + f" | {r['diff']:+.3f} {word(r)} |")
+    return lines
+
+
 def comparable_mean(arm, ref, column):
     """A sampled arm's bucket mean on the exact rows' scale: ref's exact mean plus the paired difference arm - ref on
     the positions both were scored at (lab.compare.paired's design means; the difference of their means)."""
@@ -147,6 +178,7 @@ def summary_markdown(summary):
                        [a for a in arms if a['name'] != crop],
                        lambda a, c, rows=rows: f"{rows['loss'][c][a['name']]['diff']:+.3f} "
                                                f"{word(rows['loss'][c][a['name']])}")
+    lines += per_play_table(s, arms)
     lines += table('Mean attention entropy (nats) by query position (seeds averaged):',
                    list(arms[0]['entropy_buckets']), arms, lambda a, c: f"{a['entropy_buckets'][c]:.2f}")
     return '\n'.join(lines) + '\n'

@@ -70,3 +70,17 @@ def test_emitted_shares_sort_the_needles_first_tokens():
     got = emitted_shares([inside, past], L=16)
     # scored: (0,0) asked, (3,0) oldest, (1,3) nearest, (2,-1) none, (0,0) asked, (3,3) asked, (2,2) asked
     assert got == {'asked': 4 / 7, 'oldest': 1 / 7, 'nearest': 1 / 7, 'other': 0.0, 'none': 1 / 7}
+
+
+def test_small_effects_are_shown_play_by_play():
+    """A loss effect of -0.01 past L against the crop, over 4 windows of two plays: play a's windows differ by -0.02
+    and -0.02, play b's by 0 and 0; the table gives each play's mean and the overall row with its verdict."""
+    from lab.report import per_play_table
+    arm = lambda name, v: dict(name=name, per_window={'16-64': [v]}, per_window_design={'16-64': [v]})  # noqa: E731
+    arms = [arm('A', [0.98, 0.98, 1.0, 1.0]), arm('crop', [1.0] * 4)]
+    row = dict(a='A', b='crop', diff=-0.01, verdict='unresolved')
+    s = dict(L=16, window_docs=['a', 'a', 'b', 'b'], vs_crop={'crop': {'loss': {'0-16': {}, '16-64': {'A': row}}}})
+    lines = per_play_table(s, arms)
+    assert lines[3] == '| A vs B | bucket | a (2) | b (2) | all |'
+    assert lines[5] == '| A vs crop | 16-64 | -0.020 | +0.000 | -0.010 unresolved |'
+    assert per_play_table(dict(s, window_docs=['a'] * 4), arms) == []  # one play: nothing to split
