@@ -8,7 +8,7 @@ Only numpy, the standard library and lab/stats.py are used.
 
 import numpy as np
 
-from lab.stats import compare_family, holm, newcombe_paired, paired_diff, verdict
+from lab.stats import compare_family, holm, newcombe_paired, paired_diff, seed_pairs, verdict
 
 # eval.py's settings of the verdicts (its DEFAULTS include them)
 DEFAULTS = dict(
@@ -136,6 +136,7 @@ def across_bases(summaries, margins):
     tables, arms = base_tables(summaries), [{a['name']: a for a in s['arms']} for s in summaries]
     out = {}
     for kind, cols in tables[0].items():
+        exact = kind != 'loss' and ROOMS[kind][1] == 'exact'
         for col, rows in cols.items():
             found = []
             for row in rows:
@@ -147,14 +148,13 @@ def across_bases(summaries, margins):
                     continue
                 res = paired_diff(np.stack([x.mean(0) for x, _ in vals]), np.stack([y.mean(0) for _, y in vals]),
                                   paired_seeds=True)
-                if kind != 'loss' and ROOMS[kind][1] == 'exact':
-                    pooled = [np.concatenate([np.repeat(x, len(y), 0).ravel() for x, y in vals]),
-                              np.concatenate([np.tile(y, (len(x), 1)).ravel() for x, y in vals])]
+                if exact:  # every base's (seed, example) pairs pooled, counted per example
+                    pairs = [seed_pairs(x, y, False) for x, y in vals]
+                    pooled = [np.concatenate([p[i].ravel() for p in pairs]) for i in (0, 1)]
                     nc = newcombe_paired(*pooled, per_unit=len(pooled[0]) // vals[0][0].shape[1])
                     res['ci'] = [min(res['ci'][0], nc[0]), max(res['ci'][1], nc[1])]
                 found.append(dict(name=row['name'], diffs=[g['diff'] for g in got], verdicts=[g['verdict'] for g in got],
                                   diff=res['diff'], ci=res['ci'], p=res['p'], method='bases-random-factor'))
-            exact = kind != 'loss' and ROOMS[kind][1] == 'exact'
             for r, ph in zip(found, holm([r['p'] for r in found])):
                 r['p_holm'] = ph
                 r['verdict'] = verdict(r['ci'], ph, margins['exact_match' if exact else 'loss'],

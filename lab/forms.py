@@ -25,8 +25,9 @@ DEFAULTS = dict(
 
 def arm_form(model, arm, plan, ctx, batch_size):
     """The arm's way of running: attend (None: causal) and logits (for the entropy diagnostic) of its position map
-    or crop; scorer(rows, where, preds=False) -> (loss, hit[, argmax tokens]), each token scored as the model runs when generating; n0, the first
-    position past which a window is scored only at its sampled positions (the truncated crop: past its window)."""
+    or crop; scorer(rows, where, preds=False) -> (loss, hit[, argmax tokens]), each token scored as the model runs
+    when generating; n0, the first position past which a window is scored only at its sampled positions (the
+    truncated crop: past its window)."""
     pm, crop = arm.get('position_map'), arm.get('crop') or {}
     w, truncated = crop.get('window'), crop.get('form') == 'truncated'
     attend = mapped_attention(model, pm) if pm else window_attention(model, w) if crop and not truncated else None

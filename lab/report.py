@@ -68,13 +68,12 @@ def contrast_table(title, rows_by_col, fmt):
         [f"| {n} | " + ' | '.join(diff_cell(rows_by_col[c][i], fmt) for c in cols) + ' |' for i, n in enumerate(names)]
 
 
-def emitted_shares(buckets, L, k=None):
-    """The needles' emitted-record shares over the buckets past L: asked (the asked record's value), oldest / nearest
-    (another record, the first / last one in the row), other, none (no record's value: -1)."""
+def emitted_shares(buckets, L, k):
+    """The needles' emitted-record shares over the buckets past L, k records a row: asked (the asked record's value),
+    oldest / nearest (another record, the first / last one in the row), other, none (no record's value: -1)."""
     got = {c: 0 for c in ('asked', 'oldest', 'nearest', 'other', 'none')}
     for b in [b for b in buckets if b['distance_lo'] >= L]:
         pe = b['per_example']
-        k = k or 1 + max(pe['rank'] + [e for r in pe['emitted'] for e in r if e is not None])
         for row in pe['emitted']:
             for rank, e in zip(pe['rank'], row):
                 if e is not None:
@@ -92,7 +91,7 @@ def per_play_table(s, arms, small=0.05):
     if len(plays) < 2:
         return []
     by, L = {a['name']: a for a in arms}, s['L']
-    rows = [r for fam in [*(s.get('vs_crop') or {}).values(), s.get('vs_self') or {}, s.get('contrasts') or {}]
+    rows = [(c, r) for fam in [*(s.get('vs_crop') or {}).values(), s.get('vs_self') or {}, s.get('contrasts') or {}]
             for c, got in (fam.get('loss') or {}).items() if int(c.split('-')[0]) >= L
             for r in (got.values() if isinstance(got, dict) else got) if 0 < abs(r['diff']) < small]
     if not rows:
@@ -102,10 +101,7 @@ def per_play_table(s, arms, small=0.05):
              f"per play, then over all windows with its verdict:", '',
              f"| A vs B | bucket | " + ' | '.join(f"{p} ({int((docs == p).sum())})" for p in plays) + ' | all |',
              '|---' * (len(plays) + 3) + '|']
-    for r in rows:
-        col = next(c for fam in [*(s.get('vs_crop') or {}).values(), s.get('vs_self') or {}, s.get('contrasts') or {}]
-                   for c, got in (fam.get('loss') or {}).items()
-                   for x in (got.values() if isinstance(got, dict) else got) if x is r)
+    for col, r in rows:
         x, y = paired(by[r['a']], by[r['b']], col, 'loss')
         d = x.mean(0) - y.mean(0)
         lines.append(f"| {r['a']} vs {r['b']} | {col} | " + ' | '.join(f"{d[docs == p].mean():+.3f}" for p in plays)
@@ -162,7 +158,7 @@ def summary_markdown(summary):
                        "pooled over seeds and over the buckets past L (in the bucket's n): the asked record, the "
                        "oldest one (a 'copy the oldest' shortcut), the nearest one, another, or none:",
                        ['asked', 'oldest', 'nearest', 'other', 'none'], arms,
-                       lambda a, c: f"{100 * emitted_shares(a['needles'], s['L'])[c]:.0f}%")
+                       lambda a, c: f"{100 * emitted_shares(a['needles'], s['L'], s['needles']['needles'])[c]:.0f}%")
     for kind, rows in (s.get('contrasts') or {}).items():
         unit, fmt = units(kind)
         lines += contrast_table(f"Named contrasts, {KIND_NAMES[kind]}: difference A − B ({unit}) [95% paired "
@@ -186,7 +182,8 @@ def summary_markdown(summary):
 
 def bases_markdown(out):
     """bases.md: each named contrast (and every arm against the crop) per column, its mean difference over the base
-    models with its random-factor interval (lab.compare.across_bases), the verdict, and on how many bases that base's own verdict agrees."""
+    models with its random-factor interval (lab.compare.across_bases), the verdict, and on how many bases that base's
+    own verdict agrees."""
     m = out['margins']
     lines = [f"# The same comparisons on {len(out['bases'])} base models", '',
              'Bases: ' + ', '.join(out['bases']) + '.', '',

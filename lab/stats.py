@@ -91,6 +91,12 @@ def holm(pvals):
     return out
 
 
+def seed_pairs(a, b, paired_seeds):
+    """The (seed, unit) pairs of two arms' [S, N] outcomes, as two arrays of one shape: row by row when the seeds are
+    paired, else every seed of a with every seed of b (newcombe_paired's per_unit is then their size // N)."""
+    return (a, b) if paired_seeds else (np.repeat(a, len(b), axis=0), np.tile(b, (len(a), 1)))
+
+
 def newcombe_paired(a, b, limits=None, per_unit=1):
     """95% interval of p_a - p_b for 0/1 outcomes of two arms on the same pairs (Newcombe 1998, Stat. Med. 17:2635,
     method 10: square-and-add of the two Wilson intervals, corrected for their correlation). a, b: 0/1 arrays of the
@@ -222,7 +228,7 @@ def paired_diff(a, b, binary=False, paired_seeds=None, seeds=None):
     v, df = _satterthwaite(comps)
     res = _t_result(diff, v, df, scale, method)
     if binary:  # the interval: Newcombe's square-and-add over the seeds' pairs, each arm's limits clustered over seeds
-        pa, pb = (a, b) if paired_seeds else (np.repeat(a, sb, axis=0), np.tile(b, (sa, 1)))
+        pa, pb = seed_pairs(a, b, paired_seeds)
         res.update(ci=newcombe_paired(pa, pb, (clustered_wilson(a), clustered_wilson(b)), pa.size // n),
                    method=method + '-newcombe')
     return res

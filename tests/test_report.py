@@ -67,7 +67,7 @@ def test_emitted_shares_sort_the_needles_first_tokens():
     from lab.report import emitted_shares
     past = dict(distance_lo=16, per_example=dict(rank=[0, 3, 1, 2], emitted=[[0, 0, 3, -1], [0, 3, None, 2]]))
     inside = dict(distance_lo=0, per_example=dict(rank=[1], emitted=[[0]]))
-    got = emitted_shares([inside, past], L=16)
+    got = emitted_shares([inside, past], L=16, k=4)
     # scored: (0,0) asked, (3,0) oldest, (1,3) nearest, (2,-1) none, (0,0) asked, (3,3) asked, (2,2) asked
     assert got == {'asked': 4 / 7, 'oldest': 1 / 7, 'nearest': 1 / 7, 'other': 0.0, 'none': 1 / 7}
 
