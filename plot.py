@@ -187,9 +187,10 @@ def plot_finetune(out_dir, summary):
 # What each picture is drawn from, and the summary.json settings it needs (absent: the picture is skipped)
 SOURCES = {'loss_vs_position.png': 'position_loss.csv', 'rope_ramp.png': 'summary.json',  # what each is drawn from
            'attention_entropy.png': 'attention_entropy.csv', 'retrieval.png': 'retrieval.csv',
-           'retrieval_depth.png': 'summary.json', 'finetune_curves.png': 'finetune_curves.csv'}
+           'retrieval_depth.png': 'summary.json', 'finetune_curves.png': 'finetune_curves.csv',
+           'retrieval_rooms.png': 'summary.json'}
 OPTIONAL = {'attention_entropy.png': ('entropy',), 'retrieval.png': ('retrieval',),
-            'retrieval_depth.png': ('passkey_depth',)}
+            'retrieval_depth.png': ('passkey_depth',), 'retrieval_rooms.png': ('needles',)}
 
 
 def plot_all(out_dir, log_x=False, smooth=0):
@@ -201,12 +202,13 @@ def plot_all(out_dir, log_x=False, smooth=0):
         raise ValueError(f"smooth={smooth} is wider than the {summary['settings']['T']} positions evaluated; pass "
                          f"--smooth <= {summary['settings']['T']} (0: T/32)")
     w = smooth or max(1, summary['settings']['T'] // 32)
-    from lab.retrieval_plots import plot_retrieval, plot_retrieval_depth  # the rooms' pictures (they use this file)
+    from lab.retrieval_plots import plot_retrieval, plot_retrieval_depth, plot_rooms  # the rooms' (they use this file)
     steps = [('loss_vs_position.png', lambda: plot_positions(out_dir, summary, w, log_x, 'loss')),
              ('rope_ramp.png', lambda: plot_ramp(out_dir, summary)),
              ('attention_entropy.png', lambda: plot_positions(out_dir, summary, w, log_x, 'entropy')),
              ('retrieval.png', lambda: plot_retrieval(out_dir, summary)),
              ('retrieval_depth.png', lambda: plot_retrieval_depth(out_dir, summary)),
+             ('retrieval_rooms.png', lambda: plot_rooms(out_dir, summary)),
              ('finetune_curves.png', lambda: plot_finetune(out_dir, summary))]
     out, skipped = [], []
     for name, draw in steps:

@@ -28,7 +28,9 @@ def margins(cfg):
 
 # kind of a compared column -> (the arm's field, the per-example outcome): the passkey and the rooms of lab/retrieval
 ROOMS = {'exact_match': ('retrieval', 'exact'), 'passkey_depth': ('passkey_depth', 'exact'),
-         'needles': ('needles', 'exact'), 'needles_mq': ('needles_mq', 'exact'), 'recall_gain': ('recall', 'gain')}
+         'needles': ('needles', 'exact'), 'needles_mq': ('needles_mq', 'exact'), 'recall_gain': ('recall', 'gain'),
+         'needles_words': ('needles_words', 'exact'), 'needles_mv': ('needles_mv', 'exact'),  # lab/ruler.py's
+         'tracking': ('tracking', 'exact')}
 
 
 def room_bucket(arm, kind, column):
@@ -201,8 +203,7 @@ def vs_arm_of(summary, other, margins, ref=None):
     another arm, e.g. its zero-shot Dynamic YaRN): vs_reference over this file's arms plus that arm. The two files
     must share T, the windows and the rooms' examples, else the pairing would be of different text: ValueError
     naming what differs."""
-    key = first_difference(summary, other, ('T', 'windows', 'retrieval', 'passkey_depth', 'needles', 'needles_mq',
-                                            'recall'))
+    key = first_difference(summary, other, ('T', 'windows') + tuple(field for field, _ in ROOMS.values()))
     if key:
         raise ValueError(f'the two evals differ in {key}: pair only evals of the same windows and examples '
                          f'(same T, num_windows, seed and room settings)')

@@ -44,13 +44,19 @@ def emitted_record(example, pred):
     return -1
 
 
+def emitted_choice(example, pred):
+    """Which of an example's choices [(label, first token)] (lab/ruler.py: the answer first, then the values a
+    shortcut would copy) the argmax at the first scored position starts to write; 'none' when it is none of them."""
+    return next((label for label, tok in example['choices'] if tok == int(pred[0])), 'none')
+
+
 def room_scores(score, buckets, examples, scored=None):
     """Every example of a room scored in one score_rows call: for each, the tokens after positions e['where'] (the
     scored targets are e['seq'][p + 1]). Per bucket: exact (greedy reproduces every scored token given the true
     prefix), the mean loss over the scored tokens, and where an example has a control row (same tokens, same
     place, no earlier copy), gain = control loss - repeat loss. Returns per bucket dict(bucket, distance_lo,
     distance_hi, exact [N], gain [N] | loss [N], repeat_loss, control_loss | loss_mean, depth [N], distance [N]
-    and, for the needles, rank [N] and emitted [N] (emitted_record)). scored(example) -> bool: the examples to score
+    and, for the needles, rank [N] and emitted [N] (emitted_record; a room with choices: emitted_choice)). scored(example) -> bool: the examples to score
     (default all); an example left out has None outcomes and the means are over the scored ones (eval's
     moving_examples)."""
     if not examples:
@@ -59,8 +65,8 @@ def room_scores(score, buckets, examples, scored=None):
     keep = [i for i, e in enumerate(examples) if scored is None or scored(e)]
     rows = [examples[i]['seq'] for i in keep] + ([examples[i]['control'] for i in keep] if control else [])
     where = [examples[i]['where'] for i in keep] * (2 if control else 1)
-    needles = 'needles' in examples[0]
-    loss, hit, *pred = score_rows(score, rows, where, preds=needles) if keep else ([], [], [])
+    needles, choices = 'needles' in examples[0], 'choices' in examples[0]
+    loss, hit, *pred = score_rows(score, rows, where, preds=needles or choices) if keep else ([], [], [])
     slot, n = {i: j for j, i in enumerate(keep)}, len(keep)
     at = lambda f, i: None if i not in slot else f(slot[i])  # noqa: E731  an outcome, None when not scored
     out = []
@@ -79,6 +85,8 @@ def room_scores(score, buckets, examples, scored=None):
         if needles:  # how many records precede the asked one, and which record's value the model starts to write
             r.update(rank=[int(examples[i]['rank']) for i in idx],
                      emitted=[at(lambda j: emitted_record(examples[i], pred[0][j]), i) for i in idx])
+        elif choices:
+            r.update(emitted=[at(lambda j: emitted_choice(examples[i], pred[0][j]), i) for i in idx])
         out.append(r)
     return out
 
@@ -116,6 +124,8 @@ def summarize_retrieval(per_seed):
             per.update(depth=list(rows[0]['depth']), distance=list(rows[0]['distance']))
         if 'rank' in rows[0]:  # the needles: the asked record's rank, and per seed the rank of the record emitted
             per.update(rank=list(rows[0]['rank']), emitted=[list(r['emitted']) for r in rows])
+        elif 'emitted' in rows[0]:  # lab/ruler.py's rooms: per seed the choice emitted
+            per.update(emitted=[list(r['emitted']) for r in rows])
         e['per_example'] = per
         out.append(e)
         if len(rows) > 1:

@@ -31,10 +31,20 @@ ROOM_TABLES = [  # (kind in settings.vs_best, arm field, the table's title from 
      "both values must be exact):"),
     ('recall_gain', 'recall', lambda s: f"Natural-text recall (a held-out line of {s['recall']['len']} tokens "
      f"repeated at distance d): gain over the same line with no earlier copy (nats) [95% interval] by distance:"),
+    ('needles_words', 'needles_words', lambda s: f"Needles in a format the base never trained on "
+     f"({s['needles_words']['needles']} records ' <word> is <digits>', keys words of the play, values of "
+     f"{s['needles_words']['value_len']} digits; the multi-key needles above are the trained alphabet): exact match "
+     f"of the value [95% interval] by distance:"),
+    ('needles_mv', 'needles_mv', lambda s: f"Multi-value needles (one key written with {s['needles_mv']['values']} "
+     f"values among {s['needles_mv']['distractors']} other records; after the key every value in the order written, "
+     f"all exact): exact match by distance from the key's first record to the query:"),
+    ('tracking', 'tracking', lambda s: "Variable tracking (A:K and K:V at two places, the query A: asks for V, which "
+     "no literal match finds): exact match of V by distance from the earlier record to the query:"),
 ]
 KIND_NAMES = {'loss': 'loss', 'exact_match': 'passkey exact match', 'passkey_depth': 'depth-passkey exact match',
               'needles': 'needle exact match', 'needles_mq': 'multi-query needle exact match',
-              'recall_gain': 'natural-text recall gain'}
+              'recall_gain': 'natural-text recall gain', 'needles_words': 'word-needle exact match',
+              'needles_mv': 'multi-value needle exact match', 'tracking': 'variable-tracking exact match'}
 MARK = {'equivalent': ' ≈', 'unresolved': ' ?', 'worse': '', 'better': ' !'}  # against the column's best (*)
 
 
@@ -81,6 +91,26 @@ def emitted_shares(buckets, L, k):
                         'nearest' if e == k - 1 else 'other'] += 1
     total = sum(got.values()) or 1
     return {c: v / total for c, v in got.items()}
+
+
+def choice_shares(buckets, L, labels):
+    """lab/ruler.py's rooms: the share of each choice label (and 'none') emitted over the buckets past L."""
+    got = {c: 0 for c in labels}
+    for b in [b for b in buckets if b['distance_lo'] >= L]:
+        for row in b['per_example']['emitted']:
+            for e in row:
+                if e is not None:
+                    got[e] += 1
+    total = sum(got.values()) or 1
+    return {c: v / total for c, v in got.items()}
+
+
+CHOICES = {'needles_mv': ['first', 'later', 'other', 'none'], 'tracking': ['answer', 'one hop', 'other', 'none']}
+EMITTED = {'needles_mv': "Multi-value needles: which value the model starts to write after the key (past L): the first "
+                         "one written (right), a later one of the key (the nearest: a 'copy the latest match' "
+                         "shortcut), a distractor's, or none:",
+           'tracking': "Variable tracking: what the model starts to write after A: (past L): V (two hops, right), K "
+                       "(one hop: the value of the literal match A:K), a distractor's value, or none:"}
 
 
 def per_play_table(s, arms, small=0.05):
@@ -153,12 +183,17 @@ def summary_markdown(summary):
                             f"{100 * x['exact_match']:.0f}% [{100 * x['exact_match_ci'][0]:.0f}-"
                             f"{100 * x['exact_match_ci'][1]:.0f}]" + (f" / {x['gain']:+.2f}" if 'gain' in x else ''))
                            for x in a[field] if x['bucket'] == c) + mark(s, kind, c, a['name']))
-    if arms[0].get('needles') and 'emitted' in arms[0]['needles'][0]['per_example']:
-        lines += table("Needles: whose value the model starts to write after the asked key (greedy first token), "
-                       "pooled over seeds and over the buckets past L (in the bucket's n): the asked record, the "
-                       "oldest one (a 'copy the oldest' shortcut), the nearest one, another, or none:",
-                       ['asked', 'oldest', 'nearest', 'other', 'none'], arms,
-                       lambda a, c: f"{100 * emitted_shares(a['needles'], s['L'], s['needles']['needles'])[c]:.0f}%")
+    for room, what in (('needles', 'Needles'), ('needles_words', 'Word needles')):
+        if arms[0].get(room) and 'emitted' in arms[0][room][0]['per_example']:
+            lines += table(f"{what}: whose value the model starts to write after the asked key (greedy first token), "
+                           "pooled over seeds and over the buckets past L (in the bucket's n): the asked record, the "
+                           "oldest one (a 'copy the oldest' shortcut), the nearest one, another, or none:",
+                           ['asked', 'oldest', 'nearest', 'other', 'none'], arms,
+                           lambda a, c, room=room: f"{100 * emitted_shares(a[room], s['L'], s[room]['needles'])[c]:.0f}%")
+    for room, labels in CHOICES.items():
+        if arms[0].get(room):
+            lines += table(EMITTED[room], labels, arms, lambda a, c, room=room, labels=labels:
+                           f"{100 * choice_shares(a[room], s['L'], labels)[c]:.0f}%")
     for kind, rows in (s.get('contrasts') or {}).items():
         unit, fmt = units(kind)
         lines += contrast_table(f"Named contrasts, {KIND_NAMES[kind]}: difference A − B ({unit}) [95% paired "

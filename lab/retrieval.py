@@ -36,8 +36,12 @@ DEFAULTS = dict(
     needles=4,              # multi-key needles: records per window, one (and two) asked (0 = skip)
     needle_key=4, needle_value=4,  # tokens of a needle's key and value
     recall_len=16,          # natural-text recall: tokens of the held-out line repeated (0 = skip)
+    word_needles=4,         # lab/ruler.py: needles ' <word> is <digits>', the untrained format: records (0 = skip)
+    mv_values=3,            # multi-value needles: values of the asked key (0 = skip)
+    tracking=True,          # variable tracking: A:K ... K:V ... A: asks for V
 )
-ROOM_SEEDS = {'passkey_depth': 11, 'needles': 12, 'recall': 13}  # each room its own stream of the eval seed
+ROOM_SEEDS = {'passkey_depth': 11, 'needles': 12, 'recall': 13,  # each room its own stream of the eval seed
+              'needles_words': 14, 'needles_mv': 15, 'tracking': 16}
 
 
 def passkey_examples(val, starts, ends, T, L, K, pos, vocab_size, eot, seed):
@@ -167,7 +171,7 @@ def passkey_depth_examples(val, starts, T, L, K, cue, vocab_size, eot, seed, con
 
 
 def needle_examples(val, starts, T, L, vocab_size, eot, seed, needles=4, queries=1, key_len=4, value_len=4,
-                    sep=None):
+                    sep=None, draw=None, mid=None, room='needles'):
     """RULER's multi-key needle (MK-NIAH) in miniature, on held-out text: `needles` records, each `key_len` random
     key tokens, the separator token `sep` (None: no separator, so that it works for any vocabulary) and `value_len`
     random value tokens (never eot or sep; keys distinct, each occurring once in the row), written over the text at
@@ -183,24 +187,28 @@ def needle_examples(val, starts, T, L, vocab_size, eot, seed, needles=4, queries
     the examples past 512: "copy the oldest value" scored there without matching a key). Returns buckets
     [(label, lo, hi)] and examples [dict(bucket, distance, depth, query, rank, seq, where, needles=[dict(pos, key,
     value, queried)])]: distance, depth and rank (records before it) of the first asked needle; seq ends at the last
-    value token."""
+    value token. Other formats (lab/ruler.py): draw(rng, k) -> (keys [k, key_len], values [k, value_len]) draws the
+    records' tokens (default: uniform over the vocabulary but eot and sep), mid the tokens between key and value
+    (default [sep]), room the name of the seed stream."""
     if not (1 <= queries <= needles and key_len >= 1 and value_len >= 1):
         raise ValueError(f"needles: need 1 <= queries={queries} <= needles={needles}, key_len={key_len} >= 1 and "
                          f"value_len={value_len} >= 1")
-    rec = key_len + (sep is not None) + value_len  # a record, needle or query
+    mid = ([] if sep is None else [sep]) if mid is None else list(mid)
+    rec = key_len + len(mid) + value_len  # a record, needle or query
     buckets = distance_buckets(L, T, queries * rec, queries * rec)
     _check_fit(buckets, f"a query of {queries} record(s) of {rec} tokens", L)
     if needles * rec > L - queries * rec:
         raise ValueError(f"needles: {needles} records of {rec} tokens and a query of {queries * rec} do not fit "
                          f"inside L={L}; use fewer or shorter records")
-    rng = _room_rng(seed, 'needles')
+    rng = _room_rng(seed, room)
     tokens = np.array([t for t in range(vocab_size) if t != eot and t != sep])
+    draw = draw or (lambda rng, k: (rng.choice(tokens, (k, key_len)), rng.choice(tokens, (k, value_len))))
     examples = []
     for b, (_, lo, hi, limit) in enumerate(buckets):
         for s in starts:
             window = _window(val, s, limit)
             for _ in range(10000):
-                ex = _draw_needles(rng, window, tokens, lo, hi, limit, needles, queries, key_len, value_len, sep, rec)
+                ex = _draw_needles(rng, window, draw, lo, hi, limit, needles, queries, key_len, value_len, mid, rec)
                 if ex is not None:
                     break
             else:
@@ -209,7 +217,7 @@ def needle_examples(val, starts, T, L, vocab_size, eot, seed, needles=4, queries
     return [bk[:3] for bk in buckets], examples
 
 
-def _draw_needles(rng, window, tokens, lo, hi, limit, k, m, kl, vl, sep, rec):
+def _draw_needles(rng, window, draw, lo, hi, limit, k, m, kl, vl, mid, rec):
     """One try at a needle example; None when the draw does not fit (drawn again)."""
     d = rng.integers(lo, hi, size=m)
     q_lo, q_hi = max(k * rec, max(int(d[j]) - j * rec for j in range(m))), limit - m * rec
@@ -231,11 +239,9 @@ def _draw_needles(rng, window, tokens, lo, hi, limit, k, m, kl, vl, sep, rec):
         p = int(room[rng.integers(len(room))])
         pos.append(p)
         free[max(0, p - rec + 1):p + rec] = False
-    keys = rng.choice(tokens, (k, kl))
-    values = rng.choice(tokens, (k, vl))
+    keys, values = draw(rng, k)
     if len({tuple(x) for x in keys.tolist()}) < k:
         return None
-    mid = [] if sep is None else [sep]
     seq = window[:q + m * rec].copy()
     for p, key, value in zip(pos, keys, values):
         seq[p:p + rec] = np.concatenate([key, mid, value])
@@ -324,14 +330,15 @@ def recall_examples(val, starts, T, L, K, cue, newlines, eot, seed):
 
 
 def make_rooms(val, starts, T, L, meta, seed, cue, examples, depth_len=12, needles=4, key_len=4, value_len=4,
-               multi_query=True, recall_len=20, depth_control=False, strict=True):
+               multi_query=True, recall_len=20, depth_control=False, strict=True, extra=()):
     """The rooms past the passkey, built once for every arm from the windows `starts` (one example per window and
     bucket); a room whose size (depth_len, needles, recall_len) is 0 is left out. The depth passkey goes without
     its control unless depth_control (exact match and loss; half the rows). The needles use ':' as their
     separator when the vocabulary has it as one token (separator_token). Returns (rooms, skipped): rooms =
     {name: dict(buckets, examples, settings)} with name in passkey_depth, needles, needles_mq (two keys asked one
     after the other), recall, and settings the room's entry for summary.json's settings; skipped = {name: reason}
-    for the rooms that do not fit (a short L, a cue not below the length): strict=True raises ValueError instead."""
+    for the rooms that do not fit (a short L, a cue not below the length): strict=True raises ValueError instead.
+    extra: more rooms [(name, build() -> (buckets, examples), knobs)], e.g. lab.ruler.rooms'."""
     V, eot, rooms, skipped = meta['vocab_size'], meta['eot_token'], {}, {}
 
     def room(name, build, **knobs):
@@ -357,6 +364,8 @@ def make_rooms(val, starts, T, L, meta, seed, cue, examples, depth_len=12, needl
     if recall_len:
         room('recall', lambda: recall_examples(val, starts, T, L, recall_len, cue, newline_tokens(meta), eot, seed),
              len=recall_len, cue=cue)
+    for name, build, knobs in extra:
+        room(name, build, **knobs)
     return rooms, skipped
 
 
@@ -372,12 +381,14 @@ def eval_rooms(cfg, val, docs, T, L, meta):
     if R and (cue >= K or pos + 2 * K > L):
         raise ConfigError(f"passkey test: retrieval_cue={cue} must be < retrieval_len={K}, and retrieval_pos + "
                           f"2 x retrieval_len = {pos + 2 * K} must fit in L={L}; change them or set retrieval_examples=0")
+    from lab import ruler  # (it builds on this file)
     ret_starts = doc_windows(docs, T + 1, R, cfg['seed'] + 1) if R else []
     buckets, examples = passkey_examples(val, ret_starts, bucket_ends(L, T), T, L, K, pos, meta['vocab_size'],
                                          meta['eot_token'], cfg['seed'])
     rooms, skipped = make_rooms(val, ret_starts, T, L, meta, cfg['seed'], cue, R, depth_len=cfg['depth_len'],
                                 needles=cfg['needles'], key_len=cfg['needle_key'], value_len=cfg['needle_value'],
-                                recall_len=cfg['recall_len'], strict=False) if R else ({}, {})
+                                recall_len=cfg['recall_len'], strict=False,
+                                extra=ruler.rooms(cfg, val, ret_starts, T, L, meta)) if R else ({}, {})
     for name, why in skipped.items():
         print(f"eval: skipped the {name} test: {why}")
     return ret_starts, buckets, examples, rooms, skipped

@@ -3,6 +3,7 @@ The retrieval rooms' pictures, drawn by plot.plot_all with plot.py's styles from
 
   retrieval.png          passkey test: in-context gain and exact match per distance bucket
   retrieval_depth.png    depth passkey: exact match per (depth, distance) cell, for the base and the best arms
+  retrieval_rooms.png    the needle rooms, trained format beside untrained (lab/ruler.py): exact match and what is emitted
 """
 import os
 
@@ -105,3 +106,57 @@ def plot_retrieval_depth(out_dir, summary, room='passkey_depth', most=3):
         fig.suptitle(f"Passkey by depth and distance: a random {r.get('len', '?')}-token string at a random depth "
                      f"and again at a distance, {r.get('examples', '?')} examples per distance bucket (L={L})")
         return save(fig, path)
+
+
+ROOMS = [('needles', 'needles (trained alphabet)'), ('needles_words', "word needles ' <word> is <digits>'"),
+         ('needles_mv', 'multi-value needles'), ('tracking', 'variable tracking (two hops)')]
+EMITTED_COLORS = {'asked': '#2ca02c', 'first': '#2ca02c', 'answer': '#2ca02c', 'oldest': '#ff7f0e',
+                  'nearest': '#d62728', 'later': '#d62728', 'one hop': '#d62728', 'other': '#9467bd', 'none': '0.75'}
+
+
+def plot_rooms(out_dir, summary):
+    """retrieval_rooms.png: the needle rooms side by side, the trained format beside what the base never trained on
+    (lab/ruler.py). Top: exact match by distance bucket per arm, 95% intervals; bottom: what each arm starts to write
+    after the key past L (lab.report's emitted shares: the right value in green, a shortcut's in red/orange)."""
+    from lab.report import CHOICES, choice_shares, emitted_shares
+    s, arms = summary['settings'], summary['arms']
+    rooms = [(r, t) for r, t in ROOMS if arms and arms[0].get(r)]
+    st, L = styles(arms), s['L']
+    with plt.rc_context(RC):
+        fig, axes = plt.subplots(2, max(1, len(rooms)), figsize=(6 * max(1, len(rooms)) + 3, 12), squeeze=False,
+                                 gridspec_kw=dict(hspace=0.5))
+        if not rooms:
+            axes[0, 0].text(0.5, 0.5, 'no needle rooms (tests skipped)', ha='center', transform=axes[0, 0].transAxes)
+            return save(fig, os.path.join(out_dir, 'retrieval_rooms.png'))
+        for (room, title), ax, bx in zip(rooms, axes[0], axes[1]):
+            labels = [b['bucket'] for b in arms[0][room]]
+            for j, a in enumerate(arms):
+                y = np.array([100 * b['exact_match'] for b in a[room]])
+                err = np.abs(np.array([b['exact_match_ci'] for b in a[room]]).T * 100 - y)
+                ax.errorbar(np.arange(len(labels)) + (j - (len(arms) - 1) / 2) * 0.02, y, yerr=err, label=a['name'],
+                            marker=MARKERS[j % len(MARKERS)], ms=5, capsize=2, **st[a['name']])
+            k = first_at([b['distance_lo'] for b in arms[0][room]], L)
+            if k is not None:
+                ax.axvline(k - 0.5, color='0.35', lw=1.6)
+            ax.set_xticks(np.arange(len(labels)), labels, rotation=30)
+            ax.set(title=title, xlabel='distance to the query (tokens)', ylim=(-3, 103))
+            ax.grid(alpha=0.3)
+            if 'emitted' not in arms[0][room][0]['per_example']:
+                bx.axis('off')
+                continue
+            shares = [choice_shares(a[room], L, CHOICES[room]) if room in CHOICES else
+                      emitted_shares(a[room], L, s[room]['needles']) for a in arms]
+            left = np.zeros(len(arms))
+            for c in shares[0]:
+                w = np.array([100 * x[c] for x in shares])
+                bx.barh(np.arange(len(arms)), w, left=left, color=EMITTED_COLORS[c], label=c, edgecolor='white')
+                left += w
+            bx.set_yticks(np.arange(len(arms)), [a['name'] for a in arms] if room == rooms[0][0] else [])
+            bx.invert_yaxis()
+            bx.set(xlim=(0, 100), xlabel=f'first token written after the key, past L={L} (%)')
+            bx.legend(loc='lower center', bbox_to_anchor=(0.5, 1.0), ncol=5, frameon=False, fontsize=10)
+        axes[0, 0].set_ylabel('exact match (%), greedy, 95% interval')
+        axes[0, -1].legend(**RIGHT)
+        fig.suptitle(f"Needles: the trained format beside formats the base never saw (L={L}; "
+                     f"{s[rooms[0][0]]['examples']} examples per bucket)")
+        return save(fig, os.path.join(out_dir, 'retrieval_rooms.png'))
