@@ -2,7 +2,7 @@
 # Every step is a plain command you can copy and change. PY=python3 make demo to pick another interpreter.
 PY ?= $(shell command -v python >/dev/null && echo python || echo python3)
 
-.PHONY: quick demo install data train train-copy finetune pose longrope longrope-ref longrope4 eval eval-test eval-2048 ape pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases test gpu-check
+.PHONY: quick demo install data train train-copy finetune pose longrope longrope-ref longrope4 eval eval-test eval-2048 bases-test ape pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases test gpu-check
 
 quick:                # the story in minutes: a small base at L=128, plain RoPE vs PI / NTK-aware / YaRN zero-shot and fine-tuned 40 steps at 512 (one seed), loss against position to 4 x L (87 s and 97 s in two clean-clone runs on 2 idle cores)
 	$(MAKE) install data
@@ -77,12 +77,21 @@ copy-capped:          # the copy-skill confound: the demo's fine-tunes again wit
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --copy_share=0.5 --copy_max_distance=120 --out_dir=out/char-ft-capped --overwrite=True
 	$(PY) eval.py config/eval_copy_capped.py
 
-bases: out/char-eval/summary.json  # three bases: two more copying bases (seeds 1338, 1339), the zero-shot arms on each, the contrasts combined with the demo's eval (53 min 12 s; the bases train 14-15 min each)
-	$(PY) train.py config/train_shakespeare_char_copy_cpu.py --seed=1338 --out_dir=out/char-base-copy-1338 --overwrite=True
-	$(PY) train.py config/train_shakespeare_char_copy_cpu.py --seed=1339 --out_dir=out/char-base-copy-1339 --overwrite=True
+bases: out/char-eval/summary.json out/char-base-copy-1338/ckpt.pt out/char-base-copy-1339/ckpt.pt  # three bases: two more copying bases (seeds 1338, 1339), the zero-shot arms on each, the contrasts combined with the demo's eval (53 min 12 s; the bases train 14-15 min each)
 	$(PY) eval.py config/eval_bases.py --base=out/char-base-copy-1338 --out_dir=out/char-eval-base1338
 	$(PY) eval.py config/eval_bases.py --base=out/char-base-copy-1339 --out_dir=out/char-eval-base1339
 	$(PY) eval.py --combine=out/char-eval,out/char-eval-base1338,out/char-eval-base1339 --out_dir=out/char-eval-bases
+
+bases-test: out/char-eval-test/summary.json out/char-base-copy-1338/ckpt.pt out/char-base-copy-1339/ckpt.pt  # the test split on the three bases: its zero-shot arms on the two other bases, combined with make eval-test's (issue 31)
+	$(PY) eval.py config/eval_bases_test.py --base=out/char-base-copy-1338 --out_dir=out/char-eval-test-base1338
+	$(PY) eval.py config/eval_bases_test.py --base=out/char-base-copy-1339 --out_dir=out/char-eval-test-base1339
+	$(PY) eval.py --combine=out/char-eval-test,out/char-eval-test-base1338,out/char-eval-test-base1339 --out_dir=out/char-eval-test-bases
+
+out/char-base-copy-%/ckpt.pt:  # another copying base (seed %, the demo's recipe), trained once if it is missing (14-15 min)
+	$(PY) train.py config/train_shakespeare_char_copy_cpu.py --seed=$* --out_dir=out/char-base-copy-$* --overwrite=True
+
+out/char-eval-test/summary.json:  # the test split's eval, which `make bases-test` combines with its own (needs make demo's runs)
+	$(MAKE) eval-test
 
 out/char-eval/summary.json:  # the demo's eval, which `make bases` combines with its own; run once if it is missing (needs make demo's runs)
 	$(MAKE) eval
