@@ -184,7 +184,7 @@ def main(argv):
             print(f"wrote {p}")
         return None
     t0 = time.time()
-    run = prepare(cfg)
+    run = dict(prepare(cfg), argv=list(argv))  # argv: the command, for summary.json's provenance
     _, ctx = autocast_context(run['device'].split(':')[0], cfg['dtype'])
     run['workers'] = worker_count(cfg['workers'], run['device'], len(run['arms']))  # arms side by side on CPU cores
     measured = map_arms(measure_arm, run['arms'], (run, cfg, run['device'], ctx), run['workers'], cfg['progress'])

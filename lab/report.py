@@ -155,6 +155,11 @@ def summary_markdown(summary):
     lines = [f"# Loss by position: {s['dataset']}, {s['num_windows']} windows of T={s['T']} tokens, L={s['L']}", '',
              f"Windows: seed {s['seed']}, inside {'held-out' if s.get('split', 'val') == 'val' else 'TRAINING'} "
              f"documents, the same for every arm. {s['protocol']}", '', rule]
+    if s.get('provenance'):  # summaries written before issue 31 have none
+        p = s['provenance']
+        lines += ['', f"Made by `{p['command']}` at commit {(p['commit'] or '?')[:7]}"
+                      f"{' (with uncommitted changes)' if p['changed'] else ''}, {p['date']}, torch {p['torch']}, "
+                      f"{p['machine']}."]
     sampled = [f"{a['name']} ({', '.join(k for k, v in a['scoring']['buckets'].items() if v == 'sampled')})"
                for a in arms if 'sampled' in a['scoring']['buckets'].values()]
     ref = next((a for a in arms if a.get('kind') == 'base'), None)

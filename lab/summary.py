@@ -9,7 +9,10 @@ import io
 import json
 import math
 import os
+import platform
 import re
+import subprocess
+import time
 
 import numpy as np
 import torch
@@ -159,7 +162,35 @@ def summary_settings(cfg, run, results, margins, protocol, timing):
                             pos=cfg['retrieval_pos'], windows=run['ret_starts'], buckets=[b[0] for b in run['buckets']]),
              **{n: r['settings'] for n, r in run['rooms'].items()}, rooms_skipped=run['rooms_skipped'] or None,
              plot=dict(log_x=cfg['log_x'], smooth=cfg['smooth']), arm_seconds=timing,
-             **({'excluded': cfg['exclude']} if cfg.get('exclude') else {}))  # a test split: the dev eval it avoids
+             **({'excluded': cfg['exclude']} if cfg.get('exclude') else {}),  # a test split: the dev eval it avoids
+             provenance=provenance(run.get('argv')))
+
+
+def provenance(argv):
+    """Where a summary came from (issue 31's record behind each claim): the command, the commit and whether tracked
+    files differed from it, the date, torch, Python and the machine."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+    def git(*args):
+        try:
+            out = subprocess.run(['git', '-C', root, *args], capture_output=True, text=True, timeout=20)
+            return out.stdout.strip() if out.returncode == 0 else None
+        except (OSError, subprocess.SubprocessError):
+            return None
+    cpu = next((ln.split(':', 1)[1].strip() for ln in _lines('/proc/cpuinfo') if ln.startswith('model name')), None)
+    return dict(command=None if argv is None else ' '.join(['python eval.py', *argv]), commit=git('rev-parse', 'HEAD'),
+                changed=git('status', '--porcelain', '--untracked-files=no') not in (None, ''),
+                date=time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime()), torch=torch.__version__,
+                python=platform.python_version(), machine=f"{platform.system()} {platform.machine()}, "
+                                                          f"{os.cpu_count()} cores" + (f", {cpu}" if cpu else ''))
+
+
+def _lines(path):
+    try:
+        with open(path, encoding='utf-8', errors='replace') as f:
+            return f.read().splitlines()
+    except OSError:
+        return []
 
 
 def rejudge(folder, out_dir, margins):

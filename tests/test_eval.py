@@ -54,6 +54,11 @@ def test_arms_and_summary_json(lab):
                                               'yarn s=4 β_fast=8 zero-shot', 'dynamic_yarn zero-shot']
     with open(os.path.join(lab['out'], 'summary.json'), encoding='utf-8') as f:
         assert json.load(f) == json.loads(json.dumps(lab_summary.rounded(s)))  # floats to 7 significant digits
+    p = s['settings']['provenance']  # where the file came from (issue 31 item 6)
+    assert p['command'].startswith('python eval.py --') and f"--out_dir={lab['out']}" in p['command']
+    assert p['commit'] is None or len(p['commit']) == 40 and p['torch'] == torch.__version__
+    with open(os.path.join(lab['out'], 'summary.md'), encoding='utf-8') as f:
+        assert f"Made by `{p['command']}`" in f.read()
     for a in s['arms']:
         assert {'name', 'checkpoint', 'train_len', 'rope_scaling', 'finetune_steps', 'buckets', 'ppl_at', 'buckets_ci',
                 'rope_type', 'kind', 'factor', 'settings'} <= set(a)
