@@ -2,7 +2,7 @@
 # Every step is a plain command you can copy and change. PY=python3 make demo to pick another interpreter.
 PY ?= $(shell command -v python >/dev/null && echo python || echo python3)
 
-.PHONY: quick demo install data train train-copy finetune pose longrope longrope-ref longrope4 eval eval-test eval-2048 bases-test ape pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases test gpu-check
+.PHONY: quick demo install data train train-copy finetune pose longrope longrope-ref longrope4 eval eval-test eval-2048 bases-test knobs ape pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases test gpu-check
 
 quick:                # the story in minutes: a small base at L=128, plain RoPE vs PI / NTK-aware / YaRN zero-shot and fine-tuned 40 steps at 512 (one seed), loss against position to 4 x L (87 s and 97 s in two clean-clone runs on 2 idle cores)
 	$(MAKE) install data
@@ -47,6 +47,9 @@ eval:                 # every arm under one protocol to 1024 = 8 x L: loss, ppl,
 
 eval-test:            # the test split (issue 31): 140 windows and 100 examples a cell that share no token with make eval's (run it after make eval), the headline arms and each against its own crop (23 min 22 s on 2 cores)
 	$(PY) eval.py config/eval_test_cpu.py
+
+knobs:                # the attention maps' knob grids on 16 TRAINING windows: Self-Extend (w, G), ReRoPE w, Leaky ReRoPE (w, k); loss and passkey
+	$(PY) eval.py config/eval_knobs_cpu.py
 
 eval-2048:            # optional: the zero-shot maps, Dynamic YaRN and static YaRN at T = 2048 = 16 x L, where Leaky ReRoPE k=16 passes L (64 + 1983/16 = 188) and Self-Extend w=64 G=32 does not (63 + 62 = 125)
 	$(PY) eval.py --base=out/char-base-copy --rope_types=default,crop:form=sliding,yarn:beta_fast=8,dynamic_yarn,rerope:window=64,leaky_rerope:window=64:k=16,self_extend:window=64:group=32 --eval_len=2048 --num_windows=32 --out_dir=out/char-eval-2048 --contrasts="rerope_w64_zero-shot | dynamic_yarn_zero-shot; self_extend_w64_G32_zero-shot | rerope_w64_zero-shot; leaky_rerope_w64_k16_zero-shot | rerope_w64_zero-shot; dynamic_yarn_zero-shot | yarn_s16_beta_fast8_zero-shot"
