@@ -1,4 +1,4 @@
-# The CPU pipeline, one visible step per target; `make demo` runs them all (26 min 12 s on 2 cores, 2026-12-01, measured as one command from a clean clone).
+# The CPU pipeline, one visible step per target; `make demo` runs them all (27 min 15 s on 2 cores, 2026-12-01, measured as one command from a clean clone).
 # Every step is a plain command you can copy and change. PY=python3 make demo to pick another interpreter.
 PY ?= $(shell command -v python >/dev/null && echo python || echo python3)
 
@@ -21,7 +21,7 @@ data:                 # character-level Shakespeare, 4 plays held out (~5 s)
 train:                # optional: the pure-text 0.8M-param RoPE GPT at L=128, 1500 steps (~7 min): the reference for text loss
 	$(PY) train.py config/train_shakespeare_char_cpu.py --overwrite=True
 
-train-copy:           # the demo's base: the same GPT, 3000 steps with synthetic copies mixed in, so it retrieves (10 min 49 s on 2 cores)
+train-copy:           # the demo's base: the same GPT, 3000 steps with synthetic copies mixed in, so it retrieves (11 min 13 s on 2 cores)
 	$(PY) train.py config/train_shakespeare_char_copy_cpu.py --overwrite=True
 
 finetune:             # PI, YaRN + the plain control, 128 -> 512, 100 steps on natural text, 3 seeds each; and 20 steps, 1 seed (~7 min: 40-47 s a 100-step run)
@@ -31,7 +31,7 @@ finetune:             # PI, YaRN + the plain control, 128 -> 512, 100 steps on n
 pose:                 # PoSE at L=128 (plain, YaRN s=4 beta_fast=8), same steps and seeds, ids skipping across 512 (~75 s: 11-13 s a run)
 	$(PY) finetune_long.py config/finetune_pose_char_cpu.py --overwrite=True
 
-longrope:             # LongRoPE's evolutionary search of per-pair factors and n-hat at s=8, 56 candidates on 16 training windows (28 s on 2 cores)
+longrope:             # LongRoPE's evolutionary search of per-pair factors and n-hat at s=8, 56 candidates on 16 training windows (32 s on 2 cores)
 	$(PY) search_longrope.py --init_from=out/char-base-copy --factor=8 --out_dir=out/char-longrope-s8 --overwrite=True
 
 longrope-ref:         # optional: the same search at the reference's budget (population 64, 40 generations: 1344 candidates, ~27 CPU-min; --init_from=resume extends a cut run)
@@ -42,10 +42,10 @@ longrope4:            # optional: search at s=4, fine-tune the searched arm like
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --init_from=out/char-longrope-s4 --rope_type=keep --plain=False --out_dir=out/char-ft-longrope --overwrite=True
 	$(PY) eval.py --ckpt=out/char-base-copy,out/char-ft,out/char-ft-longrope --eval_len=1024 --num_windows=32 --out_dir=out/char-eval-longrope
 
-eval:                 # every arm under one protocol to 1024 = 8 x L: loss, ppl, five retrieval tasks (16 examples a cell), crop verdicts, named contrasts, entropy, plots (6 min 19 s, two worker processes)
+eval:                 # every arm under one protocol to 1024 = 8 x L: loss, ppl, eight retrieval tasks (16 examples a cell), crop verdicts, named contrasts, entropy, plots (8 min 24 s, two worker processes)
 	$(PY) eval.py config/eval_char_cpu.py
 
-eval-test:            # the test split (issue 31): 140 windows and 100 examples a cell that share no token with make eval's (run it after make eval), the headline arms and each against its own crop (23 min 22 s on 2 cores)
+eval-test:            # the test split (issue 31): 140 windows and 100 examples a cell that share no token with make eval's (run it after make eval), the headline arms and each against its own crop (32 min 16 s on 2 cores)
 	$(PY) eval.py config/eval_test_cpu.py
 
 knobs:                # the attention maps' knob grids on 16 TRAINING windows: Self-Extend (w, G), ReRoPE w, Leaky ReRoPE (w, k); loss and passkey

@@ -23,6 +23,7 @@ lab.copy_mix, which register their attention classes with model.py.
   copy_mix         synthetic copies in training windows and smeared keys (lab.batches; attention='smear_keys')
   crop             the crop control: the base held to its last L tokens, sliding and truncated (eval.py, lab/arms.py)
   retrieval        the retrieval rooms' examples: passkey, depth passkey, needles, recall (eval.py)
+  ruler            RULER's harder needles: an untrained format, several values, two hops (lab.retrieval's rooms)
   outcomes         the rooms scored with an arm, and their outcomes over seeds (eval.py)
   stats            intervals, paired tests and verdicts (compare, retrieval)
   compare          eval.py's arms compared: contrasts, vs best, vs the crop, over bases, break positions (eval.py)
@@ -34,5 +35,6 @@ lab.copy_mix, which register their attention classes with model.py.
   forms            how an arm runs at evaluation (causal, a position map, a crop) and the measurements beside its
                    loss: attention entropy, passkeys, retrieval rooms (eval.py)
   plot_kit         reading eval.py's files with their checks, and the pictures' shared look (plot.py, retrieval_plots)
-  retrieval_plots  retrieval.png and retrieval_depth.png (plot.py)
+  retrieval_plots  retrieval.png, retrieval_depth.png and retrieval_rooms.png (plot.py)
+  claims           the record behind each claim of README.md and docs/results.md (python -m lab.claims)
 """

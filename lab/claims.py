@@ -1,0 +1,216 @@
+"""
+A record behind each claim (issue 31 item 6; modded-nanogpt keeps one statistics file per record): every comparison
+that README.md or docs/results.md states in numbers is listed in CLAIMS with the summary it comes from, and
+`python -m lab.claims` writes assets/claims/<id>.json for each, holding the command, commit, torch version and
+machine that made the summary (its provenance), the comparison recomputed with this version's code from the values
+the summary stores, and those raw values, unit by unit (windows or examples, seeds), so that a reader can redo the
+test with any tool; assets/claims/README.md lists them. `python -m lab.claims --check` recomputes every claim and
+compares it with its record and with the sentence that states it (tests/test_claims.py does the same).
+
+A claim: id, file (a summary.json under assets/), table (contrasts, vs_self, or vs_crop:<crop arm>), kind (loss,
+exact_match, needles, ...), column (a bucket), a and b (arm names: A - B, the verdict A's), said: (doc, quote) pairs,
+the words in README.md or docs/results.md that state it (each must hold the difference as printed and the verdict).
+"""
+import argparse
+import functools
+import json
+import os
+import sys
+
+import numpy as np
+
+from data.common import atomic_write_text
+from lab.compare import ROOMS, family, unit_values
+from lab.report import units
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(ROOT, 'assets', 'claims')
+TEST = 'assets/test_summary.json'
+Y8, Y8FT, PLAIN = 'yarn s=8 β_fast=8 zero-shot', 'yarn s=4 β_fast=8 ft100', 'default ft100'
+CROP = 'crop w=128 (sliding)'
+
+
+def claim(id, a, b, column, *said, table='vs_self', kind='loss', file=TEST):
+    """said: (doc, quote) pairs, or quotes in docs/results.md."""
+    said = [x if isinstance(x, tuple) else (DOC, x) for x in said]
+    return dict(id=id, file=file, table=table, kind=kind, column=column, a=a, b=b, said=said)
+
+
+DOC, RM = 'docs/results.md', 'README.md'
+VS_CROP = f'vs_crop:{CROP}'
+RR, SE, DY = 'rerope w=64 zero-shot', 'self_extend w=64 G=32 zero-shot', 'dynamic_yarn zero-shot'
+CLAIMS = [  # the test split's claims, in the order docs/results.md states them
+    # each arm against its own weights held to a window (loss, nats)
+    claim('yarn-zero-shot-own-crop-256', Y8, f'{Y8} held to 128 (sliding)', '256-512', '−0.016 [−0.025, −0.008] better',
+          (RM, '−0.016 [−0.025, −0.008] at 256–512, better')),
+    claim('yarn-zero-shot-own-crop-512', Y8, f'{Y8} held to 128 (sliding)', '512-1024', '−0.039 [−0.049, −0.028] better'),
+    claim('yarn-ft-own-crop-128', Y8FT, f'{Y8FT} held to 128 (sliding)', '128-256', '−0.008 [−0.013, −0.004] better'),
+    claim('yarn-ft-own-crop-256', Y8FT, f'{Y8FT} held to 128 (sliding)', '256-512', '−0.032 [−0.040, −0.024] better',
+          (RM, '−0.032 [−0.040, −0.024] at 256–512, better')),
+    claim('yarn-ft-own-crop-512', Y8FT, f'{Y8FT} held to 512 (sliding)', '512-1024', '+1.197 [+1.174, +1.219] worse'),
+    claim('plain-ft-own-crop-128', PLAIN, f'{PLAIN} held to 128 (sliding)', '128-256', '+0.050 [+0.042, +0.057] worse',
+          (RM, '+0.050 [+0.042, +0.057] at 128–256, worse')),
+    claim('plain-ft-own-crop-256', PLAIN, f'{PLAIN} held to 128 (sliding)', '256-512', '+0.124 [+0.113, +0.135] worse'),
+    claim('plain-ft-own-crop-512', PLAIN, f'{PLAIN} held to 512 (sliding)', '512-1024', '+0.258 [+0.246, +0.271] worse'),
+    # against the base's crop
+    claim('base-vs-crop-512', 'base (L=128)', CROP, '512-1024', '+2.142 [+2.115, +2.169] worse', table=VS_CROP),
+    claim('yarn-zero-shot-vs-crop-512', Y8, CROP, '512-1024', '+0.275 [+0.260, +0.289] worse', table=VS_CROP),
+    claim('yarn-ft-vs-crop-256', Y8FT, CROP, '256-512', '−0.031 [−0.040, −0.022] better', table=VS_CROP),
+    claim('yarn-ft-vs-crop-512', Y8FT, CROP, '512-1024', '+1.154 [+1.130, +1.178] worse', table=VS_CROP),
+    claim('rerope-vs-crop-256', RR, CROP, '256-512', '−0.020 [−0.028, −0.012] better', table=VS_CROP),
+    claim('rerope-vs-crop-512', RR, CROP, '512-1024', '−0.021 [−0.030, −0.011] better',
+          (RM, '−0.021 [−0.030, −0.011] at 512–1024, better'), table=VS_CROP),
+    claim('self-extend-vs-crop-256', SE, CROP, '256-512', '−0.022 [−0.030, −0.014] better', table=VS_CROP),
+    claim('self-extend-vs-crop-512', SE, CROP, '512-1024', '−0.029 [−0.039, −0.020] better', table=VS_CROP),
+    # named contrasts (loss)
+    claim('dynamic-vs-static-yarn-512', DY, Y8, '512-1024', '−0.066 [−0.087, −0.046] better', table='contrasts'),
+    claim('self-extend-vs-rerope-512', SE, RR, '512-1024', '−0.009 [−0.012, −0.006] better, inside the margin',
+          table='contrasts'),
+    claim('yarn-ft-vs-plain-256', Y8FT, PLAIN, '256-512', '−0.198 [−0.214, −0.181] better', table='contrasts'),
+    claim('yarn-ft-vs-plain-512', Y8FT, PLAIN, '512-1024', '+0.713 [+0.696, +0.730] worse', table='contrasts'),
+    # retrieval at 512-1024 (points)
+    claim('rerope-passkey-vs-crop-512', RR, CROP, '512-1024', '+78 [+68, +85] better', table=VS_CROP,
+          kind='exact_match'),
+    claim('yarn-zero-shot-passkey-vs-crop-512', Y8, CROP, '512-1024', '+33 [+24, +43] better', table=VS_CROP,
+          kind='exact_match'),
+    claim('yarn-zero-shot-needles-vs-crop-512', Y8, CROP, '512-1024', '+72 [+62, +80] better', table=VS_CROP,
+          kind='needles'),
+    claim('yarn-ft-passkey-vs-crop-512', Y8FT, CROP, '512-1024', '+0 [−4, +4] equivalent', table=VS_CROP,
+          kind='exact_match'),
+    claim('self-extend-vs-rerope-passkey-512', SE, RR, '512-1024', '−24 [−32, −15] worse', table='contrasts',
+          kind='exact_match'),
+    claim('dynamic-vs-static-yarn-passkey-512', DY, Y8, '512-1024', '−4 [−19, +11] unresolved', table='contrasts',
+          kind='exact_match'),
+    # the rooms in formats the base never trained on (lab/ruler.py)
+    claim('rerope-word-needles-vs-crop-512', RR, CROP, '512-1024', '+0 [−4, +4] equivalent to the crop on the word',
+          (RM, 'ReRoPE +0 [−4, +4] equivalent to the crop'), table=VS_CROP, kind='needles_words'),
+    claim('rerope-multi-value-vs-crop-512', RR, CROP, '512-1024', '+0 [−4, +4] equivalent on the multi-value',
+          table=VS_CROP, kind='needles_mv'),
+    claim('rerope-tracking-vs-crop-512', RR, CROP, '512-1024', '−5 [−11, −0] unresolved', table=VS_CROP,
+          kind='tracking'),
+]
+
+
+# ----------------------------------------------------------------------------- one claim
+
+
+@functools.lru_cache(maxsize=4)
+def load(file):
+    """A summary, read once (callers do not change it)."""
+    with open(os.path.join(ROOT, file), encoding='utf-8') as f:
+        return json.load(f)
+
+
+def stored(s, c):
+    """The comparison as the summary stores it."""
+    st, (table, _, ref) = s['settings'], c['table'].partition(':')
+    if table == 'vs_crop':
+        return st['vs_crop'][ref][c['kind']][c['column']][c['a']]
+    return next(r for r in st[table][c['kind']][c['column']] if r['a'] == c['a'] and r['b'] == c['b'])
+
+
+def recompute(s, c):
+    """The comparison recomputed from the summary's per-window / per-example values with lab.compare: the whole
+    family of its table column (Holm counts every pair in it)."""
+    results, st, (table, _, ref) = s['arms'], s['settings'], c['table'].partition(':')
+    if table == 'contrasts':
+        pairs = [(r['a'], r['b']) for r in st['contrasts'][c['kind']][c['column']]]
+    elif table == 'vs_self':
+        pairs = [(a['self_crop_of'], a['name']) for a in results if a.get('self_crop_of')]
+    else:
+        pairs = [(a['name'], ref) for a in results if a['name'] != ref]
+    rows = family({a['name']: a for a in results}, pairs, c['kind'], c['column'], st['margins'])
+    return next(r for r in rows if r['a'] == c['a'] and r['b'] == c['b'])
+
+
+def raw(s, c):
+    """The values the test pairs: per arm [seed][unit] (None: not scored), the seeds, and what each unit is."""
+    by, st = {a['name']: a for a in s['arms']}, s['settings']
+    vals = {k: [[None if np.isnan(v) else float(v) for v in row] for row in unit_values(by[c[k]], c['column'], c['kind'])]
+            for k in ('a', 'b')}
+    if c['kind'] == 'loss':
+        unit = [dict(window=w, play=p) for w, p in zip(st['windows'], st['window_docs'])]
+    else:
+        unit = [dict(example=i, window=w) for i, w in enumerate(st['retrieval']['windows'])]
+    return dict(a=vals['a'], b=vals['b'], seeds_a=by[c['a']].get('seeds'), seeds_b=by[c['b']].get('seeds'), units=unit)
+
+
+KEYS = ('diff', 'ci', 'p', 'p_holm', 'verdict', 'inside_margin', 'identical', 'method')
+
+
+def record(c):
+    s = load(c['file'])
+    st, r = s['settings'], recompute(s, c)
+    exact = c['kind'] != 'loss' and ROOMS[c['kind']][1] == 'exact'
+    return dict(id=c['id'], said=[list(x) for x in c['said']], file=c['file'],
+                comparison={k: c[k] for k in ('table', 'kind', 'column', 'a', 'b')},
+                result={k: r[k] for k in KEYS}, margin=st['margins']['exact_match' if exact else 'loss'],
+                provenance=st.get('provenance') or dict(torch=st.get('torch'), note='this summary predates the '
+                                                        'provenance record: its command is in the Makefile'),
+                values=raw(s, c), recompute=f"python -m lab.claims --check {c['id']}")
+
+
+def problems(c, rec=None):
+    """What is wrong with a claim: its recomputed comparison against the stored one, its committed record and its
+    sentence (the difference as printed, the verdict). [] when it holds."""
+    s, out = load(c['file']), []
+    r, old = recompute(s, c), stored(s, c)
+    if r['verdict'] != old['verdict'] or not np.allclose([r['diff'], *r['ci']], [old['diff'], *old['ci']], atol=1e-6):
+        out.append(f"{c['id']}: recomputed {r['diff']:+.4f} {r['verdict']}, the summary stores {old['diff']:+.4f} "
+                   f"{old['verdict']}")
+    rec = rec if rec is not None else record(c)
+    path = os.path.join(OUT, f"{c['id']}.json")
+    if not os.path.exists(path) or json.load(open(path, encoding='utf-8')) != json.loads(json.dumps(rec)):
+        out.append(f"{c['id']}: assets/claims/{c['id']}.json is missing or stale; run python -m lab.claims")
+    fmt = units(c['kind'])[1]
+    shown = fmt(r['diff']).replace('-', '−')
+    for doc, quote in c['said']:
+        with open(os.path.join(ROOT, doc), encoding='utf-8') as f:
+            if ' '.join(quote.split()) not in ' '.join(f.read().split()):  # Markdown wraps its lines anywhere
+                out.append(f"{c['id']}: {doc} no longer says {quote!r}")
+        if shown not in quote and shown.lstrip('+') not in quote or r['verdict'] not in quote:
+            out.append(f"{c['id']}: {quote!r} does not state {shown} {r['verdict']}")
+    return out
+
+
+def index(records):
+    lines = ['# The record behind each claim', '',
+             'Each comparison that README.md or docs/results.md states in numbers, recomputed from the summary it names '
+             'by `python -m lab.claims` (this file and one JSON per claim: the command, commit, torch and machine '
+             'behind the summary, the test, and the raw per-window or per-example values). `python -m lab.claims '
+             '--check` recomputes them all.', '',
+             '| claim | A − B | column | difference [95%] | verdict | from | commit |', '|---|---|---|---|---|---|---|']
+    for r in records:
+        c, x, p = r['comparison'], r['result'], r['provenance']
+        fmt = units(c['kind'])[1]
+        lines.append(f"| [{r['id']}]({r['id']}.json) | {c['a']} − {c['b']} | {c['kind']} {c['column']} | "
+                     f"{fmt(x['diff'])} [{fmt(x['ci'][0])}, {fmt(x['ci'][1])}] | {x['verdict']} | "
+                     f"[{os.path.basename(r['file'])}](../{os.path.basename(r['file'])}) | "
+                     f"{(p.get('commit') or 'not recorded')[:7]} |")
+    return '\n'.join(lines) + '\n'
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description='write (or --check) the record behind each claim')
+    ap.add_argument('--check', action='store_true', help='recompute every claim and compare; write nothing')
+    ap.add_argument('ids', nargs='*', help='only these claims')
+    args = ap.parse_args(argv)
+    todo = [c for c in CLAIMS if not args.ids or c['id'] in args.ids]
+    if args.ids and len(todo) < len(set(args.ids)):
+        sys.exit(f"error: no claim named {sorted(set(args.ids) - {c['id'] for c in CLAIMS})}; see lab/claims.py")
+    records = [record(c) for c in todo]
+    if args.check:
+        bad = [p for c, r in zip(todo, records) for p in problems(c, r)]
+        print('\n'.join(bad) or f"all {len(todo)} claims hold")
+        return 1 if bad else 0
+    os.makedirs(OUT, exist_ok=True)
+    for r in records:
+        atomic_write_text(os.path.join(OUT, f"{r['id']}.json"), json.dumps(r, indent=1, ensure_ascii=False) + '\n')
+    if not args.ids:
+        atomic_write_text(os.path.join(OUT, 'README.md'), index(records))
+    print(f"wrote {len(records)} claim records to {os.path.relpath(OUT, ROOT)}")
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1:]))
