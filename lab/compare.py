@@ -173,12 +173,12 @@ def first_difference(summary, other, keys):
 
 
 def base_tables(summaries):
-    """For across_bases: each summary's named contrasts plus its every-arm-against-the-crop rows, one
-    {kind: {column: [row, ...]}} per summary."""
+    """For across_bases: each summary's named contrasts plus its every-arm-against-the-crop rows and its every arm
+    against its own crop (vs_self, where the eval had --self_crop), one {kind: {column: [row, ...]}} per summary."""
     tables = []
     for s in summaries:
         rows = {k: {c: list(r) for c, r in cols.items()} for k, cols in (s['settings'].get('contrasts') or {}).items()}
-        for kind, cols in crop_rows(s).items():
+        for kind, cols in [*crop_rows(s).items(), *(s['settings'].get('vs_self') or {}).items()]:
             for c, r in cols.items():
                 rows.setdefault(kind, {}).setdefault(c, []).extend(r)
         tables.append(rows)
