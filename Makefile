@@ -48,7 +48,7 @@ eval:                 # every arm under one protocol to 1024 = 8 x L: loss, ppl,
 eval-test:            # the test split (issue 31): 140 windows and 100 examples a cell that share no token with make eval's (run it after make eval), the headline arms and each against its own crop (32 min 16 s on 2 cores)
 	$(PY) eval.py config/eval_test_cpu.py
 
-knobs:                # the attention maps' knob grids on 16 TRAINING windows: Self-Extend (w, G), ReRoPE w, Leaky ReRoPE (w, k); loss and passkey
+knobs:                # the attention maps' knob grids on 16 TRAINING windows: Self-Extend (w, G), ReRoPE w, Leaky ReRoPE (w, k); loss and passkey (1 min 47 s)
 	$(PY) eval.py config/eval_knobs_cpu.py
 
 eval-2048:            # optional: the zero-shot maps, Dynamic YaRN and static YaRN at T = 2048 = 16 x L, where Leaky ReRoPE k=16 passes L (64 + 1983/16 = 188) and Self-Extend w=64 G=32 does not (63 + 62 = 125)
@@ -85,7 +85,7 @@ bases: out/char-eval/summary.json out/char-base-copy-1338/ckpt.pt out/char-base-
 	$(PY) eval.py config/eval_bases.py --base=out/char-base-copy-1339 --out_dir=out/char-eval-base1339
 	$(PY) eval.py --combine=out/char-eval,out/char-eval-base1338,out/char-eval-base1339 --out_dir=out/char-eval-bases
 
-bases-test: out/char-eval-test/summary.json out/char-base-copy-1338/ckpt.pt out/char-base-copy-1339/ckpt.pt  # the test split on the three bases: its zero-shot arms on the two other bases, combined with make eval-test's (issue 31)
+bases-test: out/char-eval-test/summary.json out/char-base-copy-1338/ckpt.pt out/char-base-copy-1339/ckpt.pt  # the test split on the three bases: its zero-shot arms on the two other bases, combined with make eval-test's (issue 31; 46 min 42 s on 2 cores, the two bases trained in it)
 	$(PY) eval.py config/eval_bases_test.py --base=out/char-base-copy-1338 --out_dir=out/char-eval-test-base1338
 	$(PY) eval.py config/eval_bases_test.py --base=out/char-base-copy-1339 --out_dir=out/char-eval-test-base1339
 	$(PY) eval.py --combine=out/char-eval-test,out/char-eval-test-base1338,out/char-eval-test-base1339 --out_dir=out/char-eval-test-bases
