@@ -86,8 +86,8 @@ bases: out/char-eval/summary.json out/char-base-copy-1338/ckpt.pt out/char-base-
 	$(PY) eval.py --combine=out/char-eval,out/char-eval-base1338,out/char-eval-base1339 --out_dir=out/char-eval-bases
 
 bases-test: out/char-eval-test/summary.json out/char-base-copy-1338/ckpt.pt out/char-base-copy-1339/ckpt.pt  # the test split on the three bases: its zero-shot arms on the two other bases, combined with make eval-test's (issue 31; 46 min 42 s on 2 cores, the two bases trained in it)
-	$(PY) eval.py config/eval_bases_test.py --base=out/char-base-copy-1338 --out_dir=out/char-eval-test-base1338
-	$(PY) eval.py config/eval_bases_test.py --base=out/char-base-copy-1339 --out_dir=out/char-eval-test-base1339
+	$(PY) eval.py config/eval_test_cpu.py config/eval_bases_test.py --base=out/char-base-copy-1338 --out_dir=out/char-eval-test-base1338
+	$(PY) eval.py config/eval_test_cpu.py config/eval_bases_test.py --base=out/char-base-copy-1339 --out_dir=out/char-eval-test-base1339
 	$(PY) eval.py --combine=out/char-eval-test,out/char-eval-test-base1338,out/char-eval-test-base1339 --out_dir=out/char-eval-test-bases
 
 out/char-base-copy-%/ckpt.pt:  # another copying base (seed %, the demo's recipe), trained once if it is missing (14-15 min)

@@ -153,14 +153,13 @@ def record(c):
 def problems(c, rec=None):
     """What is wrong with a claim: its recomputed comparison against the stored one, its committed record and its
     sentence (the difference as printed, the verdict). [] when it holds."""
-    s, out = load(c['file']), []
-    r, old = recompute(s, c), stored(s, c)
+    rec = rec if rec is not None else record(c)  # the comparison recomputed, with its raw values
+    r, old, out = rec['result'], stored(load(c['file']), c), []
     if r['verdict'] != old['verdict'] or not np.allclose([r['diff'], *r['ci']], [old['diff'], *old['ci']], atol=1e-6):
         out.append(f"{c['id']}: recomputed {r['diff']:+.4f} {r['verdict']}, the summary stores {old['diff']:+.4f} "
                    f"{old['verdict']}")
-    rec = rec if rec is not None else record(c)
     path = os.path.join(OUT, f"{c['id']}.json")
-    if not os.path.exists(path) or json.load(open(path, encoding='utf-8')) != json.loads(json.dumps(rec)):
+    if not os.path.exists(path) or _read(path) != json.loads(json.dumps(rec)):
         out.append(f"{c['id']}: assets/claims/{c['id']}.json is missing or stale; run python -m lab.claims")
     fmt = units(c['kind'])[1]
     shown = fmt(r['diff']).replace('-', '−')
@@ -171,6 +170,11 @@ def problems(c, rec=None):
         if shown not in quote and shown.lstrip('+') not in quote or r['verdict'] not in quote:
             out.append(f"{c['id']}: {quote!r} does not state {shown} {r['verdict']}")
     return out
+
+
+def _read(path):
+    with open(path, encoding='utf-8') as f:
+        return json.load(f)
 
 
 def index(records):

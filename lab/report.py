@@ -78,31 +78,31 @@ def contrast_table(title, rows_by_col, fmt):
         [f"| {n} | " + ' | '.join(diff_cell(rows_by_col[c][i], fmt) for c in cols) + ' |' for i, n in enumerate(names)]
 
 
-def emitted_shares(buckets, L, k):
-    """The needles' emitted-record shares over the buckets past L, k records a row: asked (the asked record's value),
-    oldest / nearest (another record, the first / last one in the row), other, none (no record's value: -1)."""
-    got = {c: 0 for c in ('asked', 'oldest', 'nearest', 'other', 'none')}
+def _shares(buckets, L, labels, label):
+    """The share of each label over what was emitted in the buckets past L (pooled over seeds and examples);
+    label(per_example, i, e): example i's emitted value e as a label."""
+    got = dict.fromkeys(labels, 0)
     for b in [b for b in buckets if b['distance_lo'] >= L]:
         pe = b['per_example']
         for row in pe['emitted']:
-            for rank, e in zip(pe['rank'], row):
+            for i, e in enumerate(row):
                 if e is not None:
-                    got['asked' if e == rank else 'none' if e < 0 else 'oldest' if e == 0 else
-                        'nearest' if e == k - 1 else 'other'] += 1
+                    got[label(pe, i, e)] += 1
     total = sum(got.values()) or 1
     return {c: v / total for c, v in got.items()}
+
+
+def emitted_shares(buckets, L, k):
+    """The needles' emitted-record shares over the buckets past L, k records a row: asked (the asked record's value),
+    oldest / nearest (another record, the first / last one in the row), other, none (no record's value: -1)."""
+    return _shares(buckets, L, ('asked', 'oldest', 'nearest', 'other', 'none'), lambda pe, i, e:
+                   'asked' if e == pe['rank'][i] else 'none' if e < 0 else 'oldest' if e == 0 else
+                   'nearest' if e == k - 1 else 'other')
 
 
 def choice_shares(buckets, L, labels):
     """lab/ruler.py's rooms: the share of each choice label (and 'none') emitted over the buckets past L."""
-    got = {c: 0 for c in labels}
-    for b in [b for b in buckets if b['distance_lo'] >= L]:
-        for row in b['per_example']['emitted']:
-            for e in row:
-                if e is not None:
-                    got[e] += 1
-    total = sum(got.values()) or 1
-    return {c: v / total for c, v in got.items()}
+    return _shares(buckets, L, labels, lambda pe, i, e: e)
 
 
 CHOICES = {'needles_mv': ['first', 'later', 'other', 'none'], 'tracking': ['answer', 'one hop', 'other', 'none']}

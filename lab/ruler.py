@@ -87,11 +87,28 @@ def _put(rng, free, lo, hi, rec):
     return p
 
 
-def _records(rng, window, tokens, lo, hi, limit, n_rec, span, kl, vl, sep, build):
+def _place(rng, free, q, d, rec, between, distractors):
+    """The earliest record of interest at q - d, `between` more of interest uniformly between it and the query, and
+    `distractors` others: r of them (r uniform over 0..distractors) before it, the rest after. Returns the starts
+    [first, between..., distractors...], or None when they do not fit."""
+    first = q - d
+    if not free[first]:
+        return None
+    free[max(0, first - rec + 1):first + rec] = False
+    later = lambda: _put(rng, free, first + rec, q - rec, rec)  # noqa: E731
+    pos = [first] + [later() for _ in range(between)]
+    before = int(rng.integers(0, distractors + 1))
+    pos += [_put(rng, free, 0, first - rec, rec) if i < before else later() for i in range(distractors)]
+    return None if None in pos else pos
+
+
+def _records(rng, window, tokens, lo, hi, limit, n_rec, span, kl, vl, sep, scored, build):
     """One try at an example of n_rec records of kl + 1 + vl tokens before a query of `span` tokens: the distance d
     from the query start q back to the earliest record of interest uniform in [lo, hi), q uniform over what fits;
-    build(rng, q, d, free) places the records and returns (positions [n_rec], keys, values, query tokens, extra) or
-    None. Returns the example (seq ends at the query's last token) or None when the draw does not fit."""
+    build(rng, q, d, free, rec, tokens, sep) places the records and returns (positions [n_rec], keys, values, query
+    tokens, extra, want) or None, want = [(key, how often it must occur before the query)]. Returns the example
+    (seq ends at the query's last token; the `scored` tokens after the query's key and ':' are scored) or None when
+    the draw does not fit or the text makes a key occur more often than wanted."""
     rec = kl + 1 + vl
     d = int(rng.integers(lo, hi))
     q_lo, q_hi = max(n_rec * rec, d), limit - span
@@ -99,15 +116,17 @@ def _records(rng, window, tokens, lo, hi, limit, n_rec, span, kl, vl, sep, build
         return None
     q = int(rng.integers(q_lo, q_hi + 1))
     free = np.ones(q - rec + 1, dtype=bool)
-    made = build(rng, q, d, free, rec)
+    made = build(rng, q, d, free, rec, tokens, sep)
     if made is None:
         return None
-    pos, keys, values, query, extra = made
+    pos, keys, values, query, extra, want = made
     seq = window[:q + span].copy()
     for p, key, value in zip(pos, keys, values):
         seq[p:p + rec] = np.concatenate([key, [sep], value])
     seq[q:q + span] = query
-    return dict(extra, distance=d, depth=q - d, query=q, seq=seq)
+    if not _key_counts_ok(seq, q, want):
+        return None
+    return dict(extra, distance=d, depth=q - d, query=q, seq=seq, where=list(range(q + kl, q + kl + scored)))
 
 
 def _bigrams(row):
@@ -122,9 +141,9 @@ def _key_counts_ok(seq, q, want):
     return True
 
 
-def _room_examples(val, starts, T, L, meta, seed, room, n_rec, span, lo, kl, vl, draw):
+def _room_examples(val, starts, T, L, meta, seed, room, n_rec, span, lo, kl, vl, scored, build):
     """Per window and distance bucket (distance_buckets, span tokens from the query on, distances >= lo) one example
-    from draw(rng, window, lo, hi, limit, tokens, sep), tried again until it fits."""
+    of _records(..., build), tried again until it fits."""
     sep = separator_token(meta)
     if sep is None:
         raise ValueError(f"{room}: the vocabulary has no one-token ':' to separate keys from values")
@@ -140,7 +159,7 @@ def _room_examples(val, starts, T, L, meta, seed, room, n_rec, span, lo, kl, vl,
         for s in starts:
             window = _window(val, s, limit)
             for _ in range(10000):
-                ex = draw(rng, window, a, z, limit, tokens, sep)
+                ex = _records(rng, window, tokens, a, z, limit, n_rec, span, kl, vl, sep, scored, build)
                 if ex is not None:
                     break
             else:
@@ -159,38 +178,22 @@ def multi_value_examples(val, starts, T, L, meta, seed, values=3, distractors=2,
     rec = key_len + 1 + value_len
     span = key_len + 1 + values * value_len
 
-    def draw(rng, window, lo, hi, limit, tokens, sep):
-        def build(rng, q, d, free, rec):
-            first = q - d
-            if not free[first]:
-                return None
-            free[max(0, first - rec + 1):first + rec] = False
-            pos = [first] + [_put(rng, free, first + rec, q - rec, rec) for _ in range(values - 1)]
-            before = int(rng.integers(0, distractors + 1))
-            pos += [_put(rng, free, 0, first - rec, rec) if i < before else _put(rng, free, first + rec, q - rec, rec)
-                    for i in range(distractors)]
-            if None in pos:
-                return None
-            asked = sorted(pos[:values])
-            pos = asked + pos[values:]
-            keys = rng.choice(tokens, (1 + distractors, key_len))
-            vals = rng.choice(tokens, (values + distractors, value_len))
-            vals[:, 0] = rng.choice(tokens, values + distractors, replace=False)
-            if len({tuple(x) for x in keys.tolist()}) < len(keys):
-                return None
-            rows = [keys[0]] * values + list(keys[1:])
-            query = np.concatenate([keys[0], [sep]] + list(vals[:values]))
-            choices = [('first', int(vals[0, 0]))] + [('later', int(v)) for v in vals[1:values, 0]] + \
-                [('other', int(v)) for v in vals[values:, 0]]
-            return pos, rows, vals, query, dict(choices=choices, _want=[(keys[0], values)] +
-                                                [(k, 1) for k in keys[1:]])
-        ex = _records(rng, window, tokens, lo, hi, limit, values + distractors, span, key_len, value_len, sep, build)
-        if ex is None or not _key_counts_ok(ex['seq'], ex['query'], ex.pop('_want')):
+    def build(rng, q, d, free, rec, tokens, sep):
+        pos = _place(rng, free, q, d, rec, values - 1, distractors)
+        if pos is None:
             return None
-        q0 = ex['query'] + key_len + 1
-        return dict(ex, where=list(range(q0 - 1, q0 - 1 + values * value_len)))
+        pos = sorted(pos[:values]) + pos[values:]  # the key's records in the order written
+        keys = rng.choice(tokens, (1 + distractors, key_len))
+        vals = rng.choice(tokens, (values + distractors, value_len))
+        vals[:, 0] = rng.choice(tokens, values + distractors, replace=False)
+        if len({tuple(x) for x in keys.tolist()}) < len(keys):
+            return None
+        choices = [('first', int(vals[0, 0]))] + [('later', int(v)) for v in vals[1:values, 0]] + \
+            [('other', int(v)) for v in vals[values:, 0]]
+        return (pos, [keys[0]] * values + list(keys[1:]), vals, np.concatenate([keys[0], [sep]] + list(vals[:values])),
+                dict(choices=choices), [(keys[0], values)] + [(k, 1) for k in keys[1:]])
     return _room_examples(val, starts, T, L, meta, seed, 'needles_mv', values + distractors, span, values * rec,
-                          key_len, value_len, draw)
+                          key_len, value_len, values * value_len, build)
 
 
 def tracking_examples(val, starts, T, L, meta, seed, distractors=2, key_len=4, value_len=4):
@@ -203,52 +206,42 @@ def tracking_examples(val, starts, T, L, meta, seed, distractors=2, key_len=4, v
     V (the answer), K (one hop), a distractor's value. order: 'A:K first' or 'K:V first'."""
     if key_len != value_len:
         raise ValueError(f"tracking: key_len={key_len} must equal value_len={value_len} (K is a value and a key)")
-    rec, span = key_len + 1 + value_len, key_len + 1 + value_len
+    rec = span = key_len + 1 + value_len
 
-    def draw(rng, window, lo, hi, limit, tokens, sep):
-        def build(rng, q, d, free, rec):
-            first = q - d
-            if not free[first]:
-                return None
-            free[max(0, first - rec + 1):first + rec] = False
-            second = _put(rng, free, first + rec, q - rec, rec)
-            before = int(rng.integers(0, distractors + 1))
-            others = [_put(rng, free, 0, first - rec, rec) if i < before else _put(rng, free, first + rec, q - rec, rec)
-                      for i in range(distractors)]
-            if second is None or None in others:
-                return None
-            s = rng.choice(tokens, (3 + 2 * distractors, key_len))  # A, K, V, then the distractors' keys and values
-            s[:, 0] = rng.choice(tokens, len(s), replace=False)     # first tokens all distinct
-            A, K, V = s[0], s[1], s[2]
-            if _bigrams(np.concatenate([A, [sep]])) & _bigrams(np.concatenate([K, [sep], V])):
-                return None  # the query would match K:V's record literally (two tokens in a row)
-            dk, dv = s[3:3 + distractors], s[3 + distractors:]
-            forward = bool(rng.integers(2))
-            pos = [first, second] if forward else [second, first]  # A:K's place, then K:V's
-            choices = [('answer', int(V[0])), ('one hop', int(K[0]))] + [('other', int(v[0])) for v in dv]
-            return (pos + others, [A, K] + list(dk), [K, V] + list(dv), np.concatenate([A, [sep], V]),
-                    dict(choices=choices, order='A:K first' if forward else 'K:V first',
-                         _want=[(A, 1), (K, 2), (np.concatenate([K, [sep]]), 1)] + [(k, 1) for k in dk]))
-        ex = _records(rng, window, tokens, lo, hi, limit, 2 + distractors, span, key_len, value_len, sep, build)
-        if ex is None or not _key_counts_ok(ex['seq'], ex['query'], ex.pop('_want')):
+    def build(rng, q, d, free, rec, tokens, sep):
+        pos = _place(rng, free, q, d, rec, 1, distractors)
+        if pos is None:
             return None
-        q0 = ex['query'] + key_len + 1
-        return dict(ex, where=list(range(q0 - 1, q0 - 1 + value_len)))
+        s = rng.choice(tokens, (3 + 2 * distractors, key_len))  # A, K, V, then the distractors' keys and values
+        s[:, 0] = rng.choice(tokens, len(s), replace=False)     # first tokens all distinct
+        A, K, V = s[0], s[1], s[2]
+        if _bigrams(np.concatenate([A, [sep]])) & _bigrams(np.concatenate([K, [sep], V])):
+            return None  # the query would match K:V's record literally (two tokens in a row)
+        dk, dv = s[3:3 + distractors], s[3 + distractors:]
+        forward = bool(rng.integers(2))
+        chain = pos[:2] if forward else pos[1::-1]  # A:K's place, then K:V's
+        choices = [('answer', int(V[0])), ('one hop', int(K[0]))] + [('other', int(v[0])) for v in dv]
+        return (chain + pos[2:], [A, K] + list(dk), [K, V] + list(dv), np.concatenate([A, [sep], V]),
+                dict(choices=choices, order='A:K first' if forward else 'K:V first'),
+                [(A, 1), (K, 2), (np.concatenate([K, [sep]]), 1)] + [(k, 1) for k in dk])
     return _room_examples(val, starts, T, L, meta, seed, 'tracking', 2 + distractors, span, 2 * rec, key_len,
-                          value_len, draw)
+                          value_len, value_len, build)
+
+
+WORD = dict(key_len=6, value_len=5)        # ' ' + a five-letter word; five digits
+RANDOM = dict(distractors=2, key_len=4, value_len=4)  # the trained alphabet's records, as the needles'
 
 
 def rooms(cfg, val, starts, T, L, meta):
     """eval.py's rooms of this file from its settings (word_needles, mv_values, tracking; 0 / False: left out), as
     lab.retrieval.make_rooms' extra: [(name, build, settings)]."""
-    seed, out = cfg['seed'], []
-    if cfg['word_needles']:
-        out.append(('needles_words', lambda: word_needle_examples(val, starts, T, L, meta, seed, cfg['word_needles']),
-                    dict(needles=cfg['word_needles'], key_len=6, value_len=5, format="' <word> is <digits>'")))
-    if cfg['mv_values']:
-        out.append(('needles_mv', lambda: multi_value_examples(val, starts, T, L, meta, seed, cfg['mv_values']),
-                    dict(values=cfg['mv_values'], distractors=2, key_len=4, value_len=4)))
+    seed, out, n, v = cfg['seed'], [], cfg['word_needles'], cfg['mv_values']
+    if n:
+        out.append(('needles_words', lambda: word_needle_examples(val, starts, T, L, meta, seed, n, **WORD),
+                    dict(needles=n, **WORD, format="' <word> is <digits>'")))
+    if v:
+        out.append(('needles_mv', lambda: multi_value_examples(val, starts, T, L, meta, seed, v, **RANDOM),
+                    dict(values=v, **RANDOM)))
     if cfg['tracking']:
-        out.append(('tracking', lambda: tracking_examples(val, starts, T, L, meta, seed),
-                    dict(distractors=2, key_len=4, value_len=4)))
+        out.append(('tracking', lambda: tracking_examples(val, starts, T, L, meta, seed, **RANDOM), dict(RANDOM)))
     return out
