@@ -5,15 +5,12 @@ Settings for every script, in one small module (nanoGPT's configurator.py, made 
 
 in the order given on the command line. Values are python literals (--max_iters=100, --decay_lr=False,
 --rope_type=yarn) or bare strings. An unknown key or a value of the wrong type is an error naming it.
-Every script runs its main() through cli(), which turns a bad input into one line and exit code 2.
+Every script runs its main() through lab/cli.py's cli(), which turns a bad input into one line and exit code 2.
 (Which device and number format to run in, and torchrun's ranks: lab/device.py.)
 """
 import ast
-import linecache
 import os
-import sys
 
-from data.common import DataError
 
 
 class ConfigError(ValueError):
@@ -73,46 +70,3 @@ def get_config(argv, defaults, start=None, source=None):
     if 'seed' in defaults:
         check_seed(cfg['seed'])
     return cfg
-
-
-def cli(main):
-    """Run a script's main(argv). A bad input ends in one line, `error: <message>`, and exit code 2: a ConfigError or
-    a DataError, a ValueError the project raises on purpose (its traceback ends at a `raise` statement in one of this
-    repository's .py files: rope_config.py, model.py, lab/... check their settings that way), and a file the system
-    refuses (OSError: disk full, permissions; its message names the file). Any other exception is a bug, in the project
-    or in code being tried out (`a, b = [1, 2, 3]` in a main, a ValueError from inside numpy or torch), and shows its
-    full traceback. LONGCTX_DEBUG=1 in the environment shows the traceback of the one-line errors too.
-    -h/--help prints the script's docstring and its settings with their defaults."""
-    script = sys.modules['__main__']
-    if {'-h', '--help'} & set(sys.argv[1:]):
-        print(script.__doc__.strip() + '\n\nSettings (--key=value) and defaults:')
-        for k, v in getattr(script, 'DEFAULTS', {}).items():
-            print(f"  --{k}={v!r}")
-        return
-    try:
-        main(sys.argv[1:])
-    except (ValueError, OSError) as e:
-        if os.environ.get('LONGCTX_DEBUG') or not is_input_error(e):
-            raise
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        sys.exit(130)
-
-
-_ROOT = os.path.dirname(os.path.abspath(__file__))
-
-
-def is_input_error(e):
-    """Whether cli reports e as a bad input in one line (see cli) rather than as a bug with its traceback."""
-    if isinstance(e, (ConfigError, DataError, OSError)):
-        return True
-    tb = e.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next  # the frame the exception was raised in
-    if tb is None:
-        return False
-    path = os.path.abspath(tb.tb_frame.f_code.co_filename)
-    ours = path.startswith(_ROOT + os.sep) and path.endswith('.py') and 'site-packages' not in path
-    return ours and linecache.getline(path, tb.tb_lineno).lstrip().startswith('raise')

@@ -29,7 +29,8 @@ import warnings
 import numpy as np
 import torch
 
-from configurator import cli, get_config
+from configurator import get_config
+from lab.cli import cli
 from data.common import atomic_write_text, data_dir_of, doc_windows, load_meta, load_split
 import lab.alibi, lab.copy_mix  # noqa: E401,F401  register their attention classes, so every checkpoint loads
 from lab import compare, forms, retrieval

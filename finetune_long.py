@@ -15,7 +15,8 @@ data order and steps. --rope_type=keep fine-tunes the init checkpoint's own rope
 
 import os
 
-from configurator import ConfigError, cli, get_config
+from configurator import ConfigError, get_config
+from lab.cli import cli
 from lab.device import ddp_ranks
 from lab import sweep
 from model import model_from_checkpoint

@@ -23,7 +23,8 @@ import sys
 import torch
 
 from lab.arms import lineage_of
-from configurator import ConfigError, cli, get_config
+from configurator import ConfigError, get_config
+from lab.cli import cli
 from lab.device import autocast_context, pick_device
 from data.sources import get_tokenizer
 from lab import kv_cache

@@ -41,7 +41,8 @@ import os
 import time
 
 
-from configurator import ConfigError, cli, get_config
+from configurator import ConfigError, get_config
+from lab.cli import cli
 from lab.checks import check_out_dir
 from lab.device import setup_device
 from data.common import DataError, atomic_write_text, check_vocab, doc_windows, load_checkpoint, read_json, train_len

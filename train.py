@@ -24,7 +24,8 @@ from typing import Callable
 import torch
 from tqdm import tqdm
 
-from configurator import ConfigError, cli, get_config
+from configurator import ConfigError, get_config
+from lab.cli import cli
 from data.common import (atomic_torch_save, atomic_write_text, check_vocab, data_dir_of, doc_windows, fetch_windows,
                          load_checkpoint, load_meta, load_split)
 import lab.alibi, lab.copy_mix  # noqa: E401,F401  register their attention classes, so every model builds and loads

@@ -32,7 +32,8 @@ import sys
 
 import torch
 
-from configurator import ConfigError, cli, get_config
+from configurator import ConfigError, get_config
+from lab.cli import cli
 from data.common import atomic_write, atomic_write_text, load_checkpoint, train_len
 from data.sources import CHAR_EOT, GPT2_EOT, gpt2_files_on_disk
 import lab.alibi, lab.copy_mix  # noqa: E401,F401  register their attention classes, so every checkpoint loads

@@ -51,7 +51,7 @@ KINDS = {  # file -> {name: kind}; a name not listed is an error, 'story' is wri
     'plot.py': {**{n: P for n in 'BAND_COLORS SOURCES OPTIONAL'.split()},
                 **{n: 'story' for n in 'smooth length_lines curves panels plot_positions plot_ramp plot_finetune '
                                        'plot_all'.split()}},
-    'configurator.py': dict(ConfigError=V, check_seed=V, get_config=P, cli=P, _ROOT=P, is_input_error=P),
+    'configurator.py': dict(ConfigError=V, check_seed=V, get_config=P),
 }
 
 

@@ -1,0 +1,53 @@
+"""
+How every script runs its main(argv): a bad input ends in one line and exit code 2, a bug in its traceback
+(configurator.py reads the settings; this is what the scripts do with the errors).
+"""
+import linecache
+import os
+import sys
+
+from configurator import ConfigError
+from data.common import DataError
+
+
+def cli(main):
+    """Run a script's main(argv). A bad input ends in one line, `error: <message>`, and exit code 2: a ConfigError or
+    a DataError, a ValueError the project raises on purpose (its traceback ends at a `raise` statement in one of this
+    repository's .py files: rope_config.py, model.py, lab/... check their settings that way), and a file the system
+    refuses (OSError: disk full, permissions; its message names the file). Any other exception is a bug, in the project
+    or in code being tried out (`a, b = [1, 2, 3]` in a main, a ValueError from inside numpy or torch), and shows its
+    full traceback. LONGCTX_DEBUG=1 in the environment shows the traceback of the one-line errors too.
+    -h/--help prints the script's docstring and its settings with their defaults."""
+    script = sys.modules['__main__']
+    if {'-h', '--help'} & set(sys.argv[1:]):
+        print(script.__doc__.strip() + '\n\nSettings (--key=value) and defaults:')
+        for k, v in getattr(script, 'DEFAULTS', {}).items():
+            print(f"  --{k}={v!r}")
+        return
+    try:
+        main(sys.argv[1:])
+    except (ValueError, OSError) as e:
+        if os.environ.get('LONGCTX_DEBUG') or not is_input_error(e):
+            raise
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)
+
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the repository
+
+
+def is_input_error(e):
+    """Whether cli reports e as a bad input in one line (see cli) rather than as a bug with its traceback."""
+    if isinstance(e, (ConfigError, DataError, OSError)):
+        return True
+    tb = e.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next  # the frame the exception was raised in
+    if tb is None:
+        return False
+    path = os.path.abspath(tb.tb_frame.f_code.co_filename)
+    ours = path.startswith(_ROOT + os.sep) and path.endswith('.py') and 'site-packages' not in path
+    return ours and linecache.getline(path, tb.tb_lineno).lstrip().startswith('raise')
