@@ -1,8 +1,8 @@
 """
 nanoGPT's GPT (pre-LayerNorm blocks, SDPA attention, GELU MLP, tied embeddings) with a switchable position encoding:
 rope (default), sinusoidal, learned, alibi or none. RoPE comes from rope.py; its scaling (PI, NTK, YaRN, ...) is part
-of the config, and `set_rope_scaling` switches it on a trained model without touching a weight. Static types compute
-inv_freq once; only dynamic types recompute it per forward length. `forward(..., reduction='none')`: every token's loss.
+of the config, and `set_rope_scaling` switches it on a trained model without touching a weight. As in 2025-26 models,
+each layer may differ (`layers`): RoPE or NoPE, a sliding window, its own base, scaled or not (rope_scaling['layers']).
 
 Seams for lab/ (imported by none of this file): `forward(pos=ids)` runs tokens at given positions (PoSE, KV cache);
 `forward(rope=(cos, sin))` takes ready-made tables; `forward(attend=fn)` replaces causal attention in every layer by
@@ -17,7 +17,7 @@ import torch.nn as nn
 from torch.nn import functional as F
 
 from rope import apply_rope, longrope_start_tokens, plain_inv_freq, rope_cos_sin
-from rope_config import check_scaling, is_dynamic, rope_inv_freq
+from rope_config import check_scaling, is_dynamic, parse_layers, rope_inv_freq, scaled_layers
 
 POS_EMBS = ('rope', 'sinusoidal', 'learned', 'alibi', 'none')
 
@@ -34,6 +34,7 @@ class GPTConfig:
     rope_base: float = 10000.0
     rope_scaling: dict = None   # Hugging Face style rope_scaling dict, None = plain RoPE
     attention: str = 'causal'   # a class of ATTENTION: 'causal' here; rooms add more (lab/copy_mix.py: 'smear_keys')
+    layers: str = None          # per layer: RoPE or NoPE, window, base ('3*rope:w=32,nope'); None = RoPE everywhere
 
     @property
     def attention_class(self):
@@ -51,12 +52,33 @@ class GPTConfig:
                  f"head_dim={self.n_embd // self.n_head} must be even for rope; change n_embd or n_head"),
                 (self.rope_scaling is not None and self.pos_emb != 'rope',
                  f"rope_scaling is set but pos_emb={self.pos_emb!r}; scaling only applies to pos_emb='rope'"),
+                (self.layers is not None and self.pos_emb != 'rope',
+                 f"layers={self.layers!r} sets RoPE per layer, which needs pos_emb='rope' (NoPE: pos_emb='none')"),
                 (self.attention_class not in ATTENTION,
                  f"attention={self.attention_class!r} is unknown ({', '.join(ATTENTION)}); import the room that "
                  f"registers it (lab.alibi for pos_emb='alibi', lab.copy_mix for 'smear_keys')")):
             if bad:
                 raise ValueError(why)
-        self.rope_scaling = check_scaling(self.rope_scaling, self.rope_base)  # HF forms too (rope_config.from_hf)
+        self.rope_scaling = check_scaling(self.rope_scaling, self.rope_base)  # HF forms too (lab/hf_config.py)
+        layer_specs(self)  # the pattern, and the layers the scaling aims at (rope_scaling['layers']), checked
+
+
+def layer_specs(config):
+    """Each layer's LayerSpec (rope_config.parse_layers; RoPE only with pos_emb='rope') and whether it is scaled."""
+    specs = [s._replace(rope=s.rope and config.pos_emb == 'rope') for s in
+             parse_layers(config.layers, config.n_layer, config.rope_base, config.block_size)]
+    return specs, scaled_layers(specs, config.rope_scaling)
+
+def rope_groups(config):
+    """The RoPE tables a model needs, [(base, rope_scaling or None)], and each layer's index into them (None: NoPE).
+    The default model has one, (rope_base, rope_scaling); Gemma 3's local and global layers two."""
+    groups, index = [], []
+    for spec, scaled in zip(*layer_specs(config)):
+        key = (spec.base, config.rope_scaling if scaled else None)
+        if spec.rope and key not in groups:
+            groups.append(key)
+        index.append(groups.index(key) if spec.rope else None)
+    return groups, index
 
 
 # Unscaled (rms 1/sqrt(2)) the table drowns the tokens (std 0.02): our CPU model stalled at val loss 2.4, not 1.55
@@ -74,14 +96,17 @@ def sinusoidal_table(positions, n_embd, device=None):
     pe[..., 1::2] = torch.cos(pos * inv)
     return pe
 
+def allowed(i, n_keys, window=None):
+    """Which keys 0..n_keys-1 the queries at positions i (a tensor) may see: j <= i, and i - j < window if set."""
+    j = torch.arange(n_keys, device=i.device)
+    return (j <= i[..., None]) & ((j > i[..., None] - window) if window else True)
+
 def rotate(q, k, rope):
     """q and k rotated by rope = (cos, sin) float32 tables; unchanged when rope is None (no RoPE)."""
-    if rope is None:
-        return q, k
-    cos, sin = rope
-    return apply_rope(q, cos.to(q.dtype), sin.to(q.dtype)), apply_rope(k, cos.to(k.dtype), sin.to(k.dtype))
+    return (q, k) if rope is None else tuple(apply_rope(x, *(t.to(x.dtype) for t in rope)) for x in (q, k))
 
 class CausalSelfAttention(nn.Module):
+    window, rope_group = None, 0  # its sliding window (None: all keys), its RoPE tables (None: NoPE): GPT._build_rope
 
     def __init__(self, config):
         super().__init__()
@@ -100,14 +125,15 @@ class CausalSelfAttention(nn.Module):
     def logits(self, q, k, s, e):
         """Scaled float32 scores of queries s..e-1 against keys 0..e-1, -inf where j > i (for rooms that need them)."""
         att = (q[:, :, s:e] @ k[:, :, :e].transpose(-2, -1)).float() / math.sqrt(q.size(-1))
-        return att.masked_fill(torch.ones(e - s, e, dtype=torch.bool, device=q.device).triu(s + 1), float('-inf'))
+        return att.masked_fill(~allowed(torch.arange(s, e, device=q.device), e, self.window), float('-inf'))
 
     def attend(self, q, k, v, at=None):
-        """Causal attention (SDPA); with at (B, K), q holds only the queries at those positions."""
-        if at is not None:
-            return F.scaled_dot_product_attention(q, k, v, attn_mask=torch.arange(k.size(2), device=k.device) <=
-                                                  at[:, None, :, None])
-        return F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=self.dropout if self.training else 0.0)
+        """Causal attention (SDPA) within the layer's window; with at (B, K), q holds just the queries at those positions."""
+        p = self.dropout if self.training else 0.0
+        if at is None and self.window is None:
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=p)
+        i = torch.arange(k.size(2), device=k.device) if at is None else at[:, None, :]
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed(i, k.size(2), self.window), dropout_p=p)
 
     def forward(self, x, rope, attend=None, at=None):
         B, T, C = x.size()
@@ -139,8 +165,9 @@ class Block(nn.Module):
         self.ln_2 = nn.LayerNorm(config.n_embd, bias=config.bias)
         self.mlp = MLP(config)
 
-    def forward(self, x, rope, attend=None, at=None):
-        y = self.attn(self.ln_1(x), rope, attend, at)
+    def forward(self, x, rope, attend=None, at=None):  # rope: one (cos, sin) for every RoPE layer, or {group: (cos, sin)}
+        g = self.attn.rope_group
+        y = self.attn(self.ln_1(x), None if g is None else rope[g] if isinstance(rope, dict) else rope, attend, at)
         x = (x if at is None else x.gather(1, at[..., None].expand(-1, -1, x.size(-1)))) + y
         return x + self.mlp(self.ln_2(x))
 
@@ -188,20 +215,24 @@ class GPT(nn.Module):
             raise ValueError(f"this model uses pos_emb={self.config.pos_emb!r}; RoPE scaling needs pos_emb='rope'")
         scaling = check_scaling(scaling, self.config.rope_base)
         rope_inv_freq(self.head_dim, self.config.rope_base, scaling)  # e.g. a per-pair list must match head_dim
+        scaled_layers(layer_specs(self.config)[0], scaling)  # refused if it scales no RoPE layer
         self.config.rope_scaling = scaling
         self._build_rope()
 
     def _build_rope(self, device=None):
-        """inv_freq (float32, a non-persistent buffer) and the attention factor, computed once, not at every forward
-        (a dynamic type: its values at l = L; rope_freqs recomputes them)."""
-        c = self.config
-        self.rope_dynamic = is_dynamic(c.rope_scaling)
-        if c.pos_emb != 'rope':
-            self.register_buffer('rope_inv_freq', None, persistent=False)
-            return
-        inv_freq, self.rope_attention_factor = rope_inv_freq(self.head_dim, c.rope_base, c.rope_scaling)
+        """Per RoPE group (rope_groups), inv_freq (float32, non-persistent buffers: rope_inv_freq is group 0's) and
+        the attention factor, computed once, not at every forward (a dynamic type: at l = L; rope_freqs recomputes)."""
+        self.rope_groups, index = rope_groups(self.config)
+        self.rope_dynamic = is_dynamic(self.config.rope_scaling)
+        for block, spec, g in zip(self.transformer.h, layer_specs(self.config)[0], index):  # each layer's own settings
+            block.attn.window, block.attn.rope_group = spec.window, g
         device = self.lm_head.weight.device if device is None else device
-        self.register_buffer('rope_inv_freq', inv_freq.to(device), persistent=False)
+        self.register_buffer('rope_inv_freq', None, persistent=False)  # (stays None without a RoPE layer)
+        self.rope_attention_factors = []
+        for g, (base, scaling) in enumerate(self.rope_groups):
+            inv_freq, attention_factor = rope_inv_freq(self.head_dim, base, scaling)
+            self.register_buffer('rope_inv_freq' + (f'_{g}' if g else ''), inv_freq.to(device), persistent=False)
+            self.rope_attention_factors.append(attention_factor)
 
     def _apply(self, fn, *args, **kwargs):
         # .to(device) moves the buffer like any other; a cast such as model.bfloat16() would round theta (positions
@@ -211,29 +242,31 @@ class GPT(nn.Module):
             self._build_rope(self.rope_inv_freq.device)
         return self
 
-    def rope_freqs(self, seq_len):
-        """(inv_freq float32 on the model's device, attention factor) for a forward of length seq_len: the stored
-        pair for a static type; a dynamic type recomputes it for seq_len (host math, one small copy)."""
-        if not self.rope_dynamic:
-            return self.rope_inv_freq, self.rope_attention_factor
-        c = self.config
-        inv_freq, attention_factor = rope_inv_freq(self.head_dim, c.rope_base, c.rope_scaling, seq_len=seq_len)
-        return inv_freq.to(self.rope_inv_freq.device), attention_factor
+    def rope_freqs(self, seq_len, group=0):
+        """(inv_freq float32 on the model's device, attention factor) of a RoPE group for a forward of length
+        seq_len: the stored pair for a static type; a dynamic type recomputes it for seq_len (host math, one copy)."""
+        stored = getattr(self, 'rope_inv_freq' + (f'_{group}' if group else ''))
+        if not self.rope_dynamic or seq_len is None:
+            return stored, self.rope_attention_factors[group]
+        inv_freq, attention_factor = rope_inv_freq(self.head_dim, *self.rope_groups[group], seq_len=seq_len)
+        return inv_freq.to(stored.device), attention_factor
 
     def rope_tables(self, positions):
         """cos/sin in float32 for position ids: an int T (0..T-1) or a tensor (T,) or (B, T); shape (T, head_dim), or
-        (B, 1, T, head_dim) to broadcast over the heads. A dynamic type scales for max position + 1 tokens."""
+        (B, 1, T, head_dim) to broadcast over the heads. A dynamic type scales for max position + 1 tokens. Several
+        RoPE groups (per-layer bases or scaling): {group: (cos, sin)}; no RoPE layer at all: None."""
+        span = positions if isinstance(positions, int) else int(positions.max()) + 1 if self.rope_dynamic else None
         if isinstance(positions, int):
-            positions, span = torch.arange(positions, device=self.rope_inv_freq.device), positions
-        else:
-            span = int(positions.max()) + 1 if self.rope_dynamic else None
-        inv_freq, attention_factor = self.rope_freqs(span)
-        cos, sin = rope_cos_sin(inv_freq, positions, attention_factor)
-        n_hat = (self.config.rope_scaling or {}).get('start_token_idx', 0)  # longrope: positions < n_hat stay plain
-        if n_hat:
-            cos, sin = longrope_start_tokens(cos, sin, positions, plain_inv_freq(self.head_dim, self.config.rope_base),
-                                             n_hat)
-        return (cos, sin) if cos.dim() == 2 else (cos[:, None], sin[:, None])
+            positions = torch.arange(positions, device=self.lm_head.weight.device)
+        tables = {}
+        for g, (base, scaling) in enumerate(self.rope_groups):
+            inv_freq, attention_factor = self.rope_freqs(span, g)
+            cos, sin = rope_cos_sin(inv_freq, positions, attention_factor)
+            n_hat = (scaling or {}).get('start_token_idx', 0)  # longrope: positions < n_hat stay plain
+            if n_hat:
+                cos, sin = longrope_start_tokens(cos, sin, positions, plain_inv_freq(self.head_dim, base), n_hat)
+            tables[g] = (cos, sin) if cos.dim() == 2 else (cos[:, None], sin[:, None])
+        return tables.get(0) if len(tables) < 2 else tables
 
     def forward(self, idx, targets=None, reduction='mean', pos=None, attend=None, rope=None, at=None):
         """idx (B, T) token ids -> (logits (B, T, vocab), loss): a scalar (reduction='mean') or per-token NLL in nats
@@ -306,20 +339,16 @@ def check_generate(model, idx, max_new_tokens, temperature, top_k):
 def sample_next(logits, temperature=1.0, top_k=None, generator=None):
     """One token per row (B, 1) from the last logits (B, vocab): divided by temperature, top_k filtered."""
     logits = logits.float() / temperature
-    if top_k is not None:
-        v, _ = torch.topk(logits, min(top_k, logits.size(-1)))
-        logits[logits < v[:, [-1]]] = -float('Inf')
+    if top_k is not None:  # every logit below the k-th largest
+        logits[logits < torch.topk(logits, min(top_k, logits.size(-1)))[0][:, [-1]]] = -float('Inf')
     return torch.multinomial(F.softmax(logits, dim=-1), num_samples=1, generator=generator)
 
 # ----------------------------------------------------------------------------- checkpoints (data.common.load_checkpoint reads the file)
 
 def checkpoint_args(ckpt):
     """A checkpoint's model_args as GPTConfig fields (older runs stored smear_keys=True and position_map=None)."""
-    args = dict(ckpt['model_args'])
-    if args.pop('smear_keys', False):
-        args['attention'] = 'smear_keys'
-    known = {f.name for f in fields(GPTConfig)}
-    return {k: v for k, v in args.items() if k in known}
+    args = dict(ckpt['model_args'], **({'attention': 'smear_keys'} if ckpt['model_args'].get('smear_keys') else {}))
+    return {k: v for k, v in args.items() if k in {f.name for f in fields(GPTConfig)}}
 
 def model_from_checkpoint(ckpt):
     """Rebuild the exact GPT stored in a checkpoint dict (config incl. rope scaling, then weights)."""

@@ -1,9 +1,9 @@
 """
 rope.py's formulas put to work: the one table of rope types (ROPE_SCALING: each type's keys, compute function and
-check), the check of a rope config against it (Hugging Face key names; HF's own 4.x / 5.x dicts and whole config.json
-files are read by from_hf), and rope_inv_freq (check, then dispatch through the table). As in Hugging Face, the
-formulas stay pure in one module and the registry that validates and dispatches sits beside it (rope.py imports
-neither). Arm specs ('yarn:beta_fast=8') and their names live in lab/specs.py; the per-pair table in lab/rope_table.py.
+check), the check of a rope config against it (Hugging Face key names, HF's 4.x / 5.x dicts too; whole config.json
+files: lab/hf_config.py), the per-layer pattern, and rope_inv_freq (check, then dispatch through the table). As in
+Hugging Face, the formulas stay pure in one module and the registry that validates and dispatches sits beside it
+(rope.py imports neither). Arm specs ('yarn:beta_fast=8') and their names live in lab/specs.py; the per-pair table in lab/rope_table.py.
 """
 import math
 import reprlib
@@ -98,7 +98,8 @@ ROPE_SCALING = {
 
 ROPE_TYPES = tuple(ROPE_SCALING)
 DYNAMIC_TYPES = tuple(t for t, row in ROPE_SCALING.items() if row.dynamic)
-COMMON_KEYS = {'factor': (float, None), 'original_max_position_embeddings': (int, None)}
+COMMON_KEYS = {'factor': (float, None), 'original_max_position_embeddings': (int, None),
+               'layers': (str, None)}  # which layers it scales (SCALE_LAYERS; per-layer models, model.py)
 
 
 def type_keys(rope_type):
@@ -125,7 +126,7 @@ def _check_factors(v, bad):
 def check_scaling(scaling, base=None):
     """Validate a rope_scaling dict (Hugging Face key names); return a normalized copy with defaults filled
     in, or None for plain RoPE. Raises ValueError naming the bad field and what it accepts.
-    Hugging Face's own forms are accepted too (see from_hf): 4.x 'type' for rope_type, and 5.x rope_parameters
+    Hugging Face's own forms are accepted too (lab/hf_config.py reads whole configs): 4.x 'type' for rope_type, and 5.x rope_parameters
     with partial_rotary_factor (1 only) and rope_theta inside, which must equal `base` (the model's rope_base)."""
     if scaling is None:
         return None
@@ -135,7 +136,7 @@ def check_scaling(scaling, base=None):
         scaling, theta = _hf_rope_dict(scaling)
         if theta is not None and theta != base:
             fix = (f"but rope_base = {base:g}; set rope_base={theta:g} or drop rope_theta" if base is not None else
-                   "and the base lives in rope_base here; read the dict with rope_config.from_hf, which returns "
+                   "and the base lives in rope_base here; read the dict with lab.hf_config.from_hf, which returns "
                    "(rope_scaling, rope_theta)")
             raise ValueError(f"rope_scaling carries rope_theta = {theta:g} (Hugging Face's rope_parameters form) {fix}")
     t = scaling.get('rope_type')
@@ -167,6 +168,8 @@ def check_scaling(scaling, base=None):
             sc[k] = float(v)
         if typ is list:
             sc[k] = _check_factors(v, lambda want: bad(k, want))
+        if typ is str and v not in SCALE_LAYERS:
+            bad(k, f"must be one of {', '.join(SCALE_LAYERS)} (the layers the scaling applies to)")
         low = 1 if k == 'original_max_position_embeddings' else 0
         if typ is int and (isinstance(v, bool) or not isinstance(v, int) or v < low):
             bad(k, "must be a positive int (the training length L)" if low else "must be a whole number >= 0 "
@@ -183,12 +186,61 @@ def check_scaling(scaling, base=None):
     return sc
 
 
+# --------------------------------------------------------------------------- per-layer positions (the 2025-26 designs)
+
+class LayerSpec(NamedTuple):
+    """One layer's positions: RoPE or none (NoPE), a sliding window of w keys (None: every earlier key), its base."""
+    rope: bool = True
+    window: Optional[int] = None
+    base: Optional[float] = None
+
+LAYER_KINDS = ('rope', 'nope')
+SCALE_LAYERS = ('all', 'full', 'window')  # rope_scaling['layers']: the RoPE layers it applies to (Gemma 3: 'full')
+
+
+def parse_layers(pattern, n_layer, base, block_size):
+    """A layer pattern -> n_layer LayerSpecs. None: every layer RoPE at `base`, full attention (the default model).
+    'rope:w=32,rope:w=32,rope:w=32,nope' = '3*rope:w=32,nope' (Command A's 3 windowed RoPE : 1 global NoPE);
+    'rope:w=32:base=1e4,rope:base=1e6' (Gemma 3's local and global layers). A window must be shorter than L."""
+    if pattern is None:
+        return [LayerSpec(True, None, base)] * n_layer
+    specs = []
+    for entry in str(pattern).replace(' ', '').split(','):
+        count, _, entry = entry.rpartition('*')
+        kind, *opts = entry.split(':')
+        got = dict(o.partition('=')[::2] for o in opts)
+        w, b = got.get('w', ''), got.get('base', f'{base}')
+        for bad, why in ((kind not in LAYER_KINDS or not (count or '1').isdigit() or int(count or 1) < 1,
+                          f"{entry!r} is not a layer kind ({' | '.join(LAYER_KINDS)}), or its count not >= 1"),
+                         (set(got) - {'w', 'base'} or (kind == 'nope' and 'base' in got),
+                          f"{entry!r} has a setting other than w{' and base' if kind == 'rope' else ''}"),
+                         (w and not (w.isdigit() and 1 <= int(w) < block_size),
+                          f"window w={w} must be a whole number in 1..{block_size - 1} (shorter than the training "
+                          f"length L={block_size}; leave w out for full attention)"),
+                         (not b.replace('.', '', 1).replace('e', '', 1).replace('+', '', 1).isdigit() or float(b) <= 1,
+                          f"base={b} must be a number > 1")):
+            if bad:
+                raise ValueError(f"layers={pattern!r}: {why}; write each layer as rope[:w=W][:base=B] or nope[:w=W], "
+                                 f"comma-separated, n*... repeats (e.g. '3*rope:w=32,nope')")
+        specs += [LayerSpec(kind == 'rope', int(w) if w else None, float(b) if kind == 'rope' else None)] * int(count or 1)
+    if len(specs) != n_layer:
+        raise ValueError(f"layers={pattern!r} describes {len(specs)} layers but n_layer={n_layer}; give one per layer")
+    return specs
+
+
+def scaled_layers(specs, scaling):
+    """Which layers a (checked) rope scaling applies to, a bool per layer: its 'layers' key, all by default (Gemma 3
+    scales its full-attention layers only: 'full'). A scaling aimed at no RoPE layer is refused."""
+    aim = (scaling or {}).get('layers', 'all')
+    hit = [s.rope and (aim == 'all' or (s.window is None) == (aim == 'full')) for s in specs]
+    if scaling is not None and not any(hit):
+        raise ValueError(f"rope_scaling is aimed at layers={aim!r}, but no such layer has RoPE; "
+                         f"aim it at {' or '.join(repr(k) for k in SCALE_LAYERS if k != aim)}")
+    return hit
+
 # --------------------------------------------------------------------------- Hugging Face's forms
 
 HF_ONLY_KEYS = {'type', 'rope_theta', 'partial_rotary_factor'}  # in HF rope dicts, never in this lab's
-HF_CONFIG_KEYS = ('rope_parameters', 'rope_scaling', 'max_position_embeddings', 'model_type', 'rotary_emb_base',
-                  'rotary_pct', 'hidden_size')  # any of these (and no rope_type / type): a whole config.json
-
 
 def _number(v, what, low):
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not v > low:
@@ -214,41 +266,6 @@ def _hf_rope_dict(d):
         raise ValueError(f"Hugging Face rope_type {sc['rope_type']!r} has no counterpart here; "
                          f"use one of {', '.join(ROPE_TYPES)}")
     return sc, theta
-
-
-def from_hf(d):
-    """Hugging Face rope settings -> (rope_scaling for this lab or None for plain RoPE, rope_theta or None).
-    d is a 4.x rope_scaling dict ('type' or 'rope_type'), a 5.x rope_parameters dict (rope_theta and
-    partial_rotary_factor inside), or a whole config.json, read as transformers 5 reads it: rope_scaling wins
-    over rope_parameters; rope_theta / rotary_emb_base and partial_rotary_factor / rotary_pct may sit at the top
-    (a gpt_neox config without one rotates 25%: refused); max_position_embeddings is L for 'dynamic' and fills
-    a missing original_max_position_embeddings (yarn, llama3, longrope) and factor (yarn, longrope)."""
-    if not isinstance(d, dict):
-        raise ValueError(f"a Hugging Face rope config must be a dict, got {type(d).__name__}")
-    if 'rope_type' not in d and 'type' not in d and any(k in d for k in HF_CONFIG_KEYS):
-        rp = d.get('rope_scaling') or d.get('rope_parameters') or {}
-        if not isinstance(rp, dict) or any(isinstance(v, dict) for v in rp.values()):
-            raise ValueError("the config's rope parameters are not one flat dict (one per layer type?); "
-                             "this lab has one RoPE for every layer")
-        rp = {k: v for k, v in rp.items() if v is not None}
-        for key, tops in (('rope_theta', ('rope_theta', 'rotary_emb_base')),
-                          ('partial_rotary_factor', ('partial_rotary_factor', 'rotary_pct'))):
-            top = next((d[k] for k in tops if d.get(k) is not None), None)
-            if top is not None:
-                rp.setdefault(key, top)
-        if d.get('model_type') == 'gpt_neox':
-            rp.setdefault('partial_rotary_factor', 0.25)  # GPTNeoXConfig's default
-        t, M = rp.get('rope_type', rp.get('type', 'default')), d.get('max_position_embeddings')
-        if M is not None and t == 'dynamic':
-            rp['original_max_position_embeddings'] = M  # transformers' dynamic NTK reads L from here only
-        elif M is not None and t in ('yarn', 'llama3', 'longrope'):
-            rp.setdefault('original_max_position_embeddings', M)
-            if t != 'llama3' and 'factor' not in rp:
-                rp['factor'] = M / rp['original_max_position_embeddings']
-        d = rp
-    sc, theta = _hf_rope_dict(d)
-    sc = check_scaling(sc)
-    return (None if sc['rope_type'] == 'default' else sc), theta
 
 
 def is_dynamic(scaling):

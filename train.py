@@ -51,7 +51,7 @@ DEFAULTS = dict(
     gradient_accumulation_steps=1,  # micro-batches per optimizer step, summed over all processes
     **batches.DEFAULTS,           # PoSE (pose, pose_len, pose_chunks) and synthetic copies (copy_*): lab/batches.py
     # model
-    n_layer=4, n_head=4, n_embd=128, dropout=0.0, bias=False,
+    n_layer=4, n_head=4, n_embd=128, dropout=0.0, bias=False, layers=None,  # layers: per-layer positions (model.py)
     pos_emb='rope',               # rope | sinusoidal | learned | alibi | none
     rope_base=10000.0,
     attention='causal',           # causal | smear_keys (each head's key mixes in the previous token's: lab/copy_mix.py)
@@ -152,7 +152,7 @@ def build_model(cfg, meta, data_dir, model=None, lineage=None, ckpt=None):
         model, lineage = model_from_checkpoint(ckpt), ckpt['lineage']
     elif model is None:
         model = GPT(GPTConfig(block_size=T, vocab_size=meta['vocab_size'], **{k: cfg[k] for k in (
-            'n_layer', 'n_head', 'n_embd', 'dropout', 'bias', 'pos_emb', 'rope_base', 'attention')}))
+            'n_layer', 'n_head', 'n_embd', 'dropout', 'bias', 'pos_emb', 'rope_base', 'attention', 'layers')}))
     check_model(model, meta, data_dir, T)
     return model, dict(lineage or new_lineage(T), seq_len=T)
 

@@ -74,10 +74,11 @@ def window_attention(model, window, chunk=256):
     logits = window_logits(model, window)
 
     def attend(layer, q, k, v):
-        if type(model.transformer.h[layer].attn).logits is CausalSelfAttention.logits:  # plain scores: SDPA, a band
-            i = torch.arange(q.size(2), device=q.device)  # mask (2-3x faster than the chunks, the same up to rounding)
-            return F.scaled_dot_product_attention(q, k, v, attn_mask=(i[None] <= i[:, None]) &
-                                                  (i[None] > i[:, None] - window))
+        attn = model.transformer.h[layer].attn
+        if type(attn).logits is CausalSelfAttention.logits:  # plain scores: SDPA, a band mask (2-3x faster than the
+            i = torch.arange(q.size(2), device=q.device)  # chunks, the same up to rounding), in the layer's own window
+            w = min(window, attn.window or window)
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=(i[None] <= i[:, None]) & (i[None] > i[:, None] - w))
         return chunked_attention(q, k, v, lambda s, e: logits(layer, q, k, s, e), chunk)
     return attend
 

@@ -39,7 +39,7 @@ from data.sources import CHAR_EOT, GPT2_EOT, gpt2_files_on_disk
 import lab.alibi, lab.copy_mix  # noqa: E401,F401  register their attention classes, so every checkpoint loads
 from model import checkpoint_args, model_from_checkpoint
 from rope import plain_inv_freq
-from rope_config import DYNAMIC_TYPES, ROPE_SCALING, rope_inv_freq, scaled_theta
+from rope_config import DYNAMIC_TYPES, ROPE_SCALING, LayerSpec, parse_layers, rope_inv_freq, scaled_theta
 from lab.specs import ALIASES, parse_arm, scaling_name
 
 DEFAULTS = dict(
@@ -70,6 +70,11 @@ def check_exportable(args):
     if pe != 'rope':
         raise ValueError(f"pos_emb={pe!r} ({POS_EMB_FIX.get(pe, pe)}): GPT-NeoX has RoPE only; export a RoPE run "
                          f"(train.py --pos_emb=rope)")
+    specs = parse_layers(args.get('layers'), args['n_layer'], args['rope_base'], args['block_size'])
+    if any(s != LayerSpec(True, None, args['rope_base']) for s in specs):
+        raise ValueError(f"layers={args['layers']!r} (per-layer NoPE, windows or bases) has no GPT-NeoX counterpart, "
+                         f"which rotates every layer alike; lab.hf_config.to_hf_layers gives its transformers 5 "
+                         f"per-layer form (layer_types, rope_parameters by type) for a port by hand")
     t = (args.get('rope_scaling') or {}).get('rope_type', 'default')
     if t in REFUSED:
         raise ValueError(REFUSED[t])

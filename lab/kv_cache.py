@@ -6,7 +6,8 @@ The KV cache: decode one token per step instead of running the whole prefix agai
 
 Through the model's seams only: the new tokens run at positions past..l-1 (forward's pos) and every layer's attention
 is the cache's (forward's attend): it appends the new keys and values and lets the new queries attend over all of them.
-Exact for every rope type: the logits equal a full forward of the prefix.
+Exact for every rope type and layer pattern (NoPE layers, sliding windows, per-layer bases and scaling): the logits
+equal a full forward of the prefix.
   * Static types: a token's keys and values never change as the sequence grows, so each is computed once.
   * Dynamic types (dynamic, dynamic_yarn, longrope) change frequencies and temperature with the current length l.
     Caching keys unrotated and rotating them at use with l's tables (Hugging Face's fix for transformers #25104 /
@@ -24,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from model import check_generate, sample_next
+from model import allowed, check_generate, sample_next
 
 
 def blocker(model):
@@ -42,7 +43,7 @@ class KVCache:
     def reset(self):
         self.ids = None                   # (B, l) every token fed so far
         self.keys, self.values = [], []   # per layer (B, n_head, l, head_dim)
-        self.freqs = None                 # (inv_freq, attention_factor) the cached states were computed with
+        self.freqs = None                 # per RoPE group (inv_freq, attention_factor) the states were computed with
 
     @property
     def length(self):
@@ -59,10 +60,10 @@ class KVCache:
         if past and self.ids.size(0) != B:
             raise ValueError(f"kv_cache holds {self.ids.size(0)} sequences but idx has {B}; use one cache per batch "
                              f"(or cache.reset())")
-        freqs = model.rope_freqs(past + T) if model.config.pos_emb == 'rope' else None
+        freqs = [model.rope_freqs(past + T, g) for g in range(len(getattr(model, 'rope_groups', ())))]
         keys, values = list(self.keys), list(self.values)
-        if past and freqs is not None and not (freqs[1] == self.freqs[1] and (
-                freqs[0] is self.freqs[0] or torch.equal(freqs[0], self.freqs[0]))):  # static types: the same buffer
+        if past and not all(f[1] == c[1] and (f[0] is c[0] or torch.equal(f[0], c[0])) for f, c in
+                            zip(freqs, self.freqs)):  # static types: the same buffers
             idx, past, keys, values = torch.cat((self.ids, idx), dim=1), 0, [], []  # the scale moved: recompute all
         back = min(past, max(getattr(b.attn, 'lookback', 0) for b in model.transformer.h))
         feed = torch.cat((self.ids[:, past - back:past], idx), dim=1) if back else idx
@@ -72,7 +73,10 @@ class KVCache:
             if past:
                 k, v = torch.cat((keys[layer], k), dim=2), torch.cat((values[layer], v), dim=2)
             keys[layer:layer + 1], values[layer:layer + 1] = [k], [v]
-            n, S = q.size(2), k.size(2)
+            n, S, window = q.size(2), k.size(2), model.transformer.h[layer].attn.window
+            if window:  # a sliding-window layer: query i (position S - n + i) sees its last `window` keys
+                return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed(torch.arange(S - n, S, device=q.device),
+                                                                                 S, window))
             if n == S:  # nothing cached before (a prompt, or a recomputed prefix)
                 return F.scaled_dot_product_attention(q, k, v, is_causal=True)
             # query i (position S - n + i) sees keys 0 .. S - n + i; SDPA's is_causal would align the mask top-left

@@ -26,6 +26,7 @@ import math
 import torch
 
 from lab.attention import chunked_attention
+from model import allowed
 from rope import apply_rope, rope_cos_sin
 from lab.specs import spec_settings
 
@@ -173,7 +174,8 @@ def far_logits(q, k, pm, inv_freq, s, e, L=None):
 
 def mapped_logits(model, pm, L=None):
     """fn(layer, q, k, s, e) -> far_logits under pm with the model's frequencies for the forward's length (a dynamic
-    type at length T): the score function that mapped_attention and the attention diagnostics use. L (for the log
+    type at length T): the score function that mapped_attention and the attention diagnostics use. Per layer: its
+    own RoPE group's frequencies, its sliding window; a NoPE layer keeps its own scores (log scale included). L (for the log
     scale): the length the model was trained at, by default model.config.block_size (a base: its L; a fine-tune: the
     length it was fine-tuned at)."""
     pm = check_position_map(pm)
@@ -184,7 +186,17 @@ def mapped_logits(model, pm, L=None):
         raise ValueError("a position map re-rotates with one frequency table for every position; LongRoPE's "
                          "start_token_idx (n-hat) keeps the first positions on another: set it to 0 to combine them")
     L = L or model.config.block_size
-    return lambda layer, q, k, s, e: far_logits(q, k, pm, model.rope_freqs(q.size(2))[0], s, e, L)
+
+    def logits(layer, q, k, s, e):  # per layer: a NoPE layer has no rotation to map (its own scores, the log scale)
+        attn = model.transformer.h[layer].attn
+        if attn.rope_group is None:
+            att = attn.logits(q, k, s, e)
+            return att.mul_(log_scales(torch.arange(s, e, device=q.device), L).float()[:, None]) if pm['log_scale'] \
+                else att
+        att = far_logits(q, k, pm, model.rope_freqs(q.size(2), attn.rope_group)[0], s, e, L)
+        return att if attn.window is None else att.masked_fill_(~allowed(torch.arange(s, e, device=q.device), e,
+                                                                         attn.window), float('-inf'))
+    return logits
 
 
 def mapped_attention(model, pm, chunk=128, L=None):

@@ -83,8 +83,9 @@ def scaling_name(sc):
     greek = {'beta_fast': 'β_fast', 'beta_slow': 'β_slow'}
     extras = ''.join(f" {greek.get(k, k)}={v}" if isinstance(v, bool) else f" {greek.get(k, k)}={v:g}"
                      for k, v in scaling_extras(sc).items())
-    f = sc.get('factor', 1.0)
-    return sc['rope_type'] + ('' if is_dynamic(sc) and f == 1 else f" s={f:g}") + extras
+    f, aim = sc.get('factor', 1.0), sc.get('layers', 'all')  # aim: the layers it scales, when not all of them
+    return sc['rope_type'] + ('' if is_dynamic(sc) and f == 1 else f" s={f:g}") + extras + \
+        ('' if aim == 'all' else f" on {aim}")
 
 
 def parse_arms(spec, factor, L, flags=None):

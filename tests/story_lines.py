@@ -32,10 +32,11 @@ KINDS = {  # file -> {name: kind}; a name not listed is an error, 'story' is wri
         check_bands=V, check_yarn=V, check_llama3=V, check_longrope=V, longrope_theta='story', yarn_theta='story',
         RopeType='story', BANDS='story', YARN='story', ROPE_SCALING='story', ROPE_TYPES='story', DYNAMIC_TYPES='story',
         COMMON_KEYS='story', type_keys=P, all_type_keys=P, _check_factors=V, check_scaling=V, HF_ONLY_KEYS=X,
-        HF_CONFIG_KEYS=X, _number=X, _hf_rope_dict=X, from_hf=X, is_dynamic='story', rope_inv_freq='story',
-        scaled_theta='story'),
+        _number=X, _hf_rope_dict=X, is_dynamic='story', rope_inv_freq='story',
+        scaled_theta='story', LayerSpec='story', LAYER_KINDS='story', SCALE_LAYERS='story',
+        parse_layers='story', scaled_layers='story'),
     'model.py': {**{n: 'story' for n in (
-        'POS_EMBS GPTConfig SINUSOIDAL_SCALE sinusoidal_table rotate CausalSelfAttention CausalSelfAttention.__init__ '
+        'POS_EMBS GPTConfig layer_specs rope_groups SINUSOIDAL_SCALE sinusoidal_table allowed rotate CausalSelfAttention CausalSelfAttention.__init__ '
         'CausalSelfAttention.qkv CausalSelfAttention.attend CausalSelfAttention.forward MLP MLP.__init__ MLP.forward '
         'Block Block.__init__ Block.forward GPT GPT.__init__ GPT._init_weights GPT.get_num_params GPT.head_dim '
         'GPT.set_rope_scaling GPT._build_rope GPT.rope_freqs GPT.rope_tables GPT.forward GPT.configure_optimizers '

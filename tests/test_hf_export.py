@@ -1,4 +1,4 @@
-"""lab/hf_export.py (a run as a GPT-NeoX folder) and rope_config.from_hf (Hugging Face's rope configs read back).
+"""lab/hf_export.py (a run as a GPT-NeoX folder) and lab.hf_config.from_hf (Hugging Face's rope configs read back).
 Without transformers: the config and the weight names, shapes and layout against the issue's table for every
 exportable rope type, the frequencies HF is told to compute against rope_config.rope_inv_freq, refusals in one line.
 With transformers (skipped otherwise): every exportable type loaded by AutoModelForCausalLM (no custom code), logits
@@ -14,7 +14,8 @@ from conftest import run
 from lab import hf_export
 from lab.hf_export import export, read_safetensors_header
 from model import GPT, GPTConfig, model_args
-from rope_config import check_scaling, from_hf, rope_inv_freq
+from rope_config import check_scaling, rope_inv_freq
+from lab.hf_config import from_hf
 from lab.specs import parse_arm
 
 L, C, H = 16, 32, 2  # tiny: head_dim 16 (8 pairs); 2L = 32 tokens

@@ -197,7 +197,8 @@ def test_a_failing_forward_leaves_the_cache_as_it_was(rope_type, attention):
     def same(a, b):
         return (a[0] == b[0] and (a[1] is None and b[1] is None or torch.equal(a[1], b[1])) and
                 len(a[2]) == len(b[2]) and all(torch.equal(x, y) for x, y in zip(a[2] + a[3], b[2] + b[3])) and
-                (a[4] is None and b[4] is None or a[4][1] == b[4][1] and torch.equal(a[4][0], b[4][0])))
+                (a[4] is None and b[4] is None or a[4] is not None and b[4] is not None and len(a[4]) == len(b[4])
+                 and all(x[1] == y[1] and torch.equal(x[0], y[0]) for x, y in zip(a[4], b[4]))))  # per RoPE group
 
     cache, past = KVCache(), 0
     for n in (3, 1, 4, 1, 1, 2):  # crosses L = 8: the dynamic type's scale moves from length 9 on
