@@ -1,0 +1,238 @@
+"""Per-layer positions (issue 32): the layer pattern (RoPE or NoPE, a sliding window, a base per layer), the layers a
+rope scaling aims at (rope_scaling['layers']), and every room that runs a model through them: the KV cache, the crop,
+position maps, the checkpoint, Hugging Face's per-layer form and the export's refusal. Each checked against a direct
+construction: attention written out by hand, or a model whose every layer is alike."""
+import math
+import os
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from conftest import run
+from lab.crop import window_attention
+from lab.hf_config import from_hf_layers, to_hf_layers
+from lab.hf_export import check_exportable
+from lab.kv_cache import KVCache
+from lab.position_maps import mapped_attention
+from model import GPT, GPTConfig, layer_specs, model_args, model_from_checkpoint
+from rope import apply_rope, rope_cos_sin
+from rope_config import LayerSpec, parse_layers, rope_inv_freq
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+V, L = 40, 16
+YARN = {'rope_type': 'yarn', 'factor': 4.0, 'original_max_position_embeddings': L, 'beta_fast': 8.0}
+
+
+def tiny(layers=None, scaling=None, n_layer=4, base=10000.0, seed=0):
+    """A 4-layer model with attention logits of order 1 (q/k weights x10), so positions move the outputs."""
+    torch.manual_seed(seed)
+    m = GPT(GPTConfig(block_size=L, vocab_size=V, n_layer=n_layer, n_head=2, n_embd=32, layers=layers,
+                      rope_scaling=scaling, rope_base=base)).eval()
+    with torch.no_grad():
+        for block in m.transformer.h:
+            block.attn.c_attn.weight.mul_(10.0)
+    return m
+
+
+def same_weights(a, b):
+    b.load_state_dict(a.state_dict())
+    return b
+
+
+def test_the_default_model_is_todays_bit_for_bit():
+    """tests/fixtures/default_logits.pt holds the logits of the model before per-layer positions existed (made with
+    that commit's model.py): plain, YaRN and Dynamic YaRN, full forwards, at= forwards and KV-cached steps."""
+    want = torch.load(os.path.join(ROOT, 'tests', 'fixtures', 'default_logits.pt'), weights_only=True)
+    cases = {'default': None, 'yarn': {'rope_type': 'yarn', 'factor': 4.0, 'original_max_position_embeddings': 32,
+                                       'beta_fast': 8.0},
+             'dynamic_yarn': {'rope_type': 'dynamic_yarn', 'factor': 4.0, 'original_max_position_embeddings': 32}}
+    for name, sc in cases.items():
+        torch.manual_seed(0)
+        m = GPT(GPTConfig(block_size=32, vocab_size=65, n_layer=2, n_head=2, n_embd=32, rope_scaling=sc)).eval()
+        x = torch.randint(0, 65, (2, 80), generator=torch.Generator().manual_seed(1))
+        with torch.no_grad():
+            assert torch.equal(m(x)[0], want[name]), name
+            assert torch.equal(m(x, at=torch.tensor([[5, 79], [40, 41]]))[0], want[name + '_at']), name
+            c = KVCache()
+            c.forward(m, x[:, :60])
+            assert torch.equal(c.forward(m, x[:, 60:]), want[name + '_cache']), name
+        # the same model written as an explicit pattern: the same numbers
+        e = same_weights(m, GPT(GPTConfig(block_size=32, vocab_size=65, n_layer=2, n_head=2, n_embd=32,
+                                          rope_scaling=sc, layers='2*rope')).eval())
+        with torch.no_grad():
+            assert torch.equal(e(x)[0], want[name])
+
+
+def hand_forward(m, x, specs, tables):
+    """The GPT forward written out: per layer, q and k rotated by that layer's tables (None: NoPE), scores masked to
+    j <= i and i - j < window, softmax, v."""
+    h = m.transformer.wte(x)
+    T, H, d = x.size(1), m.config.n_head, m.head_dim
+    i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
+    for block, spec, tab in zip(m.transformer.h, specs, tables):
+        a = block.attn
+        q, k, v = (t.view(1, T, H, d).transpose(1, 2) for t in a.c_attn(block.ln_1(h)).split(m.config.n_embd, 2))
+        if tab is not None:
+            q, k = apply_rope(q, *tab), apply_rope(k, *tab)
+        s = (q @ k.transpose(-2, -1)) / math.sqrt(d)
+        mask = (j <= i) & ((i - j < spec.window) if spec.window else True)
+        y = F.softmax(s.masked_fill(~mask, float('-inf')), -1) @ v
+        h = h + a.c_proj(y.transpose(1, 2).reshape(1, T, -1))
+        h = h + block.mlp(block.ln_2(h))
+    return m.lm_head(m.transformer.ln_f(h))
+
+
+@pytest.mark.parametrize('pattern, scaling', [
+    ('3*rope:w=4,nope', None),                                           # Command A / iRoPE's 3 : 1
+    ('3*rope:w=4:base=1e4,rope:base=1e6', dict(YARN, layers='full')),    # Gemma 3: YaRN on the global layer only
+    ('3*rope:w=4:base=1e4,rope:base=1e6', dict(YARN, layers='window')),  # ... or on the local layers only
+    ('rope,nope,rope:base=500,nope:w=3', YARN)])
+def test_a_pattern_runs_as_written_out_by_hand(pattern, scaling):
+    m = tiny(pattern, scaling)
+    specs = parse_layers(pattern, 4, 10000.0, L)
+    aim = (scaling or {}).get('layers', 'all')
+    tables = []
+    for s in specs:
+        on = s.rope and (aim == 'all' or (s.window is None) == (aim == 'full'))
+        inv, af = rope_inv_freq(32 // 2, s.base, scaling if on else None) if s.rope else (None, 1.0)
+        tables.append(rope_cos_sin(inv, 40, af) if s.rope else None)
+    x = torch.randint(0, V, (1, 40), generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        assert torch.allclose(m(x)[0], hand_forward(m, x, specs, tables), atol=1e-5)
+
+
+def test_each_kind_changes_what_it_should():
+    """A NoPE model does not see where its tokens sit (positions spread twice as far apart change nothing, as they
+    change a RoPE model's distances); a window shorter than T changes the outputs past it and nothing before; the
+    per-layer base is the model-wide base."""
+    x = torch.randint(0, V, (1, 30), generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        nope = tiny('4*nope')
+        assert torch.equal(nope(x)[0], nope(x, pos=torch.arange(30) * 2)[0])
+        rope = tiny()
+        assert not torch.allclose(rope(x)[0], rope(x, pos=torch.arange(30) * 2)[0], atol=1e-3)
+        win = same_weights(rope, tiny('4*rope:w=6'))
+        full, local = rope(x)[0], win(x)[0]
+        assert torch.equal(full[:, :6], local[:, :6]) and not torch.allclose(full[:, 6:], local[:, 6:], atol=1e-3)
+        wide = same_weights(rope, tiny('4*rope:base=1e6'))
+        assert torch.allclose(wide(x)[0], same_weights(rope, tiny(base=1e6))(x)[0], atol=1e-6)
+
+
+def test_the_scaling_reaches_only_the_layers_it_aims_at():
+    m = tiny('3*rope:w=4,rope', dict(YARN, layers='full'))
+    assert [b.attn.rope_group for b in m.transformer.h] == [0, 0, 0, 1] and len(m.rope_groups) == 2
+    tables = m.rope_tables(20)
+    plain = rope_cos_sin(rope_inv_freq(16, 10000.0)[0], 20)
+    yarn = rope_cos_sin(*rope_inv_freq(16, 10000.0, YARN)[:1], 20, rope_inv_freq(16, 10000.0, YARN)[1])
+    assert torch.equal(tables[0][0], plain[0]) and torch.equal(tables[1][0], yarn[0])
+    assert torch.equal(tables[1][1], yarn[1])
+    m.set_rope_scaling(dict(YARN, layers='window'))  # switched on a built model: the groups follow
+    assert [b.attn.rope_group for b in m.transformer.h] == [0, 0, 0, 1]
+    assert torch.equal(m.rope_tables(20)[0][0], yarn[0]) and torch.equal(m.rope_tables(20)[1][0], plain[0])
+
+
+@pytest.mark.parametrize('pattern, scaling', [
+    ('3*rope:w=5,nope', None), ('3*rope:w=5:base=1e4,rope:base=1e6', dict(YARN, layers='full')),
+    ('3*rope:w=5,rope', {'rope_type': 'dynamic_yarn', 'factor': 4.0, 'original_max_position_embeddings': L,
+                          'layers': 'full'}), ('4*nope', None)])
+def test_the_kv_cache_is_exact_for_patterns(pattern, scaling):
+    m = tiny(pattern, scaling)
+    x = torch.randint(0, V, (2, 40), generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        full = m(x)[0]
+        cache, got = KVCache(), []
+        for a, b in ((0, 7), (7, 8), (8, 20), (20, 21), (21, 40)):
+            got.append(cache.forward(m, x[:, a:b]))
+        assert torch.allclose(torch.cat(got, 1), full, atol=1e-5)
+
+
+def test_crop_and_position_maps_respect_each_layer():
+    """A sliding crop of w >= every layer's reach is the model itself; ReRoPE with its window past T is plain RoPE on
+    every layer, NoPE and windowed ones included (log scale off)."""
+    m = tiny('3*rope:w=5,nope')
+    x = torch.randint(0, V, (1, 30), generator=torch.Generator().manual_seed(5))
+    with torch.no_grad():
+        ref = m(x)[0]
+        assert torch.allclose(m(x, attend=window_attention(m, 30))[0], ref, atol=1e-5)
+        crop = m(x, attend=window_attention(m, 8))[0]  # the NoPE layer held to 8 keys; the windowed ones keep 5
+        assert torch.allclose(crop[:, :8], ref[:, :8], atol=1e-5) and not torch.allclose(crop, ref, atol=1e-3)
+        pm = {'method': 'rerope', 'window': 64, 'log_scale': 0}
+        assert torch.allclose(m(x, attend=mapped_attention(m, pm))[0], ref, atol=1e-5)
+        scaled = m(x, attend=mapped_attention(m, dict(pm, window=4, log_scale=1), L=8))[0]
+        assert torch.allclose(scaled[:, :4], ref[:, :4], atol=1e-5)
+
+
+def test_the_pattern_travels_in_the_checkpoint(tmp_path):
+    m = tiny('3*rope:w=4:base=1e4,rope:base=1e6', dict(YARN, layers='full'))
+    path = tmp_path / 'ckpt.pt'
+    torch.save({'model': m.state_dict(), 'model_args': model_args(m)}, path)
+    back = model_from_checkpoint(torch.load(path, weights_only=True)).eval()
+    x = torch.randint(0, V, (1, 30), generator=torch.Generator().manual_seed(6))
+    with torch.no_grad():
+        assert torch.equal(back(x)[0], m(x)[0])
+    assert back.config.layers == m.config.layers and back.config.rope_scaling == m.config.rope_scaling
+
+
+@pytest.mark.parametrize('kw, match', [
+    (dict(layers='rope,rope,nope'), 'describes 3 layers but n_layer=4'),
+    (dict(layers='4*rop'), "'rop' is not a layer kind"),
+    (dict(layers='3*rope:w=16,nope'), 'window w=16 must be a whole number in 1..15'),
+    (dict(layers='3*rope,nope:base=1e6'), 'has a setting other than w'),
+    (dict(layers='3*rope:w=4,nope', rope_scaling=dict(YARN, layers='full')), "aimed at layers='full', but no such"),
+    (dict(rope_scaling=dict(YARN, layers='window')), "aimed at layers='window'"),
+    (dict(rope_scaling=dict(YARN, layers='global')), "must be one of all, full, window"),
+    (dict(layers='4*nope', pos_emb='alibi'), "needs pos_emb='rope'")])
+def test_bad_patterns_are_one_line(kw, match):
+    with pytest.raises(ValueError, match=match) as e:
+        GPTConfig(block_size=L, **kw)
+    assert '\n' not in str(e.value)
+
+
+def test_a_refused_scaling_leaves_the_model_as_it_was():
+    m = tiny('3*rope:w=4,nope')
+    with pytest.raises(ValueError, match='no such layer has RoPE'):
+        m.set_rope_scaling(dict(YARN, layers='full'))
+    assert m.config.rope_scaling is None and len(m.rope_groups) == 1
+
+
+def test_train_refuses_a_bad_pattern_and_writes_nothing(tmp_path):
+    out = tmp_path / 'run'
+    p = run(['train.py', '--layers=3*rope:w=200,nope', f'--out_dir={out}', '--max_iters=1', '--device=cpu'])
+    assert p.returncode == 2 and p.stderr.strip().count('\n') == 0 and 'window w=200' in p.stderr
+    assert not out.exists()
+
+
+@pytest.mark.parametrize('pattern, scaling', [
+    ('3*rope:w=4:base=1e4,rope:base=1e6', {'rope_type': 'linear', 'factor': 8.0, 'layers': 'full'}),  # Gemma 3
+    ('3*rope:w=4,nope', None),  # Command A
+    (None, YARN), ('3*rope:w=4,rope', dict(YARN, layers='window'))])
+def test_hugging_face_per_layer_form_round_trips(pattern, scaling):
+    c = GPTConfig(block_size=L, layers=pattern, rope_scaling=scaling)
+    hf = to_hf_layers(c)
+    back = GPTConfig(block_size=L, **dict(zip(('layers', 'rope_scaling'), from_hf_layers(hf))))
+    assert layer_specs(back) == layer_specs(c) and back.rope_scaling == c.rope_scaling
+
+
+def test_gemma3_and_llama4_configs_read_as_patterns():
+    gemma = {'layer_types': ['sliding_attention'] * 5 + ['full_attention'], 'sliding_window': 1024,
+             'rope_parameters': {'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0},
+                                 'full_attention': {'rope_type': 'linear', 'factor': 8.0, 'rope_theta': 1e6}}}
+    pattern, sc = from_hf_layers(gemma)
+    assert pattern == ','.join(['rope:w=1024:base=10000'] * 5 + ['rope:base=1e+06'])
+    assert sc == {'rope_type': 'linear', 'factor': 8.0, 'layers': 'full'}
+    llama4 = {'layer_types': ['chunked_attention'] * 3 + ['full_attention'], 'sliding_window': 8192,
+              'no_rope_layers': [1, 1, 1, 0], 'rope_theta': 5e5}
+    assert from_hf_layers(llama4) == (','.join(['rope:w=8192:base=500000'] * 3 + ['nope']), None)
+    with pytest.raises(ValueError, match='different rope scalings'):
+        from_hf_layers(dict(gemma, rope_parameters={'sliding_attention': {'rope_type': 'linear', 'factor': 2.0},
+                                                    'full_attention': {'rope_type': 'linear', 'factor': 8.0}}))
+
+
+def test_the_export_refuses_a_pattern_in_one_line():
+    args = model_args(tiny('3*rope:w=4,nope'))
+    with pytest.raises(ValueError, match='no GPT-NeoX counterpart') as e:
+        check_exportable(args)
+    assert '\n' not in str(e.value)
+    check_exportable(model_args(tiny('4*rope')))  # the default written out exports
+    assert parse_layers(None, 2, 10.0, 8) == [LayerSpec(True, None, 10.0)] * 2
