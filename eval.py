@@ -32,7 +32,7 @@ import torch
 from configurator import get_config
 from lab.cli import cli
 from data.common import atomic_write_text, data_dir_of, doc_windows, load_meta, load_split
-import lab.alibi, lab.copy_mix  # noqa: E401,F401  register their attention classes, so every checkpoint loads
+import lab.alibi, lab.copy_mix, lab.temperature  # noqa: E401,F401  register their attention classes, so every checkpoint loads
 from lab import compare, forms, retrieval
 from lab.arms import parse_contrasts, plan_arms
 from lab.device import autocast_context, pick_device

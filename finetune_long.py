@@ -45,10 +45,11 @@ DEFAULTS = dict(
 )
 
 
-def extended_model(base, base_path, scaling, L, T):
+def extended_model(base, base_path, scaling, L, T, layers=None):
     """(model, lineage) of a base checkpoint switched to `scaling` (None: unscaled) for training or scoring at T:
-    what finetune_long.py fine-tunes and search_longrope.py writes. The base path is stored absolute."""
-    model = model_from_checkpoint(base)
+    what finetune_long.py fine-tunes and search_longrope.py writes. The base path is stored absolute. layers: a new
+    layer pattern on the same weights (--layers=4*nope removes RoPE: DroPE's recalibration, at T = L)."""
+    model = model_from_checkpoint(base, **({} if layers is None else {'layers': layers}))
     model.set_rope_scaling(scaling)  # context extension by RoPE scaling: the same weights, new rotation frequencies
     model.config.block_size = T
     return model, dict(train_len=L, seq_len=T, base_checkpoint=os.path.abspath(base_path),
@@ -77,7 +78,7 @@ def main(argv):
         if resuming and os.path.isfile(os.path.join(arm.cfg['out_dir'], 'ckpt.pt')):
             row = train(dict(arm.cfg, init_from='resume'))
         else:
-            model, lineage = extended_model(base, cfg['init_from'], arm.scaling, L, T)
+            model, lineage = extended_model(base, cfg['init_from'], arm.scaling, L, T, arm.cfg['layers'])
             row = train(arm.cfg, model=model, lineage=lineage)
         record.done(arm, row)
     record.report()

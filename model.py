@@ -350,9 +350,10 @@ def checkpoint_args(ckpt):
     args = dict(ckpt['model_args'], **({'attention': 'smear_keys'} if ckpt['model_args'].get('smear_keys') else {}))
     return {k: v for k, v in args.items() if k in {f.name for f in fields(GPTConfig)}}
 
-def model_from_checkpoint(ckpt):
-    """Rebuild the exact GPT stored in a checkpoint dict (config incl. rope scaling, then weights)."""
-    model = GPT(GPTConfig(**checkpoint_args(ckpt)))
+def model_from_checkpoint(ckpt, **changes):
+    """Rebuild the GPT stored in a checkpoint dict (config incl. rope scaling, then weights); changes: config fields
+    that change no weight, e.g. layers='4*nope' (DroPE: the same weights with every position encoding removed)."""
+    model = GPT(GPTConfig(**{**checkpoint_args(ckpt), **changes}))
     state = {k.removeprefix('_orig_mod.').removeprefix('module.'): v for k, v in ckpt['model'].items()}
     model.load_state_dict(state)
     return model

@@ -28,7 +28,7 @@ from lab.cli import cli
 from lab.device import autocast_context, pick_device
 from data.sources import get_tokenizer
 from lab import kv_cache
-import lab.alibi, lab.copy_mix  # noqa: E401,F401  register their attention classes, so every checkpoint loads
+import lab.alibi, lab.copy_mix, lab.temperature  # noqa: E401,F401  register their attention classes, so every checkpoint loads
 from lab.position_maps import is_position_map_spec, mapped_attention, parse_position_map, position_map_name
 from model import model_from_checkpoint
 from data.common import load_checkpoint

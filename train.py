@@ -28,7 +28,7 @@ from configurator import ConfigError, get_config
 from lab.cli import cli
 from data.common import (atomic_torch_save, atomic_write_text, check_vocab, data_dir_of, doc_windows, fetch_windows,
                          load_checkpoint, load_meta, load_split)
-import lab.alibi, lab.copy_mix  # noqa: E401,F401  register their attention classes, so every model builds and loads
+import lab.alibi, lab.copy_mix, lab.temperature  # noqa: E401,F401  register their attention classes, so every model builds and loads
 from lab import batches, bench  # batches: PoSE windows and synthetic copies
 from lab.ddp import StopOnSignal, from_rank0, in_group, rng_states  # several processes, Ctrl-C
 from lab.device import ddp_ranks, setup_device  # cpu / cuda / mps, autocast, torchrun's ranks

@@ -20,7 +20,8 @@ from data.common import DataError, data_dir_of, load_checkpoint, read_json, read
 from lab.crop import crop_name, is_crop_spec, parse_crop, self_crop_arms
 from lab.position_maps import POSITION_MAPS, is_position_map_spec, parse_position_map, position_map_name
 from rope_config import ROPE_TYPES, is_dynamic
-from lab.specs import ALIASES, parse_arm, scaling_name, slug
+from lab.specs import ALIASES, parse_arm, rope_tag, scaling_name, slug
+from lab.temperature import parse_temperature, split_temperature, with_temperature
 
 # What an arm is: the fields its identity is made of, in the order a difference between two runs is reported.
 # kind ('base', 'zero-shot', 'fine-tuned'); the rope config switched on (scaling); the training length L and the
@@ -30,7 +31,7 @@ from lab.specs import ALIASES, parse_arm, scaling_name, slug
 # 'config' less TRAINING_IGNORED and the copy_* keys, which are copy_mix). The seed is not in it: seeds of one
 # identity are one arm.
 IDENTITY = ('kind', 'scaling', 'L', 'seq_len', 'steps', 'base_checkpoint', 'run_dir', 'pose', 'copy_mix', 'crop',
-            'position_map', 'retune', 'training')
+            'position_map', 'retune', 'temperature', 'training')
 # Settings stored in a checkpoint's 'config' that do not change what is trained, so two seeds of one arm may differ
 # in them: seed (what varies across an arm's runs) and seeds (the list a multi-seed run was started with); out_dir
 # and overwrite (where the run was written); init_from ('scratch', or 'resume' for a seed continued after an
@@ -76,9 +77,11 @@ def ckpt_arm(path, ckpt):
     lin, args = lineage_of(ckpt), ckpt['model_args']
     sc, derived = args.get('rope_scaling'), bool(lin['base_checkpoint'])
     tuned = derived and lin['finetune_steps'] > 0  # a 0-step run (--max_iters=0, a LongRoPE search) is zero-shot
-    name = (f"{scaling_name(sc)}{' pose' if lin['pose'] else ''}{copy_tag(ckpt)} ft{lin['finetune_steps']}" if tuned else
-            f"{scaling_name(sc)} zero-shot" if derived else
-            f"base (L={lin['train_len']})" if args['pos_emb'] == 'rope' else f"{args['pos_emb']} (L={lin['train_len']})")
+    lay = f" {args['layers']}" if args.get('layers') else ''
+    name = (f"{rope_tag(args, derived)}{' pose' if lin['pose'] else ''}{copy_tag(ckpt)} ft{lin['finetune_steps']}"
+            if tuned else f"{rope_tag(args, derived)} zero-shot" if derived else
+            f"base{lay} (L={lin['train_len']})" if args['pos_emb'] == 'rope' else
+            f"{args['pos_emb']} (L={lin['train_len']})")
     cfg = ckpt.get('config') or {}
     copy_mix = {k: v for k, v in cfg.items() if k.startswith('copy_')}
     return dict(name=name, checkpoint=path, kind='fine-tuned' if tuned else 'zero-shot' if derived else 'base', ckpt=ckpt, scaling=sc,
@@ -170,6 +173,11 @@ def zero_shot_arms(cfg, base, arms, T):
     for entry in [e.strip() for e in cfg['rope_types'].split(',') if e.strip()]:
         if base is None:
             raise ConfigError("--rope_types needs a base model; pass --base=<run folder> or a base in --ckpt")
+        entry, temp = split_temperature(entry)  # 'yarn:attention_factor=1+qtemp:shape=ministral' (lab/temperature.py)
+        if temp:  # the arms of `entry` once more with the temperature, in place of the plain ones
+            zero_shot_arms(dict(cfg, rope_types=entry), base, added := [], T)
+            arms += [with_temperature(dict(a, kind='zero-shot', steps=0), temp) for a in added]
+            continue
         rope_type = entry.split(':')[0]
         if is_crop_spec(entry):  # the crop control (lab/crop.py): the base held to its last w tokens, two forms
             try:
@@ -203,10 +211,12 @@ def zero_shot_arms(cfg, base, arms, T):
 def mapped_arms(cfg, arms):
     """--position_map: every fine-tuned arm once more with that map switched on, 'yarn s=4 ft100 + rerope w=256'
     (a map over a fine-tuned scaled model reaches past the length it was fine-tuned at; see lab/position_maps.py)."""
+    tuned = [a for a in arms if a['kind'] == 'fine-tuned']
+    if cfg.get('temperature'):  # --temperature: the same for a query temperature (lab/temperature.py)
+        arms += [with_temperature(a, parse_temperature(cfg['temperature'])) for a in tuned]
     if not cfg.get('position_map'):
         return
     pm = parse_position_map(cfg['position_map'])
-    tuned = [a for a in arms if a['kind'] == 'fine-tuned']
     if not tuned:
         raise ConfigError(f"--position_map={cfg['position_map']} applies to fine-tuned arms and --ckpt has none; "
                           f"for the base model list it in --rope_types instead")

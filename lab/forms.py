@@ -1,7 +1,8 @@
 """
 How an arm runs when eval.py scores it, and the measurements beside its loss that run the same way. The form is plain
 causal attention, a position map on the arm's RoPE (lab/position_maps.py: ReRoPE, Leaky ReRoPE, Self-Extend), or a
-crop to its window (lab/crop.py: masked, or truncated, a fresh forward per position). Beside the loss: the attention
+crop to its window (lab/crop.py: masked, or truncated, a fresh forward per position); and over any of them but the
+truncated crop, a query temperature (lab/temperature.py). Beside the loss: the attention
 entropy diagnostic (lab/diagnostics.py), the passkey test and the retrieval rooms (lab/retrieval.py).
 """
 from types import SimpleNamespace
@@ -12,12 +13,14 @@ from lab.outcomes import room_scores
 from lab.position_maps import mapped_attention, mapped_logits
 from lab.retrieval import retrieval_scores
 from lab.scoring import grid_positions, score
+from lab.temperature import tempered, tempered_logits
 
 # eval.py's settings of these measurements (its DEFAULTS include them)
 DEFAULTS = dict(
     entropy_windows=4,      # windows for the attention entropy (manual attention, chunked)
     entropy_chunk=256,      # query chunk of that path: memory O(chunk x T)
     grid=16,                # the entropy diagnostic of moving-scale arms: evenly spaced positions per bucket
+    temperature='',         # a query temperature also on every fine-tuned arm (as another arm): qtemp:shape=ministral
     moving_examples=0,      # moving-scale arms (Dynamic NTK/YaRN) score a room's rows past L (each token its own
                             # forward) for the first N retrieval windows only; paired tests use those; 0 = all
 )
@@ -28,9 +31,12 @@ def arm_form(model, arm, plan, ctx, batch_size):
     or crop; scorer(rows, where, preds=False) -> (loss, hit[, argmax tokens]), each token scored as the model runs
     when generating; n0, the first position past which a window is scored only at its sampled positions (the
     truncated crop: past its window)."""
-    pm, crop = arm.get('position_map'), arm.get('crop') or {}
+    pm, crop, temp = arm.get('position_map'), arm.get('crop') or {}, arm.get('temperature')
     w, truncated = crop.get('window'), crop.get('form') == 'truncated'
     attend = mapped_attention(model, pm) if pm else window_attention(model, w) if crop and not truncated else None
+    logits = mapped_logits(model, pm) if pm else window_logits(model, w) if crop else None
+    if temp:  # a query temperature (lab/temperature.py) over the arm's own attention
+        attend, logits = tempered(model, temp, attend, arm['L']), tempered_logits(model, temp, logits, arm['L'])
     if truncated:
         def scorer(rows, where, preds=False):
             return truncated_scores(model, rows, where, w, ctx, batch_size, preds)
@@ -38,7 +44,7 @@ def arm_form(model, arm, plan, ctx, batch_size):
         def scorer(rows, where, preds=False):
             return score(model, rows, where, plan, ctx, batch_size, attend, preds)
     return SimpleNamespace(attend=attend, scorer=scorer, n0=w if truncated else plan[1], window=w, truncated=truncated,
-                           logits=mapped_logits(model, pm) if pm else window_logits(model, w) if crop else None)
+                           logits=logits)
 
 
 def side_measures(model, form, plan, run, cfg, ctx):

@@ -25,12 +25,16 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from model import allowed, check_generate, sample_next
+from model import CausalSelfAttention, allowed, check_generate, sample_next
 
 
 def blocker(model):
-    """What keeps the cache from being exact for this model (None: nothing)."""
-    return 'pos_emb=alibi' if model.config.pos_emb == 'alibi' else None
+    """What keeps the cache from being exact for this model (None: nothing): ALiBi's bias, or an attention class
+    with its own attend (Scalable-Softmax: lab/temperature.py), which the cache's attention would bypass."""
+    if model.config.pos_emb == 'alibi':
+        return 'pos_emb=alibi'
+    own = [type(b.attn).__name__ for b in model.transformer.h if type(b.attn).attend is not CausalSelfAttention.attend]
+    return f"attention={model.config.attention!r}" if own else None
 
 
 class KVCache:

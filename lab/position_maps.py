@@ -26,7 +26,7 @@ import math
 import torch
 
 from lab.attention import chunked_attention
-from model import allowed
+from model import CausalSelfAttention, allowed
 from rope import apply_rope, rope_cos_sin
 from lab.specs import spec_settings
 
@@ -185,6 +185,9 @@ def mapped_logits(model, pm, L=None):
     if (model.config.rope_scaling or {}).get('start_token_idx'):
         raise ValueError("a position map re-rotates with one frequency table for every position; LongRoPE's "
                          "start_token_idx (n-hat) keeps the first positions on another: set it to 0 to combine them")
+    if any(type(b.attn).logits is not CausalSelfAttention.logits for b in model.transformer.h):
+        raise ValueError(f"a position map scores with plain RoPE dot products; attention={model.config.attention!r} "
+                         f"has scores of its own (Scalable-Softmax?), which the map would drop")
     L = L or model.config.block_size
 
     def logits(layer, q, k, s, e):  # per layer: a NoPE layer has no rotation to map (its own scores, the log scale)

@@ -3,7 +3,7 @@ Arm specs, the short strings scripts take for a rope config ('yarn:beta_fast=8',
 readable names ('yarn s=4 β_fast=8') and folder slugs ('yarn_s4_beta_fast8') made from a config. A spec's keys and
 their types come from rope_config.py's table, so a new rope type needs nothing here.
 """
-from rope_config import COMMON_KEYS, ROPE_SCALING, ROPE_TYPES, check_scaling, is_dynamic, type_keys
+from rope_config import COMMON_KEYS, ROPE_SCALING, ROPE_TYPES, check_scaling, is_dynamic, parse_layers, type_keys
 
 ALIASES = {'plain': 'default'}  # an accepted second name for unscaled RoPE in arm specs
 
@@ -86,6 +86,16 @@ def scaling_name(sc):
     f, aim = sc.get('factor', 1.0), sc.get('layers', 'all')  # aim: the layers it scales, when not all of them
     return sc['rope_type'] + ('' if is_dynamic(sc) and f == 1 else f" s={f:g}") + extras + \
         ('' if aim == 'all' else f" on {aim}")
+
+
+def rope_tag(args, derived):
+    """How an arm's RoPE shows in its name: its scaling, and a layer pattern in brackets ('yarn s=4 [3*rope:w=32,nope]');
+    'drope' for a RoPE model with every position encoding removed (DroPE's recalibration: --layers=4*nope)."""
+    lay, sc = args.get('layers'), args.get('rope_scaling')
+    if lay and derived and sc is None and not any(s.rope for s in parse_layers(lay, args['n_layer'], args['rope_base'],
+                                                                                args['block_size'])):
+        return 'drope'
+    return scaling_name(sc) + (f" [{lay}]" if lay else '')
 
 
 def parse_arms(spec, factor, L, flags=None):

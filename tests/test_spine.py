@@ -62,7 +62,7 @@ def test_every_script_registers_the_attention_rooms(script):
     """A script that builds or loads models imports lab.alibi and lab.copy_mix itself (model.py names no room), so
     `python train.py --pos_emb=alibi` and a smeared-key checkpoint work from every entry point."""
     code = (f"import {script}; from model import GPTConfig; GPTConfig(pos_emb='alibi'); "
-            f"GPTConfig(attention='smear_keys'); print('ok')")
+            f"GPTConfig(attention='smear_keys'); GPTConfig(attention='smear_keys_ssmax'); print('ok')")
     out = subprocess.run([sys.executable, '-c', code], cwd=ROOT, capture_output=True, text=True)
     assert out.stdout.strip() == 'ok', out.stderr[-500:]
 

@@ -1,0 +1,159 @@
+"""
+The attention temperature as its own knob (issue 32): the shapes the field ships, each a factor on the queries at
+absolute position p (so every score of that query is multiplied by it, the softmax sharpened past L), and
+Scalable-Softmax trained into a model. L is the length the model was trained at.
+
+  llama4     1 + beta * log1p(floor((p + 1) / F))      Llama 4, on its NoPE layers (attn_scale beta 0.1, floor_scale F;
+                                                        8192 there, L here): 1 inside F, a step up every F tokens
+  ministral  1 + beta * ln(1 + floor(p / L))            Ministral 3 (llama_4_scaling_beta 0.1), every layer, over YaRN
+                                                        with its attention factor set to 1 ('yarn:attention_factor=1')
+  logn       max(1, ln(p + 1) / ln L)                   ReRoPE's log-n scale (bojone/rerope), alone
+  drope      1 + c * ln(max(1, (p + 1) / L))            DroPE's inference temperature 1 + c ln s at s = (p + 1)/L;
+                                                        c chosen on dev windows (logn is c = 1/ln L)
+  ssmax      s * ln(n),  n = the keys query p sees      Scalable-Softmax swapped in after training, one s for every
+                                                        head (calibrated on dev windows); n = p + 1, or the window
+
+As arms: `qtemp:shape=llama4:beta=0.1:layers=nope` alone (on the base's own RoPE) or after a rope spec,
+`yarn:beta_fast=8:attention_factor=1+qtemp:shape=ministral`; `layers` = all | rope | nope picks the layers it scales.
+They run through the model's attend seam (queries scaled, then the layer's own attention, window included), so they
+cost no training and apply to any trained model.
+
+Trained in: attention='ssmax' (or 'smear_keys_ssmax', the demo's recipe with smeared keys) multiplies each head's
+queries by s_h * ln(n) with s_h learned, initialized at 1/ln L (the factor is 1 at n = L, below it shorter).
+"""
+import math
+
+import torch
+
+from configurator import ConfigError
+from lab.copy_mix import SmearedKeyAttention
+from lab.specs import parse_value
+from model import ATTENTION, CausalSelfAttention
+
+SHAPES = {  # shape -> ({key: (type, default or None = from L, meaning)}, factor(p, n, L, cfg) for positions p)
+    'llama4': ({'beta': (float, 0.1, 'attn_scale'), 'floor': (int, None, 'floor_scale F (default L)')},
+               lambda p, n, L, c: 1 + c['beta'] * torch.log1p(torch.floor((p + 1) / (c['floor'] or L)))),
+    'ministral': ({'beta': (float, 0.1, 'llama_4_scaling_beta')},
+                  lambda p, n, L, c: 1 + c['beta'] * torch.log1p(torch.floor(p / L))),
+    'logn': ({}, lambda p, n, L, c: (torch.log1p(p) / math.log(L)).clamp(min=1.0)),
+    'drope': ({'c': (float, None, 'the slope of 1 + c ln s (default 1/ln L)')},
+              lambda p, n, L, c: 1 + (c['c'] if c['c'] is not None else 1 / math.log(L)) *
+              torch.log(((p + 1) / L).clamp(min=1.0))),
+    'ssmax': ({'s': (float, None, 's of s ln n (default 1/ln L)')},
+              lambda p, n, L, c: (c['s'] if c['s'] is not None else 1 / math.log(L)) * torch.log(n)),
+}
+LAYERS = ('all', 'rope', 'nope')
+
+
+def parse_temperature(entry):
+    """'qtemp:shape=llama4:beta=0.1:layers=nope' -> {'shape': 'llama4', 'beta': 0.1, 'floor': None, 'layers':
+    'nope'}, every key of the shape filled (None: from L). One-line errors naming the fix."""
+    head, *pairs = entry.strip().split(':')
+    got = dict(p.partition('=')[::2] for p in pairs)
+    shape = got.pop('shape', None)
+    if head != 'qtemp' or shape not in SHAPES:
+        raise ValueError(f"temperature {entry!r}: write qtemp:shape=S[:key=value...] with S one of {', '.join(SHAPES)}")
+    keys = SHAPES[shape][0]
+    cfg = {'shape': shape, 'layers': got.pop('layers', 'all'), **{k: d for k, (_, d, _) in keys.items()}}
+    if cfg['layers'] not in LAYERS:
+        raise ValueError(f"temperature {entry!r}: layers={cfg['layers']!r}; use one of {', '.join(LAYERS)}")
+    for k, v in got.items():
+        if k not in keys:
+            raise ValueError(f"temperature {entry!r}: {k!r} is not a key of shape {shape!r} "
+                             f"({', '.join(keys) or 'it takes none'}; and layers)")
+        cfg[k] = parse_value(k, v, keys[k][0])
+        if not cfg[k] > 0:
+            raise ValueError(f"temperature {entry!r}: {k}={v} must be > 0")
+    return cfg
+
+
+def temperature_name(t):
+    """'qtemp llama4 β=0.1 on nope': the shape, the keys that differ from its defaults, the layers when not all."""
+    keys = SHAPES[t['shape']][0]
+    extras = ''.join(f" {'β' if k == 'beta' else k}={t[k]:g}" for k in keys if t[k] is not None and t[k] != keys[k][1])
+    return f"qtemp {t['shape']}{extras}" + ('' if t['layers'] == 'all' else f" on {t['layers']}")
+
+
+def query_factors(t, positions, L, window=None):
+    """The factor of each query position (a float32 tensor like positions) under temperature t."""
+    p = positions.to(torch.float64)
+    n = p + 1 if window is None else (p + 1).clamp(max=window)
+    return SHAPES[t['shape']][1](p, n, L, t).to(torch.float32)
+
+
+def scales_layer(t, attn):
+    return t['layers'] == 'all' or (t['layers'] == 'nope') == (attn.rope_group is None)
+
+
+def tempered(model, t, attend=None, L=None):
+    """The model's attend seam with temperature t: fn(layer, q, k, v) -> y, the queries of each layer it scales
+    multiplied by their factor, then `attend` (a crop or position map's) or the layer's own attention. For full
+    forwards from position 0 (eval's scoring), where query i sits at position i."""
+    L = L or model.config.block_size
+
+    def run(layer, q, k, v):
+        attn = model.transformer.h[layer].attn
+        if scales_layer(t, attn):
+            if q.size(2) != k.size(2):
+                raise ValueError("a query temperature scores full forwards from position 0; run without a KV cache")
+            f = query_factors(t, torch.arange(q.size(2), device=q.device), L, attn.window)
+            q = q * f.to(q.dtype)[:, None]
+        return attn.attend(q, k, v) if attend is None else attend(layer, q, k, v)
+    return run
+
+
+def tempered_logits(model, t, logits=None, L=None):
+    """The score function beside tempered (for the attention entropy): fn(layer, q, k, s, e)."""
+    L = L or model.config.block_size
+
+    def run(layer, q, k, s, e):
+        attn = model.transformer.h[layer].attn
+        if scales_layer(t, attn):
+            q = q * query_factors(t, torch.arange(q.size(2), device=q.device), L, attn.window).to(q.dtype)[:, None]
+        return attn.logits(q, k, s, e) if logits is None else logits(layer, q, k, s, e)
+    return run
+
+
+# ----------------------------------------------------------------------------- Scalable-Softmax, trained in
+
+def ssmax_class(base):
+    """base attention with SSMax: queries at position i times s_h ln(n_i), n_i the keys i sees, s_h learned."""
+
+    class SSMax(base):
+        def __init__(self, config):
+            super().__init__(config)
+            self.ssmax = torch.nn.Parameter(torch.full((config.n_head, 1), 1 / math.log(max(config.block_size, 2))))
+
+        def factors(self, i):  # i: query positions (T,) or (B, 1, K) -> (H, T, 1) or (B, H, K, 1), as q
+            n = (i + 1 if self.window is None else (i + 1).clamp(max=self.window)).to(torch.float32)
+            return (self.ssmax * torch.log(n)).unsqueeze(-1)
+
+        def attend(self, q, k, v, at=None):
+            i = torch.arange(k.size(2) - q.size(2), k.size(2), device=q.device) if at is None else at[:, None, :]
+            return super().attend(q * self.factors(i).to(q.dtype), k, v, at)
+
+        def logits(self, q, k, s, e):
+            f = self.factors(torch.arange(s, e, device=q.device)).to(q.dtype)
+            return super().logits(torch.cat((q[:, :, :s], q[:, :, s:e] * f), 2), k, s, e)
+    return SSMax
+
+
+ATTENTION['ssmax'] = ssmax_class(CausalSelfAttention)
+ATTENTION['smear_keys_ssmax'] = ssmax_class(SmearedKeyAttention)
+
+
+def split_temperature(entry):
+    """An arm spec with a temperature after '+' -> (the rest, the temperature or None): 'yarn:beta_fast=8+qtemp:
+    shape=logn' -> ('yarn:beta_fast=8', {...}); a bare 'qtemp:...' -> ('default', {...})."""
+    rest, plus, temp = entry.rpartition('+')
+    if not plus:
+        return ('default', parse_temperature(entry)) if entry.strip().startswith('qtemp') else (entry, None)
+    return rest.strip() or 'default', parse_temperature(temp)
+
+
+def with_temperature(arm, temp):
+    if (arm.get('crop') or {}).get('form') == 'truncated':
+        raise ConfigError("a query temperature runs through the attention seam; the truncated crop has none: use "
+                          "crop:form=sliding")
+    return dict(arm, name=arm['name'].replace(' zero-shot', '').replace('base ', '') + f" + {temperature_name(temp)}"
+                + (' zero-shot' if arm['kind'] == 'zero-shot' else ''), temperature=temp)
