@@ -176,7 +176,8 @@ def zero_shot_arms(cfg, base, arms, T):
         entry, temp = split_temperature(entry)  # 'yarn:attention_factor=1+qtemp:shape=ministral' (lab/temperature.py)
         if temp:  # the arms of `entry` once more with the temperature, in place of the plain ones
             zero_shot_arms(dict(cfg, rope_types=entry), base, added := [], T)
-            arms += [with_temperature(dict(a, kind='zero-shot', steps=0), temp) for a in added]
+            arms += [with_temperature(dict(a, kind='zero-shot', steps=0, name='' if a is base else a['name']), temp)
+                     for a in added]
             continue
         rope_type = entry.split(':')[0]
         if is_crop_spec(entry):  # the crop control (lab/crop.py): the base held to its last w tokens, two forms
@@ -212,8 +213,8 @@ def mapped_arms(cfg, arms):
     """--position_map: every fine-tuned arm once more with that map switched on, 'yarn s=4 ft100 + rerope w=256'
     (a map over a fine-tuned scaled model reaches past the length it was fine-tuned at; see lab/position_maps.py)."""
     tuned = [a for a in arms if a['kind'] == 'fine-tuned']
-    if cfg.get('temperature'):  # --temperature: the same for a query temperature (lab/temperature.py)
-        arms += [with_temperature(a, parse_temperature(cfg['temperature'])) for a in tuned]
+    for temp in [t for t in (cfg.get('temperature') or '').split(';') if t.strip()]:  # the same for temperatures
+        arms += [with_temperature(a, parse_temperature(temp)) for a in tuned]
     if not cfg.get('position_map'):
         return
     pm = parse_position_map(cfg['position_map'])

@@ -20,7 +20,7 @@ DEFAULTS = dict(
     entropy_windows=4,      # windows for the attention entropy (manual attention, chunked)
     entropy_chunk=256,      # query chunk of that path: memory O(chunk x T)
     grid=16,                # the entropy diagnostic of moving-scale arms: evenly spaced positions per bucket
-    temperature='',         # a query temperature also on every fine-tuned arm (as another arm): qtemp:shape=ministral
+    temperature='',         # query temperatures also on every fine-tuned arm (more arms): 'qtemp:shape=drope:c=0.2; ...'
     moving_examples=0,      # moving-scale arms (Dynamic NTK/YaRN) score a room's rows past L (each token its own
                             # forward) for the first N retrieval windows only; paired tests use those; 0 = all
 )

@@ -60,6 +60,7 @@ def summarize_arm(arm, per_run, run, ent):
                rope_type=(sc or {}).get('rope_type', 'default') if model.config.pos_emb == 'rope' else None,
                factor=(sc or {}).get('factor'), settings=scaling_extras(sc), pos_emb=model.config.pos_emb,
                position_map=arm.get('position_map'), crop=arm.get('crop'), self_crop_of=arm.get('self_crop_of'),
+               temperature=arm.get('temperature'), layers=arm['runs'][0]['ckpt']['model_args'].get('layers'),
                seeds=arm['seeds'],
                head_dim=model.head_dim, rope_base=model.config.rope_base, dynamic=arm['dynamic'],
                scoring=dict(constant_runs=per_run[0]['runs'], moving_from=per_run[0]['moving_from'], buckets=how),
@@ -123,6 +124,7 @@ def finetune_csv(arms):
     None when no arm was fine-tuned."""
     rows = [[a['name'], run.get('seed'), r['iter'], r.get('val_loss'), r.get('val_loss_beyond_L'), a['L'], a['seq_len']]
             for a in arms if a['kind'] == 'fine-tuned' and not a.get('position_map') and not a.get('retuned')
+            and not a.get('temperature')
             for run in a['runs'] for r in run['log']]
     return csv_text(['arm', 'seed', 'iter', 'val_loss', 'val_loss_beyond_L', 'train_len', 'seq_len'],
                     [[('' if v is None else v) for v in r] for r in rows]) if rows else None
@@ -148,7 +150,7 @@ def summary_settings(cfg, run, results, margins, protocol, timing):
              tokenizer=run['meta']['tokenizer'], vocab_size=run['meta']['vocab_size'],
              checkpoints=sorted({r['checkpoint'] for a in arms for r in a['runs']}),
              base=run['base']['checkpoint'] if run['base'] else None, rope_types=cfg['rope_types'],
-             position_map=cfg['position_map'] or None,
+             position_map=cfg['position_map'] or None, temperature=cfg['temperature'] or None,
              factor=cfg['factor'] or None, finetune_lengths=sorted({a['seq_len'] for a in arms if a['kind'] == 'fine-tuned'}),
              device=run['device'], dtype=run['dtype'], batch_size=cfg['batch_size'], workers=run.get('workers', 1),
              torch=torch.__version__,

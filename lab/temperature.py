@@ -152,8 +152,10 @@ def split_temperature(entry):
 
 
 def with_temperature(arm, temp):
+    """The arm once more with a query temperature, named '<arm> + qtemp <shape> ...'."""
     if (arm.get('crop') or {}).get('form') == 'truncated':
         raise ConfigError("a query temperature runs through the attention seam; the truncated crop has none: use "
                           "crop:form=sliding")
-    return dict(arm, name=arm['name'].replace(' zero-shot', '').replace('base ', '') + f" + {temperature_name(temp)}"
-                + (' zero-shot' if arm['kind'] == 'zero-shot' else ''), temperature=temp)
+    head = arm['name'].removesuffix(' zero-shot')  # '' for the base itself: 'qtemp logn zero-shot'
+    return dict(arm, name=(f"{head} + " if head else '') + temperature_name(temp) +
+                (' zero-shot' if arm['kind'] == 'zero-shot' else ''), temperature=temp)
