@@ -2,7 +2,7 @@
 # Every step is a plain command you can copy and change. PY=python3 make demo to pick another interpreter.
 PY ?= $(shell command -v python >/dev/null && echo python || echo python3)
 
-.PHONY: quick demo install data train train-copy finetune pose longrope longrope-ref longrope4 eval eval-test eval-2048 bases-test knobs ape pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases test gpu-check drope nope-base hybrid-base local-global-base ssmax-base designs
+.PHONY: quick demo install data train train-copy finetune pose longrope longrope-ref longrope4 eval eval-test eval-2048 bases-test knobs ape pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases test gpu-check drope nope-base hybrid-base local-global-base ssmax-base temperature-knobs designs drope-eval scale-layers hybrid-eval own-crops
 
 quick:                # the story in minutes: a small base at L=128, plain RoPE vs PI / NTK-aware / YaRN zero-shot and fine-tuned 40 steps at 512 (one seed), loss against position to 4 x L (87 s and 97 s in two clean-clone runs on 2 idle cores)
 	$(MAKE) install data
@@ -109,11 +109,12 @@ ape: out/char-base/ckpt.pt  # optional: the same model with sinusoidal positions
 
 # The 2025-26 designs (issue 32; docs/results.md "The 2025-26 designs"). Each base is the demo's recipe (the copy mix,
 # smeared keys, 3000 steps) with one change; each study reuses the demo's base and fine-tunes.
-drope:                # DroPE on the demo's base: RoPE removed (layers 4*nope), recalibrated at L = 128 on the base's data mix for 30 / 100 / 300 / 1000 steps, 3 seeds each
+drope:                # DroPE on the demo's base: RoPE removed (layers 4*nope), recalibrated at L = 128 on the base's data mix for 30 / 100 / 300 / 1000 steps at lr 3e-4, and 1000 at lr 1e-3 decaying, 3 seeds each
 	$(PY) finetune_long.py config/finetune_drope_cpu.py --max_iters=30 --out_dir=out/char-drope30 --overwrite=True
 	$(PY) finetune_long.py config/finetune_drope_cpu.py --max_iters=100 --out_dir=out/char-drope100 --overwrite=True
 	$(PY) finetune_long.py config/finetune_drope_cpu.py --max_iters=300 --out_dir=out/char-drope300 --overwrite=True
 	$(PY) finetune_long.py config/finetune_drope_cpu.py --max_iters=1000 --out_dir=out/char-drope1000 --overwrite=True
+	$(PY) finetune_long.py config/finetune_drope_cpu.py --max_iters=1000 --learning_rate=1e-3 --decay_lr=True --lr_decay_iters=1000 --min_lr=1e-4 --out_dir=out/char-drope1000-lr1e-3 --overwrite=True
 
 nope-base:            # the NoPE control: the demo's base with no position encoding at all, trained the same way
 	$(PY) train.py config/train_shakespeare_char_copy_cpu.py --pos_emb=none --out_dir=out/char-nope-copy --overwrite=True
@@ -126,6 +127,25 @@ local-global-base:    # Gemma 3's shape: 3 local RoPE layers (w = 32, base 1e4) 
 
 ssmax-base:           # Scalable-Softmax trained in: queries x s_h ln(n), s_h learned per head and layer (lab/temperature.py)
 	$(PY) train.py config/train_shakespeare_char_copy_cpu.py --attention=smear_keys_ssmax --out_dir=out/char-ssmax-copy --overwrite=True
+
+temperature-knobs:    # SSMax's s (swapped into the demo's base) and DroPE's c, chosen on 16 TRAINING windows (needs make drope)
+	$(PY) eval.py config/eval_temperature_knobs_cpu.py
+
+designs:              # the temperature family on the demo's base and the four new bases beside it, 32 dev windows at T = 1024
+	$(PY) eval.py config/eval_designs_cpu.py
+
+drope-eval:           # DroPE's recalibrations with and without its temperature, against zero-shot YaRN, the crop and their own crops
+	$(PY) eval.py config/eval_drope_cpu.py
+
+scale-layers:         # Gemma 3's local/global base extended with PI and YaRN on all / the global / the local layers
+	$(PY) eval.py config/eval_local_global_cpu.py
+
+hybrid-eval:          # the 3 windowed RoPE : 1 NoPE hybrid as it is and with a temperature on its NoPE layer, against its own crop
+	$(PY) eval.py config/eval_hybrid_cpu.py
+
+own-crops:            # the NoPE and SSMax bases against their own crops (and NoPE with the log-n temperature)
+	$(PY) eval.py --base=out/char-nope-copy --rope_types=default,crop:form=sliding,qtemp:shape=logn --eval_len=1024 --num_windows=32 --retrieval_examples=16 --out_dir=out/char-eval-nope
+	$(PY) eval.py --base=out/char-ssmax-copy --rope_types=default,crop:form=sliding --eval_len=1024 --num_windows=32 --retrieval_examples=16 --out_dir=out/char-eval-ssmax
 
 gpu-check:            # one GPU, sized for ~8 min (not yet timed on one): BPE data; the GPU recipe's 30M base in bf16 + compile (60 timed steps: tokens/s, MFU, peak memory; then 300 steps); PI, YaRN, plain fine-tuned 60 steps at 1024; a 7-arm eval. tests/test_gpu_check.py runs these lines tiny on the CPU
 	$(PY) data/shakespeare/prepare.py

@@ -1,0 +1,22 @@
+# DroPE against scaling (issue 32): the demo's base with RoPE removed and recalibrated at L (make drope: 30 / 100 /
+# 300 / 1000 steps, 3 seeds), with and without its inference temperature 1 + c ln((p + 1)/L) (c chosen by make
+# temperature-knobs on training windows), beside zero-shot YaRN and the base's crop; every recalibration also held
+# to L (its own crop, --self_crop). make eval's 32 dev windows, T = 1024.
+# python eval.py config/eval_drope_cpu.py   (make drope-eval; needs make demo's base and make drope)
+_C = 0.3  # DroPE's c, from make temperature-knobs (assets/temperature_knobs_summary.md)
+ckpt = 'out/char-base-copy,out/char-drope30,out/char-drope100,out/char-drope300,out/char-drope1000'
+base = 'out/char-base-copy'
+rope_types = 'default,crop:form=sliding,yarn:beta_fast=8'
+temperature = f'qtemp:shape=drope:c={_C}'
+self_crop = 'sliding'
+eval_len = 1024
+num_windows = 32
+retrieval_examples = 16
+out_dir = 'out/char-eval-drope'
+_T = f'_plus_qtemp_drope_c{_C}'
+contrasts = '; '.join(f"{a} | {b}" for a, b in [
+    *[(f'drope_ft{n}{_T}', 'yarn_s8_beta_fast8_zero-shot') for n in (300, 1000)],  # dropping RoPE vs scaling it
+    *[(f'drope_ft{n}{_T}', f'drope_ft{n}') for n in (30, 100, 300, 1000)],         # what its temperature is worth
+    ('drope_ft1000', 'drope_ft300'), ('drope_ft300', 'drope_ft100'),             # what more recalibration buys
+    ('drope_ft1000', 'base_L128'),                                               # inside L: the price of dropping
+])
