@@ -1,10 +1,10 @@
 # DroPE against scaling (issue 32): the demo's base with RoPE removed and recalibrated at L (make drope: 30 / 100 /
-# 300 / 1000 steps, 3 seeds), with and without its inference temperature 1 + c ln((p + 1)/L) (c chosen by make
+# 300 / 1000 steps at lr 3e-4, 1000 at lr 1e-3 decaying; 3 seeds), with and without its inference temperature 1 + c ln((p + 1)/L) (c chosen by make
 # temperature-knobs on training windows), beside zero-shot YaRN and the base's crop; every recalibration also held
 # to L (its own crop, --self_crop). make eval's 32 dev windows, T = 1024.
 # python eval.py config/eval_drope_cpu.py   (make drope-eval; needs make demo's base and make drope)
 _C = 0.3  # DroPE's c, from make temperature-knobs (assets/temperature_knobs_summary.md)
-ckpt = 'out/char-base-copy,out/char-drope30,out/char-drope100,out/char-drope300,out/char-drope1000'
+ckpt = 'out/char-base-copy,out/char-drope30,out/char-drope100,out/char-drope300,out/char-drope1000,out/char-drope1000-lr1e-3'
 base = 'out/char-base-copy'
 rope_types = 'default,crop:form=sliding,yarn:beta_fast=8'
 temperature = f'qtemp:shape=drope:c={_C}'
