@@ -236,3 +236,27 @@ def test_the_export_refuses_a_pattern_in_one_line():
     assert '\n' not in str(e.value)
     check_exportable(model_args(tiny('4*rope')))  # the default written out exports
     assert parse_layers(None, 2, 10.0, 8) == [LayerSpec(True, None, 10.0)] * 2
+
+
+def test_a_patterned_run_trains_resumes_exactly_and_drops_its_rope(char_data, tmp_path):
+    """train.py --layers: 20 steps in one go == 10, save, resume 10 (the pattern travels in the checkpoint); then
+    finetune_long.py --layers=2*nope on it (DroPE's switch: the same weights, no rotation) trains at L."""
+    import finetune_long
+    from conftest import tiny_cfg
+    from data.common import load_checkpoint
+    from train import train
+    pattern = 'rope:w=8,nope'
+    train(tiny_cfg(char_data, tmp_path / 'full', max_iters=20, eval_interval=10, layers=pattern))
+    half = tiny_cfg(char_data, tmp_path / 'half', max_iters=10, eval_interval=10, lr_decay_iters=200, layers=pattern)
+    train(half)
+    train(dict(half, max_iters=20, init_from='resume', layers=None))  # resume reads the pattern from the checkpoint
+    a, b = load_checkpoint(str(tmp_path / 'full')), load_checkpoint(str(tmp_path / 'half'))
+    assert a['model_args']['layers'] == b['model_args']['layers'] == pattern
+    assert all(torch.equal(a['model'][k], b['model'][k]) for k in a['model'])
+    finetune_long.main([f"--init_from={tmp_path / 'full'}", '--rope_type=default', '--block_size=32',
+                        '--layers=2*nope', '--max_iters=2', '--eval_interval=2', '--eval_iters=1',
+                        f"--out_dir={tmp_path / 'drope'}", '--progress=False', '--device=cpu'])
+    d = load_checkpoint(str(tmp_path / 'drope'))
+    assert d['model_args']['layers'] == '2*nope' and d['lineage']['finetune_steps'] == 2
+    from lab.arms import ckpt_arm
+    assert ckpt_arm(str(tmp_path / 'drope'), d)['name'] == 'drope ft2'
