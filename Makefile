@@ -2,7 +2,7 @@
 # Every step is a plain command you can copy and change. PY=python3 make demo to pick another interpreter.
 PY ?= $(shell command -v python >/dev/null && echo python || echo python3)
 
-.PHONY: quick demo install data train train-copy finetune pose longrope longrope-ref longrope4 eval eval-test eval-2048 bases-test knobs ape pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases test gpu-check drope nope-base hybrid-base local-global-base ssmax-base temperature-knobs designs drope-eval scale-layers hybrid-eval own-crops
+.PHONY: quick demo install data train train-copy finetune pose longrope longrope-ref longrope4 eval eval-test eval-2048 bases-test knobs ape pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases test gpu-check drope nope-base hybrid-base local-global-base ssmax-base temperature-knobs designs drope-eval scale-layers hybrid-eval own-crops designs-2048
 
 quick:                # the story in minutes: a small base at L=128, plain RoPE vs PI / NTK-aware / YaRN zero-shot and fine-tuned 40 steps at 512 (one seed), loss against position to 4 x L (87 s and 97 s in two clean-clone runs on 2 idle cores)
 	$(MAKE) install data
@@ -133,6 +133,9 @@ temperature-knobs:    # SSMax's s (swapped into the demo's base) and DroPE's c, 
 
 designs:              # the temperature family on the demo's base and the four new bases beside it, 32 dev windows at T = 1024
 	$(PY) eval.py config/eval_designs_cpu.py
+
+designs-2048:         # the key designs at T = 2048 = 16 x L on 16 dev windows: YaRN s=16 and the temperatures, DroPE with its temperature, NoPE and the hybrid
+	$(PY) eval.py config/eval_designs_2048_cpu.py
 
 drope-eval:           # DroPE's recalibrations with and without its temperature, against zero-shot YaRN, the crop and their own crops
 	$(PY) eval.py config/eval_drope_cpu.py

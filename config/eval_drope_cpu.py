@@ -14,9 +14,11 @@ num_windows = 32
 retrieval_examples = 16
 out_dir = 'out/char-eval-drope'
 _T = f'_plus_qtemp_drope_c{_C}'
+_D = {30: 'drope_ft30', 100: 'drope_ft100', 300: 'drope_ft300', 1000: 'drope_ft1000_char-drope1000',
+      'lr1e-3': 'drope_ft1000_char-drope1000-lr1e-3'}  # arm ids (the two 1000-step runs carry their folders)
 contrasts = '; '.join(f"{a} | {b}" for a, b in [
-    *[(f'drope_ft{n}{_T}', 'yarn_s8_beta_fast8_zero-shot') for n in (300, 1000)],  # dropping RoPE vs scaling it
-    *[(f'drope_ft{n}{_T}', f'drope_ft{n}') for n in (30, 100, 300, 1000)],         # what its temperature is worth
-    ('drope_ft1000', 'drope_ft300'), ('drope_ft300', 'drope_ft100'),             # what more recalibration buys
-    ('drope_ft1000', 'base_L128'),                                               # inside L: the price of dropping
+    *[(_D[k] + _T, 'yarn_s8_beta_fast8_zero-shot') for k in (300, 1000, 'lr1e-3')],  # dropping RoPE vs scaling it
+    *[(_D[k] + _T, _D[k]) for k in _D],                                             # what its temperature is worth
+    (_D[100], _D[30]), (_D[300], _D[100]), (_D[1000], _D[300]), (_D['lr1e-3'], _D[1000]),  # more recalibration
+    (_D['lr1e-3'], 'base_L128'),                                                    # inside L: the price of dropping
 ])

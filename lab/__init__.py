@@ -2,8 +2,8 @@
 The lab's extras, one room each. The core (rope.py, rope_config.py, model.py) imports none of them; a room imports
 the core and never a script; the scripts (train.py, finetune_long.py, eval.py, sample.py, search_longrope.py) use
 the rooms through their public functions, and deleting a room costs them only the lines that call it. Importing
-this package imports nothing (lab.stats needs no torch); a script that loads checkpoints imports lab.alibi and
-lab.copy_mix, which register their attention classes with model.py.
+this package imports nothing (lab.stats needs no torch); a script that loads checkpoints imports lab.alibi,
+lab.copy_mix and lab.temperature, which register their attention classes with model.py.
 
   specs            arm specs ('yarn:beta_fast=8'), readable names, folder slugs (every script)
   rope_table       the per-pair table of every rope type (python -m lab.rope_table)
@@ -37,4 +37,8 @@ lab.copy_mix, which register their attention classes with model.py.
   plot_kit         reading eval.py's files with their checks, and the pictures' shared look (plot.py, retrieval_plots)
   retrieval_plots  retrieval.png, retrieval_depth.png and retrieval_rooms.png (plot.py)
   claims           the record behind each claim of README.md and docs/results.md (python -m lab.claims)
+  temperature      the attention temperature's shapes as query factors (Llama 4, Ministral 3, log-n, DroPE, SSMax)
+                   and Scalable-Softmax trained in (attention='ssmax'; eval.py's qtemp arms, lab.forms)
+  hf_config        Hugging Face's rope configs read back: one dict, a config.json, the per-layer form (layer_types)
+  cli              how a script runs its main: one line and exit 2 for a bad input, a traceback for a bug
 """
