@@ -4,10 +4,11 @@
 #   NoPE layer), ReRoPE's log-n alone, SSMax swapped in (s chosen by make temperature-knobs on training windows),
 #   Ministral 3 (YaRN with attention factor 1 and the position temperature) beside YaRN with and without mscale;
 #   the new bases, each the demo's recipe with one change: NoPE, 3 windowed RoPE : 1 global NoPE, Gemma 3's
-#   local/global bases, SSMax trained in.
+#   local/global bases, SSMax trained in; and the demo's YaRN fine-tune with the log-n and Llama 4 temperatures on top.
 # python eval.py config/eval_designs_cpu.py   (make designs; needs make demo's base and the four new bases)
 _S = 0.2  # SSMax's s, from make temperature-knobs (assets/temperature_knobs_summary.md)
-ckpt = 'out/char-base-copy,out/char-nope-copy,out/char-hybrid-copy,out/char-local-global-copy,out/char-ssmax-copy'
+ckpt = ('out/char-base-copy,out/char-nope-copy,out/char-hybrid-copy,out/char-local-global-copy,out/char-ssmax-copy,'
+        'out/char-ft/yarn_s4_beta_fast8')  # and the demo's YaRN fine-tune (3 seeds), with temperatures on top
 base = 'out/char-base-copy'
 rope_types = ','.join([
     'default', 'crop:form=sliding', 'yarn:beta_fast=8', 'yarn:beta_fast=8:attention_factor=1',
@@ -16,6 +17,7 @@ rope_types = ','.join([
 eval_len = 1024
 num_windows = 32
 retrieval_examples = 16
+temperature = 'qtemp:shape=logn; qtemp:shape=llama4'  # on the fine-tune (lab/temperature.py)
 out_dir = 'out/char-eval-designs'
 _Y8, _CROP = 'yarn_s8_beta_fast8_zero-shot', 'crop_w128_sliding'
 _MIN = 'yarn_s8_beta_fast8_attention_factor1_plus_qtemp_ministral_zero-shot'
@@ -30,5 +32,7 @@ contrasts = '; '.join(f"{a} | {b}" for a, b in [
     ('rerope_w64_zero-shot', 'qtemp_logn_zero-shot'),         # ReRoPE's map, over its temperature alone
     ('none_L128', 'base_L128'),                                # NoPE from scratch against RoPE
     (_HYB, 'none_L128'), (_HYB, 'base_L128'), (_LG, 'base_L128'),
-    ('base_ssmax_L128', 'base_L128'),                            # SSMax trained in, against the base
+    ('base_ssmax_L128', 'base_L128'),
+    ('yarn_s4_beta_fast8_ft100_plus_qtemp_logn', 'yarn_s4_beta_fast8_ft100'),  # a temperature on a fine-tune
+    ('yarn_s4_beta_fast8_ft100_plus_qtemp_llama4', 'yarn_s4_beta_fast8_ft100'),                            # SSMax trained in, against the base
 ])
