@@ -2,7 +2,7 @@
 # retrieval cell: the demo's base with YaRN (s = 16) and the temperature shapes, DroPE's longest recalibration with its
 # temperature, the NoPE and hybrid bases; every arm against the base's crop.
 # python eval.py config/eval_designs_2048_cpu.py   (make designs-2048; after make drope, the bases and temperature-knobs)
-_C = 0.3  # DroPE's c, from make temperature-knobs (assets/temperature_knobs_summary.md)
+_C = 0.1  # DroPE's c, from make temperature-knobs (assets/temperature_knobs_summary.md)
 ckpt = 'out/char-base-copy,out/char-drope1000-lr1e-3,out/char-nope-copy,out/char-hybrid-copy'
 base = 'out/char-base-copy'
 rope_types = ','.join(['default', 'crop:form=sliding', 'yarn:beta_fast=8',
@@ -13,8 +13,8 @@ num_windows = 16
 retrieval_examples = 8
 out_dir = 'out/char-eval-designs-2048'
 contrasts = '; '.join(f"{a} | {b}" for a, b in [
-    (f'drope_ft1000_plus_qtemp_drope_c{_C}', 'yarn_s16_beta_fast8_zero-shot'),
-    (f'drope_ft1000_plus_qtemp_drope_c{_C}', 'drope_ft1000'),
+    (f'drope_copy_ft1000_plus_qtemp_drope_c{_C}', 'yarn_s16_beta_fast8_zero-shot'),
+    (f'drope_copy_ft1000_plus_qtemp_drope_c{_C}', 'drope_copy_ft1000'),
     ('yarn_s16_beta_fast8_attention_factor1_plus_qtemp_ministral_zero-shot', 'yarn_s16_beta_fast8_zero-shot'),
     ('qtemp_logn_zero-shot', 'qtemp_llama4_zero-shot'),
     ('base_3_rope_w32_nope_L128', 'none_L128'),
