@@ -89,7 +89,7 @@ def measure_run(arm, r, run, cfg, device, ctx):
     side measurements (attention entropy, passkey and room outcomes), with the number of forwards its plan took."""
     L, T, B = run['L'], run['T'], cfg['batch_size']
     model = model_from_checkpoint(r['ckpt'])
-    if arm['kind'] == 'zero-shot' or arm.get('retuned'):
+    if (arm['kind'] == 'zero-shot' or arm.get('retuned')) and model.config.pos_emb == 'rope':
         model.set_rope_scaling(arm['scaling'])  # the switch: the same weights, new rotation frequencies
     model.to(device).eval()
     plan = scoring_plan(model, T, cfg['samples'])  # the runs of forward lengths with the same RoPE tables

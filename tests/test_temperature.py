@@ -131,3 +131,17 @@ def test_temperature_arms_in_an_eval(lab, tmp_path):
     with pytest.raises(ValueError, match='truncated crop has none'):
         ev.main([f'--base={lab["base"]}', '--rope_types=crop:form=truncated+qtemp:shape=logn', f'--eval_len={EVAL_T}',
                  f'--out_dir={tmp_path / "f"}', '--device=cpu'])
+
+
+def test_a_temperature_and_the_crop_run_on_a_model_without_rope(char_data, tmp_path):
+    """A NoPE base (pos_emb='none') takes the crop and a query temperature (make own-crops): no scaling to switch."""
+    import eval as ev
+    from conftest import tiny_cfg
+    from train import train
+    base = tmp_path / 'nope'
+    train(dict(tiny_cfg(char_data, base, max_iters=20, eval_interval=20, pos_emb='none'), block_size=16))
+    s = ev.main([f'--base={base}', '--rope_types=default,crop:form=sliding,qtemp:shape=logn', '--eval_len=64',
+                 '--num_windows=8', '--retrieval_examples=0', '--depth_len=0', '--needles=0', '--recall_len=0',
+                 '--word_needles=0', '--mv_values=0', '--tracking=False', f'--out_dir={tmp_path / "e"}',
+                 '--device=cpu', '--progress=False', '--workers=1'])
+    assert [a['name'] for a in s['arms']] == ['none (L=16)', 'crop w=16 (sliding)', 'qtemp logn zero-shot']
