@@ -196,9 +196,10 @@ def test_a_refused_scaling_leaves_the_model_as_it_was():
     assert m.config.rope_scaling is None and len(m.rope_groups) == 1
 
 
-def test_train_refuses_a_bad_pattern_and_writes_nothing(tmp_path):
+def test_train_refuses_a_bad_pattern_and_writes_nothing(char_data, tmp_path):
     out = tmp_path / 'run'
-    p = run(['train.py', '--layers=3*rope:w=200,nope', f'--out_dir={out}', '--max_iters=1', '--device=cpu'])
+    p = run(['train.py', f'--dataset={char_data}', '--layers=3*rope:w=200,nope', f'--out_dir={out}', '--max_iters=1',
+             '--device=cpu'])
     assert p.returncode == 2 and p.stderr.strip().count('\n') == 0 and 'window w=200' in p.stderr
     assert not out.exists()
 
