@@ -1,4 +1,4 @@
-# The CPU pipeline, one visible step per target; `make demo` runs them all (27 min 15 s on 2 cores, 2026-12-01, measured as one command from a clean clone).
+# The CPU pipeline, one visible step per target; `make demo` runs them all (27 min 15 s and 27 min 39 s on 2 cores, 2026-12-01, each measured as one command from a clean clone).
 # Every step is a plain command you can copy and change. PY=python3 make demo to pick another interpreter.
 PY ?= $(shell command -v python >/dev/null && echo python || echo python3)
 
