@@ -33,7 +33,7 @@ import torch.nn.functional as F
 
 from lab.attention import chunked_attention
 from rope_config import is_dynamic
-from model import CausalSelfAttention
+from model import CausalSelfAttention, allowed
 
 FORMS = ('sliding', 'truncated')
 CROP_KEYS = {'window': (int, 'the window w: each prediction sees its last w tokens (default L)'),
@@ -77,8 +77,7 @@ def window_attention(model, window, chunk=256):
         attn = model.transformer.h[layer].attn
         if type(attn).logits is CausalSelfAttention.logits:  # plain scores: SDPA, a band mask (2-3x faster than the
             i = torch.arange(q.size(2), device=q.device)  # chunks, the same up to rounding), in the layer's own window
-            w = min(window, attn.window or window)
-            return F.scaled_dot_product_attention(q, k, v, attn_mask=(i[None] <= i[:, None]) & (i[None] > i[:, None] - w))
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed(i, q.size(2), min(window, attn.window or window)))
         return chunked_attention(q, k, v, lambda s, e: logits(layer, q, k, s, e), chunk)
     return attend
 

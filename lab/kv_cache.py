@@ -78,13 +78,11 @@ class KVCache:
                 k, v = torch.cat((keys[layer], k), dim=2), torch.cat((values[layer], v), dim=2)
             keys[layer:layer + 1], values[layer:layer + 1] = [k], [v]
             n, S, window = q.size(2), k.size(2), model.transformer.h[layer].attn.window
-            if window:  # a sliding-window layer: query i (position S - n + i) sees its last `window` keys
-                return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed(torch.arange(S - n, S, device=q.device),
-                                                                                 S, window))
-            if n == S:  # nothing cached before (a prompt, or a recomputed prefix)
+            if n == S and not window:  # nothing cached before (a prompt, or a recomputed prefix)
                 return F.scaled_dot_product_attention(q, k, v, is_causal=True)
-            # query i (position S - n + i) sees keys 0 .. S - n + i; SDPA's is_causal would align the mask top-left
-            mask = None if n == 1 else torch.ones(n, S, dtype=torch.bool, device=q.device).tril(S - n)
+            # query i (position S - n + i) sees keys 0 .. S - n + i (its last `window` of them in a sliding-window
+            # layer); SDPA's is_causal would align the mask top-left
+            mask = None if n == 1 and not window else allowed(torch.arange(S - n, S, device=q.device), S, window)
             return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         logits = model(feed, pos=torch.arange(past - back, past + idx.size(1), device=idx.device), attend=attend)[0]
         self.ids = idx if past == 0 else torch.cat((self.ids, idx), dim=1)

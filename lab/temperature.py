@@ -85,6 +85,13 @@ def scales_layer(t, attn):
     return t['layers'] == 'all' or (t['layers'] == 'nope') == (attn.rope_group is None)
 
 
+def scaled_queries(t, attn, q, L):
+    """q (B, H, T, d) of a full forward from position 0, each query times its factor where t scales attn's layer."""
+    if not scales_layer(t, attn):
+        return q
+    return q * query_factors(t, torch.arange(q.size(2), device=q.device), L, attn.window).to(q.dtype)[:, None]
+
+
 def tempered(model, t, attend=None, L=None):
     """The model's attend seam with temperature t: fn(layer, q, k, v) -> y, the queries of each layer it scales
     multiplied by their factor, then `attend` (a crop or position map's) or the layer's own attention. For full
@@ -93,11 +100,9 @@ def tempered(model, t, attend=None, L=None):
 
     def run(layer, q, k, v):
         attn = model.transformer.h[layer].attn
-        if scales_layer(t, attn):
-            if q.size(2) != k.size(2):
-                raise ValueError("a query temperature scores full forwards from position 0; run without a KV cache")
-            f = query_factors(t, torch.arange(q.size(2), device=q.device), L, attn.window)
-            q = q * f.to(q.dtype)[:, None]
+        if q.size(2) != k.size(2):
+            raise ValueError("a query temperature scores full forwards from position 0; run without a KV cache")
+        q = scaled_queries(t, attn, q, L)
         return attn.attend(q, k, v) if attend is None else attend(layer, q, k, v)
     return run
 
@@ -108,8 +113,7 @@ def tempered_logits(model, t, logits=None, L=None):
 
     def run(layer, q, k, s, e):
         attn = model.transformer.h[layer].attn
-        if scales_layer(t, attn):
-            q = q * query_factors(t, torch.arange(q.size(2), device=q.device), L, attn.window).to(q.dtype)[:, None]
+        q = scaled_queries(t, attn, q, L)
         return attn.logits(q, k, s, e) if logits is None else logits(layer, q, k, s, e)
     return run
 
