@@ -31,8 +31,8 @@ import torch
 
 from configurator import get_config
 from lab.cli import cli
-from data.common import atomic_write_text, data_dir_of, doc_windows, load_meta, load_split
-import lab.alibi, lab.copy_mix, lab.temperature  # noqa: E401,F401  register their attention classes, so every checkpoint loads
+from data.common import atomic_write_text, data_dir_of, doc_windows, load_meta, load_split, model_from_checkpoint
+import lab.alibi, lab.copy_mix, lab.sinks, lab.temperature  # noqa: E401,F401  register their attention classes, so every checkpoint loads
 from lab import compare, forms, retrieval
 from lab.arms import parse_contrasts, plan_arms
 from lab.device import autocast_context, pick_device
@@ -44,7 +44,6 @@ from lab.scoring import bucket_ends, sampled_design, score, scoring_plan
 from lab.summary import (combine_bases, finetune_csv, json_text, per_position_csv, rejudge, retrieval_csv,
                          summarize_arm, summary_settings)
 from lab.workers import map_arms, worker_count
-from model import model_from_checkpoint
 
 DEFAULTS = dict(
     ckpt='',                # run folders, comma-separated

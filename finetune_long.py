@@ -19,8 +19,7 @@ from configurator import ConfigError, get_config
 from lab.cli import cli
 from lab.device import ddp_ranks
 from lab import sweep
-from model import model_from_checkpoint
-from data.common import load_checkpoint
+from data.common import load_checkpoint, model_from_checkpoint
 from rope_config import all_type_keys
 from lab.ddp import in_group
 from lab.checks import check_settings

@@ -10,7 +10,7 @@ fn(layer, q, k, v) -> y, q and k already rotated (cache, position maps, crop); `
 """
 
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
@@ -342,22 +342,3 @@ def sample_next(logits, temperature=1.0, top_k=None, generator=None):
     if top_k is not None:  # every logit below the k-th largest
         logits[logits < torch.topk(logits, min(top_k, logits.size(-1)))[0][:, [-1]]] = -float('Inf')
     return torch.multinomial(F.softmax(logits, dim=-1), num_samples=1, generator=generator)
-
-# ----------------------------------------------------------------------------- checkpoints (data.common.load_checkpoint reads the file)
-
-def checkpoint_args(ckpt):
-    """A checkpoint's model_args as GPTConfig fields (older runs stored smear_keys=True and position_map=None)."""
-    args = dict(ckpt['model_args'], **({'attention': 'smear_keys'} if ckpt['model_args'].get('smear_keys') else {}))
-    return {k: v for k, v in args.items() if k in {f.name for f in fields(GPTConfig)}}
-
-def model_from_checkpoint(ckpt, **changes):
-    """Rebuild the GPT stored in a checkpoint dict (config incl. rope scaling, then weights); changes: config fields
-    that change no weight, e.g. layers='4*nope' (DroPE: the same weights with every position encoding removed)."""
-    model = GPT(GPTConfig(**{**checkpoint_args(ckpt), **changes}))
-    state = {k.removeprefix('_orig_mod.').removeprefix('module.'): v for k, v in ckpt['model'].items()}
-    model.load_state_dict(state)
-    return model
-
-def model_args(model):
-    """The model's config as a plain dict (what a checkpoint stores)."""
-    return asdict(model.config)

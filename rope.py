@@ -65,6 +65,11 @@ def critical_dimension(head_dim, base, L):
     d_extra = 2 * math.ceil(head_dim / 2 * math.log(L / (2 * math.pi)) / math.log(base))
     return d_extra, 2 * math.pi * base ** (d_extra / head_dim)
 
+def base_bound(L):
+    """Men et al. 2024 ("Base of RoPE Bounds Context Length"): retrieving over L tokens needs b >= 0.0424 * L^1.628;
+    below it perplexity can look fine while long-range retrieval fails. 114 for L = 128, 2,000 tokens for b = 1e4."""
+    return 0.0424 * L ** 1.628
+
 def linear_inv_freq(head_dim, base, s):
     """PI (linear): theta'_i = theta_i / s, i.e. position m becomes m/s. Squeezes EVERY band: the low band
     is saved, but neighbouring tokens in the high band now differ by 1/s of the angle, hence fine-tuning."""
@@ -75,6 +80,11 @@ def ntk_inv_freq(head_dim, base, s):
     last pair is exactly PI's (theta' = theta/s); in between the squeeze grows smoothly. It also squeezes
     the middle pairs that already turned fully within L (no need to)."""
     return plain_inv_freq(head_dim, base * s ** (head_dim / (head_dim - 2)))
+
+def abf_inv_freq(head_dim, new_base):
+    """ABF, adjusted base frequency (Xiong et al. 2023; Llama 3, Qwen, SmolLM3 extend this way): plain RoPE at a base
+    b' raised by hand (1e4 -> 1e6), then fine-tune at the longer length. NTK-aware is the same move with b' set by s."""
+    return plain_inv_freq(head_dim, new_base)
 
 def dynamic_inv_freq(head_dim, base, factor, L, seq_len):
     """Dynamic NTK: NTK-aware recomputed for every forward length l: s_l = max(1, l/L),
@@ -185,3 +195,23 @@ def longrope_attention_factor(s, L):
     Like YaRN's mscale it multiplies cos and sin; as in Hugging Face and Phi-3 it depends on s alone, so it
     applies with the short factors too (l <= L). An explicit attention_factor overrides it."""
     return 1.0 if s <= 1 else math.sqrt(1 + math.log(s) / math.log(L))
+
+# --------------------------------------------------------------------------- which pairs rotate at all (2024-26)
+
+def partial_inv_freq(head_dim, base, keep):
+    """Partial RoPE: pairs i < keep turn at plain theta_i, the rest get theta = 0 and never turn (NoPE channels inside
+    a RoPE head: their q.k ignores position). p-RoPE and clipping below are two rules for keep."""
+    theta = plain_inv_freq(head_dim, base)
+    return torch.where(torch.arange(head_dim // 2) < keep, theta, torch.zeros_like(theta))
+
+def proportional_inv_freq(head_dim, base, p, s=1.0):
+    """p-RoPE (Barbero et al. 2025; Hugging Face 'proportional', Gemma 4's global layers): the fastest r = floor(p*d/2)
+    pairs keep full RoPE's theta_i = b^(-2i/d) (over d, not over the rotary width: GPT-NeoX's partial_rotary_factor
+    spreads b over 2r instead), the rest theta = 0, all divided by s (factor). d = 32, p = 0.25: pairs 0-3 turn."""
+    return partial_inv_freq(head_dim, base, int(p * head_dim // 2)) / s
+
+def clipped_inv_freq(head_dim, base, max_wavelength):
+    """Clipped RoPE (FoPE, HoPE): theta_i = 0 for every pair whose wavelength 2*pi/theta_i exceeds max_wavelength (L):
+    the low band, which never turned once in training, stops turning instead of being squeezed. d = 32, b = 1e4,
+    L = 128: pairs 6-15 (critical_dimension keeps 12 dims, the same 6 pairs)."""
+    return partial_inv_freq(head_dim, base, int((wavelengths(head_dim, base) <= max_wavelength).sum()))

@@ -11,9 +11,9 @@ from typing import Callable, NamedTuple, Optional
 
 import torch
 
-from rope import (dynamic_inv_freq, dynamic_yarn_scale, linear_inv_freq, llama3_inv_freq, longrope_attention_factor,
-                  longrope_inv_freq, ntk_by_parts_inv_freq, ntk_inv_freq, plain_inv_freq, yarn_attention_factor,
-                  yarn_inv_freq)
+from rope import (abf_inv_freq, clipped_inv_freq, dynamic_inv_freq, dynamic_yarn_scale, linear_inv_freq, llama3_inv_freq,
+                  longrope_attention_factor, longrope_inv_freq, ntk_by_parts_inv_freq, ntk_inv_freq, plain_inv_freq,
+                  proportional_inv_freq, yarn_attention_factor, yarn_inv_freq)
 
 # --------------------------------------------------------------------------- the one table of rope types
 
@@ -49,6 +49,14 @@ def check_longrope(c):
     if c.get('start_token_idx') == 0:
         del c['start_token_idx']
 
+def check_masks(c):
+    """abf: the new base b' > 1; proportional: 0 <= partial_rotary_factor <= 1; clip: max_wavelength > 0."""
+    for k, ok, want in (('new_base', c.get('new_base', 2) > 1, "must be > 1 (the raised base b'; 1e6 as in Qwen 2)"),
+                        ('partial_rotary_factor', 0 <= c.get('partial_rotary_factor', 0) <= 1, "must be in [0, 1]"),
+                        ('max_wavelength', c.get('max_wavelength', 1) > 0, "must be > 0 (tokens; default L)")):
+        if not ok:
+            return k, want
+
 def longrope_theta(d, b, s, L, l, c):
     af = c['attention_factor'] if 'attention_factor' in c else longrope_attention_factor(s, L)
     return longrope_inv_freq(d, b, c['short_factor'], c['long_factor'], L, l), af
@@ -79,6 +87,8 @@ ROPE_SCALING = {
     'default': RopeType(lambda d, b, **_: (plain_inv_freq(d, b), 1.0), needs_L=False),
     'linear': RopeType(lambda d, b, s, **_: (linear_inv_freq(d, b, s), 1.0), needs_L=False),
     'ntk': RopeType(lambda d, b, s, **_: (ntk_inv_freq(d, b, s), 1.0), needs_L=False),
+    'abf': RopeType(lambda d, c, **_: (abf_inv_freq(d, c['new_base']), 1.0), {'new_base': (float, 1e6)}, check_masks,
+                    needs_L=False, factor=1.0),  # factor: the length it is meant for; theta' does not use it
     'dynamic': RopeType(lambda d, b, s, L, l, **_: (dynamic_inv_freq(d, b, s, L, l), 1.0), dynamic=True,
                         factor=1.0),
     'ntk_by_parts': RopeType(lambda d, b, s, L, c, **_: (ntk_by_parts_inv_freq(d, b, s, L, c['beta_fast'],
@@ -93,6 +103,10 @@ ROPE_SCALING = {
                                           'attention_factor': (float, None),
                                           'start_token_idx': (int, None)},  # n-hat (model.rope_tables)
                          check_longrope, dynamic=True),
+    'proportional': RopeType(lambda d, b, s, c, **_: (proportional_inv_freq(d, b, c['partial_rotary_factor'], s), 1.0),
+                             {'partial_rotary_factor': (float, 1.0)}, check_masks, needs_L=False, factor=1.0),
+    'clip': RopeType(lambda d, b, L, c, **_: (clipped_inv_freq(d, b, c.get('max_wavelength', L)), 1.0),
+                     {'max_wavelength': (float, None)}, check_masks, factor=1.0),  # theta' does not use the factor
 }
 
 
@@ -258,10 +272,10 @@ def _hf_rope_dict(d):
     sc.setdefault('rope_type', 'default')
     theta = sc.pop('rope_theta', None)
     theta = None if theta is None else _number(theta, 'rope_theta', 1)
-    p = sc.pop('partial_rotary_factor', 1.0)
+    p = sc.pop('partial_rotary_factor', 1.0) if sc['rope_type'] != 'proportional' else 1.0  # (proportional's own key)
     if _number(p, 'partial_rotary_factor', 0) != 1.0:
-        raise ValueError(f"partial_rotary_factor = {p:g}: this lab rotates every dimension of a head; only 1.0 "
-                         f"(full rotation) has a counterpart here")
+        raise ValueError(f"partial_rotary_factor = {p:g} with rope_type {sc['rope_type']!r}: GPT-NeoX's partial rotation "
+                         f"has no counterpart here; rope_type 'proportional' rotates the first pairs (p-RoPE)")
     if sc['rope_type'] not in ROPE_SCALING:
         raise ValueError(f"Hugging Face rope_type {sc['rope_type']!r} has no counterpart here; "
                          f"use one of {', '.join(ROPE_TYPES)}")

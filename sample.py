@@ -28,9 +28,9 @@ from lab.cli import cli
 from lab.device import autocast_context, pick_device
 from data.sources import get_tokenizer
 from lab import kv_cache
-import lab.alibi, lab.copy_mix, lab.temperature  # noqa: E401,F401  register their attention classes, so every checkpoint loads
+import lab.alibi, lab.copy_mix, lab.sinks, lab.temperature  # noqa: E401,F401  register their attention classes, so every checkpoint loads
 from lab.position_maps import is_position_map_spec, mapped_attention, parse_position_map, position_map_name
-from model import model_from_checkpoint
+from data.common import model_from_checkpoint
 from data.common import load_checkpoint
 from rope_config import is_dynamic
 from lab.specs import parse_arm, scaling_name

@@ -47,7 +47,7 @@ from lab.checks import check_out_dir
 from lab.device import setup_device
 from data.common import DataError, atomic_write_text, check_vocab, doc_windows, load_checkpoint, read_json, train_len
 from lab.longrope_search import UPPER, longrope_scaling, parse_start_tokens, search, seed_curves
-from model import model_from_checkpoint
+from data.common import model_from_checkpoint
 from lab.specs import parse_arms
 from finetune_long import extended_model
 from train import DEFAULTS as TRAIN_DEFAULTS, estimate_loss, load_data, train

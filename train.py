@@ -27,13 +27,13 @@ from tqdm import tqdm
 from configurator import ConfigError, get_config
 from lab.cli import cli
 from data.common import (atomic_torch_save, atomic_write_text, check_vocab, data_dir_of, doc_windows, fetch_windows,
-                         load_checkpoint, load_meta, load_split)
-import lab.alibi, lab.copy_mix, lab.temperature  # noqa: E401,F401  register their attention classes, so every model builds and loads
+                         load_checkpoint, load_meta, load_split, model_args, model_from_checkpoint)
+import lab.alibi, lab.copy_mix, lab.sinks, lab.temperature  # noqa: E401,F401  register their attention classes, so every model builds and loads
 from lab import batches, bench  # batches: PoSE windows and synthetic copies
 from lab.ddp import StopOnSignal, from_rank0, in_group, rng_states  # several processes, Ctrl-C
 from lab.device import ddp_ranks, setup_device  # cpu / cuda / mps, autocast, torchrun's ranks
 from lab.checks import check_model, check_settings, check_start  # what a run refuses before it starts
-from model import GPT, GPTConfig, model_args, model_from_checkpoint
+from model import GPT, GPTConfig
 
 DEFAULTS = dict(
     # I/O

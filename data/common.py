@@ -118,6 +118,30 @@ def train_len(ckpt):
     return int((ckpt.get('lineage') or {}).get('train_len') or ckpt['model_args']['block_size'])
 
 
+def checkpoint_args(ckpt):
+    """A checkpoint's model_args as GPTConfig fields (older runs stored smear_keys=True and position_map=None)."""
+    from model import GPTConfig  # (data/ stays importable without torch)
+    from dataclasses import fields
+    args = dict(ckpt['model_args'], **({'attention': 'smear_keys'} if ckpt['model_args'].get('smear_keys') else {}))
+    return {k: v for k, v in args.items() if k in {f.name for f in fields(GPTConfig)}}
+
+
+def model_from_checkpoint(ckpt, **changes):
+    """Rebuild the GPT stored in a checkpoint dict (config incl. rope scaling, then weights); changes: config fields
+    that change no weight, e.g. layers='4*nope' (DroPE: the same weights with every position encoding removed)."""
+    from model import GPT, GPTConfig
+    model = GPT(GPTConfig(**{**checkpoint_args(ckpt), **changes}))
+    state = {k.removeprefix('_orig_mod.').removeprefix('module.'): v for k, v in ckpt['model'].items()}
+    model.load_state_dict(state)
+    return model
+
+
+def model_args(model):
+    """The model's config as a plain dict (what a checkpoint stores)."""
+    from dataclasses import asdict
+    return asdict(model.config)
+
+
 # -----------------------------------------------------------------------------
 # reading the JSON files runs write (arms.json, search_state.json, log.jsonl): errors name the file and the line
 

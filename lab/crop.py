@@ -31,7 +31,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from lab.attention import chunked_attention
+from lab.attention import chunked_attention, sink_of
 from rope_config import is_dynamic
 from model import CausalSelfAttention, allowed
 
@@ -75,10 +75,10 @@ def window_attention(model, window, chunk=256):
 
     def attend(layer, q, k, v):
         attn = model.transformer.h[layer].attn
-        if type(attn).logits is CausalSelfAttention.logits:  # plain scores: SDPA, a band mask (2-3x faster than the
+        if type(attn).logits is CausalSelfAttention.logits and sink_of(model, layer) is None:  # plain scores: SDPA, a band mask (2-3x faster than the
             i = torch.arange(q.size(2), device=q.device)  # chunks, the same up to rounding), in the layer's own window
             return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed(i, q.size(2), min(window, attn.window or window)))
-        return chunked_attention(q, k, v, lambda s, e: logits(layer, q, k, s, e), chunk)
+        return chunked_attention(q, k, v, lambda s, e: logits(layer, q, k, s, e), chunk, sink=sink_of(model, layer))
     return attend
 
 

@@ -7,6 +7,8 @@ entropy diagnostic (lab/diagnostics.py), the passkey test and the retrieval room
 """
 from types import SimpleNamespace
 
+import numpy as np
+
 from lab.crop import truncated_entropy, truncated_scores, window_attention, window_logits
 from lab.diagnostics import entropy_at
 from lab.outcomes import room_scores
@@ -48,15 +50,16 @@ def arm_form(model, arm, plan, ctx, batch_size):
 
 
 def side_measures(model, form, plan, run, cfg, ctx):
-    """Attention entropy per query position (exact below the first run's end, then a grid), the passkey outcomes and
-    each retrieval room's, all scored through the arm's form."""
+    """Attention entropy and the weight on the first token (the sink strength) per query position (exact below the
+    first run's end, then a grid), the passkey outcomes and each retrieval room's, all scored through the arm's form."""
     L, T, B, chunk = run['L'], run['T'], cfg['batch_size'], cfg['entropy_chunk']
     x = run['seqs'][:cfg['entropy_windows'], :T].to(next(model.parameters()).device)
     if form.truncated:
         ent = truncated_entropy(model, x, grid_positions(L, T, form.window, cfg['grid']), form.window, ctx, B, chunk)
+        sink = np.full(T, np.nan)  # (each crop's first token is another token: not the sink strength)
     else:
         first = plan[0][0][1]
-        ent = entropy_at(model, x, grid_positions(L, T, first, cfg['grid']), first, chunk, ctx, form.logits)
+        ent, sink = entropy_at(model, x, grid_positions(L, T, first, cfg['grid']), first, chunk, ctx, form.logits)
     scored = None
     if form.n0 < T and not form.truncated and cfg['moving_examples']:  # a moving scale: each token its own forward
         first = set(run['ret_starts'][:cfg['moving_examples']])
@@ -64,4 +67,4 @@ def side_measures(model, form, plan, run, cfg, ctx):
     ret = retrieval_scores(form.scorer, run['buckets'], run['examples'], cfg['retrieval_len'], cfg['retrieval_cue'],
                            scored) if run['examples'] else []
     rooms = {n: room_scores(form.scorer, r['buckets'], r['examples'], scored) for n, r in run['rooms'].items()}
-    return dict(ent=ent, ret=ret, rooms=rooms)
+    return dict(ent=ent, sink=sink, ret=ret, rooms=rooms)

@@ -36,8 +36,8 @@ from configurator import ConfigError, get_config
 from lab.cli import cli
 from data.common import atomic_write, atomic_write_text, load_checkpoint, train_len
 from data.sources import CHAR_EOT, GPT2_EOT, gpt2_files_on_disk
-import lab.alibi, lab.copy_mix, lab.temperature  # noqa: E401,F401  register their attention classes, so every checkpoint loads
-from model import checkpoint_args, model_from_checkpoint
+import lab.alibi, lab.copy_mix, lab.sinks, lab.temperature  # noqa: E401,F401  register their attention classes, so every checkpoint loads
+from data.common import checkpoint_args, model_from_checkpoint
 from rope import plain_inv_freq
 from rope_config import DYNAMIC_TYPES, ROPE_SCALING, LayerSpec, parse_layers, rope_inv_freq, scaled_theta
 from lab.specs import ALIASES, parse_arm, scaling_name

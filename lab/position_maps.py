@@ -25,7 +25,7 @@ import math
 
 import torch
 
-from lab.attention import chunked_attention
+from lab.attention import chunked_attention, sink_of
 from model import CausalSelfAttention, allowed
 from rope import apply_rope, rope_cos_sin
 from lab.specs import spec_settings
@@ -206,4 +206,5 @@ def mapped_attention(model, pm, chunk=128, L=None):
     """The model's `attend` under position map pm: fn(layer, q, k, v) -> y, exact, in query chunks (L: as in
     mapped_logits). Use: logits = model(x, attend=mapped_attention(model, pm))[0]."""
     logits = mapped_logits(model, pm, L)
-    return lambda layer, q, k, v: chunked_attention(q, k, v, lambda s, e: logits(layer, q, k, s, e), chunk)
+    return lambda layer, q, k, v: chunked_attention(q, k, v, lambda s, e: logits(layer, q, k, s, e), chunk,
+                                                    sink=sink_of(model, layer))

@@ -217,6 +217,12 @@ def summary_markdown(summary):
     lines += per_play_table(s, arms)
     lines += table('Mean attention entropy (nats) by query position (seeds averaged):',
                    list(arms[0]['entropy_buckets']), arms, lambda a, c: f"{a['entropy_buckets'][c]:.2f}")
+    sinks = [a for a in arms if a.get('first_token_buckets')]
+    if sinks:  # (summaries written before issue 33 lack it)
+        lines += table('Sink strength: the mean attention weight on the first token by query position (layers, heads '
+                       'and entropy windows averaged; a learned sink\'s share not counted; - where not measured):',
+                       list(sinks[0]['first_token_buckets']), sinks,
+                       lambda a, c: '-' if a['first_token_buckets'][c] is None else f"{a['first_token_buckets'][c]:.3f}")
     return '\n'.join(lines) + '\n'
 
 

@@ -4,7 +4,7 @@ factor, and the critical dimension of plain RoPE.
 
     python -m lab.rope_table --head_dim 64 --L 256 --factor 4
 """
-from rope import critical_dimension, rotations_within, wavelengths
+from rope import base_bound, critical_dimension, rotations_within, wavelengths
 from rope_config import DYNAMIC_TYPES, ROPE_TYPES, rope_inv_freq, type_keys
 
 def freq_ratio(head_dim, base, scaling, seq_len=None):
@@ -37,6 +37,8 @@ def main(argv=None):
             sc = {'rope_type': t, 'factor': 1.0 if t in DYNAMIC_TYPES else s, 'original_max_position_embeddings': L}
             if t in ('ntk_by_parts', 'yarn', 'dynamic_yarn'):
                 sc.update(beta_fast=a.beta_fast, beta_slow=a.beta_slow)
+            if t == 'proportional':  # p-RoPE as Gemma 4 ships it, over plain RoPE (p = 1 with s is PI)
+                sc.update(partial_rotary_factor=0.25, factor=1.0)
             sc = None if t == 'default' else sc
             inv, af = rope_inv_freq(d, b, sc, l)
             cols.append((t, (inv / rope_inv_freq(d, b)[0]).tolist(), af))
@@ -46,7 +48,7 @@ def main(argv=None):
     lam, rot = wavelengths(d, b).tolist(), rotations_within(d, b, L).tolist()
     print(f"head_dim={d} base={b:g} L={L} s={s:g}; dynamic types at l={l} with factor 1; "
           f"bands: high r>{a.beta_fast:g}, low r<{a.beta_slow:g}; theta'/theta (1 = kept, {1 / s:.3f} = PI)")
-    short = {'ntk_by_parts': 'by_parts', 'dynamic_yarn': 'dyn_yarn'}
+    short = {'ntk_by_parts': 'by_parts', 'dynamic_yarn': 'dyn_yarn', 'abf': 'abf 1e6', 'proportional': 'p=0.25'}
     print(f"{'pair':>4} {'wavelen':>9} {'turns/L':>8} {'band':<6}" + ''.join(f"{short.get(t, t):>9}" for t, *_ in cols))
     for i in range(d // 2):
         print(f"{i:>4} {lam[i]:>9.1f} {rot[i]:>8.2f} {band[i]:<6}" + ''.join(f"{r[i]:>9.3f}" for _, r, _ in cols))
@@ -54,6 +56,8 @@ def main(argv=None):
     d_extra, t_extra = critical_dimension(d, b, L)
     print(f"critical dimension (Liu et al. 2023): d_extra = {d_extra} (pairs 0..{d_extra // 2 - 1} turn within L), "
           f"T_extra = {t_extra:.1f} tokens: plain RoPE is expected to break near there")
+    print(f"base bound (Men et al. 2024): retrieving over L' tokens needs b >= 0.0424 L'^1.628 = {base_bound(L):,.0f} at "
+          f"L, {base_bound(s * L):,.0f} at s*L; b = {b:g} suffices up to L' = {(b / 0.0424) ** (1 / 1.628):,.0f}")
 
 if __name__ == '__main__':
     main()

@@ -13,6 +13,7 @@ import platform
 import re
 import subprocess
 import time
+import warnings
 
 import numpy as np
 import torch
@@ -35,6 +36,16 @@ def bucket_windows(losses, mask, lo, hi):
     part, m = losses[:, :, lo:hi], mask[:, lo:hi]
     design = np.stack([[row[mm].mean() for row, mm in zip(seed, m)] for seed in part])
     return (part.mean(-1) if np.isfinite(part).all() else None), design
+
+
+def first_token_buckets(per_run, L, ends):
+    """The sink strength: the mean attention weight (layers, heads, entropy windows, seeds) the queries of each bucket
+    put on the first token; None where the arm's form does not measure it (the truncated crop)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', RuntimeWarning)
+        first = np.nanmean(np.stack([p['sink'] for p in per_run]), axis=0)
+        got = {f"{lo}-{hi}": float(np.nanmean(first[lo:hi])) for lo, hi in zip([0] + ends, ends)}
+    return {k: (None if math.isnan(v) else round(v, 6)) for k, v in got.items()}
 
 
 def summarize_arm(arm, per_run, run, ent):
@@ -69,6 +80,7 @@ def summarize_arm(arm, per_run, run, ent):
                retrieval=summarize_retrieval([p['ret'] for p in per_run]) if per_run[0]['ret'] else [],
                entropy_buckets={f"{lo}-{hi}": float(np.nanmean(ent[lo:hi]))
                                 for lo, hi in zip([0] + half + ends, half + ends)},
+               first_token_buckets=first_token_buckets(per_run, L, ends),
                per_window=exact, per_window_design=design,
                **{n: summarize_retrieval([p['rooms'][n] for p in per_run]) for n in run['rooms']})
     if len(per_run) > 1:

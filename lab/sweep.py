@@ -17,7 +17,7 @@ from lab.device import autocast_context, ddp_ranks, pick_device
 from data.common import DataError, atomic_write_text, check_vocab, load_checkpoint, read_json, train_len
 from lab import batches
 from lab.specs import parse_arms, scaling_name, slug
-from model import checkpoint_args
+from data.common import checkpoint_args
 from rope_config import all_type_keys, rope_inv_freq
 
 DEFAULT_FACTOR = 4.0  # s when --factor is not given (0)

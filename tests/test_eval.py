@@ -23,7 +23,8 @@ from data.common import doc_windows, fetch_windows, load_meta, load_split  # noq
 from lab.outcomes import summarize_retrieval  # noqa: E402
 from lab.retrieval import passkey_examples, retrieval_scores  # noqa: E402
 from lab.stats import mean_ci, t975, wilson  # noqa: E402
-from model import GPT, GPTConfig, model_from_checkpoint  # noqa: E402
+from model import GPT, GPTConfig  # noqa: E402
+from data.common import model_from_checkpoint
 from data.common import load_checkpoint
 
 from conftest import EVAL_L as L, EVAL_N as N, EVAL_T as T, at_positions  # noqa: E402  the `lab` fixture's run

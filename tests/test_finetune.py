@@ -8,7 +8,7 @@ import torch
 import finetune_long
 import train as train_mod
 from conftest import run
-from model import model_from_checkpoint
+from data.common import model_from_checkpoint
 from data.common import load_checkpoint
 from rope_config import ROPE_TYPES
 

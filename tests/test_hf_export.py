@@ -13,7 +13,8 @@ import torch
 from conftest import run
 from lab import hf_export
 from lab.hf_export import export, read_safetensors_header
-from model import GPT, GPTConfig, model_args
+from model import GPT, GPTConfig
+from data.common import model_args
 from rope_config import check_scaling, rope_inv_freq
 from lab.hf_config import from_hf
 from lab.specs import parse_arm
@@ -345,7 +346,7 @@ def test_a_trained_run_generates_the_same_200_tokens_in_transformers(tiny_run, t
     """The issue's 'done when' on the suite's trained char run (L = 32): 200 greedy tokens (past 6L) from a prompt, as
     trained and with YaRN switched on at export, equal the lab's model.generate (top_k=1, as sample.py --top_k=1)."""
     transformers = pytest.importorskip('transformers')
-    from model import model_from_checkpoint
+    from data.common import model_from_checkpoint
     from data.common import load_checkpoint
     args = [f'--rope_type={spec}', '--factor=4'] if spec else []
     hf_export.main([f'--ckpt={tiny_run}', f'--out_dir={tmp_path / "hf"}', *args])

@@ -15,7 +15,8 @@ from lab.hf_config import from_hf_layers, to_hf_layers
 from lab.hf_export import check_exportable
 from lab.kv_cache import KVCache
 from lab.position_maps import mapped_attention
-from model import GPT, GPTConfig, layer_specs, model_args, model_from_checkpoint
+from model import GPT, GPTConfig, layer_specs
+from data.common import model_args, model_from_checkpoint
 from rope import apply_rope, rope_cos_sin
 from rope_config import LayerSpec, parse_layers, rope_inv_freq
 

@@ -12,7 +12,8 @@ import model as model_mod
 import rope
 import rope_config
 from lab.diagnostics import attention_entropy
-from model import GPT, GPTConfig, sinusoidal_table, model_from_checkpoint, model_args
+from model import GPT, GPTConfig, sinusoidal_table
+from data.common import model_from_checkpoint, model_args
 from data.common import load_checkpoint
 from lab.attention import chunked_attention
 

@@ -90,11 +90,14 @@ def test_check_scaling_fills_defaults_and_copies():
 def test_cli_view(capsys):
     lab.rope_table.main(['--head_dim', '64', '--L', '256', '--factor', '4'])
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 2 + 32 + 2 and lines[1].split()[4:] == ['default', 'linear', 'ntk', 'dynamic', 'by_parts',
-                                                                 'yarn', 'dyn_yarn', 'llama3']
-    assert lines[2].split()[:4] == ['0', '6.3', '40.74', 'high'] and lines[-3].split()[3] == 'low'
-    assert lines[-3].split()[4:] == ['1.000'] + ['0.250'] * 7  # last pair: every scaled type is PI there
-    assert lines[-2].split()[-3:] == ['1.139', '1.139', '1.000']  # yarn, dynamic yarn mscale(4); llama3 none
+    assert len(lines) == 2 + 32 + 3 and lines[1].split()[4:] == ['default', 'linear', 'ntk', 'abf', '1e6', 'dynamic',
+                                                                 'by_parts', 'yarn', 'dyn_yarn', 'llama3', 'p=0.25',
+                                                                 'clip']
+    assert lines[-1].endswith('b = 10000 suffices up to L\' = 1,996')  # Men et al.'s bound: (1e4 / 0.0424)^(1/1.628)
+    assert lines[2].split()[:4] == ['0', '6.3', '40.74', 'high'] and lines[-4].split()[3] == 'low'
+    last = lines[-4].split()[4:]  # last pair: every scaled type is PI there; abf's b' = 1e6 turns it 100^(-62/64)
+    assert last == ['1.000', '0.250', '0.250', '0.012'] + ['0.250'] * 5 + ['0.000', '0.000']  # p-RoPE, clip: stopped
+    assert lines[-3].split()[-5:] == ['1.139', '1.139', '1.000', '1.000', '1.000']  # yarn, dynamic yarn mscale(4)
     with pytest.raises(SystemExit, match='head_dim'):
         lab.rope_table.main(['--head_dim', '63'])
 
@@ -140,7 +143,8 @@ def test_one_table_drives_types_and_keys():
             assert {k for k, (_, d) in type_keys(t).items() if d is not None} <= set(sc)
     assert set(all_type_keys()) == {'beta_fast', 'beta_slow', 'truncate', 'mscale', 'mscale_all_dim',
                                     'attention_factor', 'low_freq_factor', 'high_freq_factor', 'short_factor',
-                                    'long_factor', 'start_token_idx'}
+                                    'long_factor', 'start_token_idx', 'new_base', 'partial_rotary_factor',
+                                    'max_wavelength'}
 
 
 @pytest.mark.parametrize('mscale, mscale_all_dim', [(0.0, 1.0), (1.0, 0.0), (0.0, 0.0)])

@@ -12,7 +12,7 @@ import eval as ev
 import search_longrope as sl
 from lab import longrope_search as ls
 from data.common import doc_windows, load_meta, load_split
-from model import model_from_checkpoint
+from data.common import model_from_checkpoint
 from data.common import load_checkpoint
 from train import estimate_loss
 
