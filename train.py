@@ -54,6 +54,7 @@ DEFAULTS = dict(
     n_layer=4, n_head=4, n_embd=128, dropout=0.0, bias=False, layers=None,  # layers: per-layer positions (model.py)
     pos_emb='rope',               # rope | sinusoidal | learned | alibi | none
     rope_base=10000.0,
+    rope_scaling=None,            # a rope type trained in, e.g. {'rope_type': 'proportional', 'partial_rotary_factor': 0.25}
     attention='causal',           # causal | smear_keys (each head's key mixes in the previous token's: lab/copy_mix.py)
     # AdamW and the learning-rate schedule (linear warm-up, then cosine decay to min_lr)
     learning_rate=1e-3, max_iters=2000, weight_decay=0.1, beta1=0.9, beta2=0.99, grad_clip=1.0,
@@ -152,7 +153,8 @@ def build_model(cfg, meta, data_dir, model=None, lineage=None, ckpt=None):
         model, lineage = model_from_checkpoint(ckpt), ckpt['lineage']
     elif model is None:
         model = GPT(GPTConfig(block_size=T, vocab_size=meta['vocab_size'], **{k: cfg[k] for k in (
-            'n_layer', 'n_head', 'n_embd', 'dropout', 'bias', 'pos_emb', 'rope_base', 'attention', 'layers')}))
+            'n_layer', 'n_head', 'n_embd', 'dropout', 'bias', 'pos_emb', 'rope_base', 'rope_scaling', 'attention',
+            'layers')}))
     check_model(model, meta, data_dir, T)
     return model, dict(lineage or new_lineage(T), seq_len=T)
 

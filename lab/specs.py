@@ -80,9 +80,11 @@ def scaling_name(sc):
     """'yarn s=4 β_fast=8': the type, the scale, and the settings that differ from the table's defaults."""
     if sc is None or sc['rope_type'] == 'default':
         return 'default'
-    greek = {'beta_fast': 'β_fast', 'beta_slow': 'β_slow'}
+    greek = {'beta_fast': 'β_fast', 'beta_slow': 'β_slow', 'new_base': "b'", 'partial_rotary_factor': 'p',
+             'max_wavelength': 'λ_max'}
+    shown = {**({'new_base': sc['new_base']} if sc['rope_type'] == 'abf' else {}), **scaling_extras(sc)}  # b' always
     extras = ''.join(f" {greek.get(k, k)}={v}" if isinstance(v, bool) else f" {greek.get(k, k)}={v:g}"
-                     for k, v in scaling_extras(sc).items())
+                     for k, v in shown.items())
     f, aim = sc.get('factor', 1.0), sc.get('layers', 'all')  # aim: the layers it scales, when not all of them
     return sc['rope_type'] + ('' if is_dynamic(sc) and f == 1 else f" s={f:g}") + extras + \
         ('' if aim == 'all' else f" on {aim}")
