@@ -2,7 +2,7 @@
 # Every step is a plain command you can copy and change. PY=python3 make demo to pick another interpreter.
 PY ?= $(shell command -v python >/dev/null && echo python || echo python3)
 
-.PHONY: quick demo install data train train-copy finetune pose longrope longrope-ref longrope4 eval eval-test eval-2048 bases-test knobs ape pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases test gpu-check drope nope-base hybrid-base local-global-base ssmax-base temperature-knobs designs drope-eval scale-layers hybrid-eval own-crops designs-2048 prope-base clip-base sinks-base
+.PHONY: quick demo install data train train-copy finetune pose longrope longrope-ref longrope4 eval eval-test eval-2048 bases-test knobs ape pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases test gpu-check drope nope-base hybrid-base local-global-base ssmax-base temperature-knobs designs drope-eval scale-layers hybrid-eval own-crops designs-2048 abf prope-base clip-base sinks-base
 
 quick:                # the story in minutes: a small base at L=128, plain RoPE vs PI / NTK-aware / YaRN zero-shot and fine-tuned 40 steps at 512 (one seed), loss against position to 4 x L (87 s and 97 s in two clean-clone runs on 2 idle cores)
 	$(MAKE) install data
@@ -127,6 +127,9 @@ local-global-base:    # Gemma 3's shape: 3 local RoPE layers (w = 32, base 1e4) 
 
 ssmax-base:           # Scalable-Softmax trained in: queries x s_h ln(n), s_h learned per head and layer (lab/temperature.py)
 	$(PY) train.py config/train_shakespeare_char_copy_cpu.py --attention=smear_keys_ssmax --out_dir=out/char-ssmax-copy --overwrite=True
+
+abf:                  # ABF: the demo's base fine-tuned at 512 with its RoPE base raised 1e4 -> 1e5 and -> 1e6, the same 100 steps and 3 seeds as the demo's PI and YaRN
+	$(PY) finetune_long.py config/finetune_abf_cpu.py --overwrite=True
 
 prope-base:           # p-RoPE trained in (issue 33): only the fastest quarter of the pairs rotate (HF 'proportional', partial_rotary_factor 0.25, Gemma 4's global layers), the demo's recipe otherwise
 	$(PY) train.py config/train_shakespeare_char_copy_cpu.py "--rope_scaling={'rope_type': 'proportional', 'partial_rotary_factor': 0.25}" --out_dir=out/char-prope-copy --overwrite=True
