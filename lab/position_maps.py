@@ -1,10 +1,12 @@
 """
-Position maps: training-free extension at the attention level (ReRoPE, Leaky ReRoPE, Self-Extend), one room.
+Position maps: training-free extension at the attention level (ReRoPE, Leaky ReRoPE, Self-Extend, Dual Chunk
+Attention), one room.
 
 Rope scaling changes the frequencies; a position map changes which relative positions attention sees, so a model
 never meets a distance it was not trained on. Query i sees key j at its true distance i - j while i - j < w (near:
 q rotated at i, k at j, the ordinary RoPE score). Farther keys are scored with q rotated at pq(i) and k at pk(j)
-(far), i.e. q_i.R(pq(i) - pk(j)).k_j; each method below is one choice of (pq, pk). The price: inside L too, every
+(far), i.e. q_i.R(pq(i) - pk(j)).k_j; each method below is one choice of (pq, pk). DCA has three maps instead of
+two (same chunk, previous chunk, older chunks: dca_positions). The price: inside L too, every
 distance >= w is no longer exact. `mapped_attention(model, pm)` is the exact attention under a map, for the model's
 `attend` seam: both score maps, merged by the mask i - j < w, one chunk of queries at a time (memory O(chunk x T)).
 
@@ -56,6 +58,40 @@ def self_extend_positions(pos, w, G):
     return g + (w - w / G), g
 
 
+def dca_positions(i, j, S, w):
+    """Dual Chunk Attention (An et al. 2024, ChunkLlama; what Qwen2.5-1M ships): chunk size S < L, local window w < S,
+    chunks of c = S - w tokens; every key sits at its in-chunk index j mod c. Query i (chunk i // c, index i' = i mod c):
+      same chunk      at i'                  -> distance i - j, exact
+      previous chunk  at min(i' + c, S)      -> exact for i' <= w (the successive chunk's local window), then S - j'
+      older chunks    at min(2c - 1, S)      -> the reference's inter-chunk query (index c - 1 of the successive table)
+    so no distance exceeds S, at any length: the reach is unlimited. Returns the (query, key) positions of every
+    (i, j) pair, float64 [Q, K] (i, j: position tensors); datamllab/ChunkLlama's chunkllama_attn_replace.py defaults
+    S = 3L/4, w = L/16 (96 and 8 for L = 128)."""
+    c = S - w
+    ci, cj, i_in = (i // c)[:, None], (j // c)[None, :], (i % c).double()[:, None]
+    q = torch.where(ci == cj, i_in, torch.where(ci == cj + 1, (i_in + c).clamp(max=S),
+                                                torch.full_like(i_in, float(min(2 * c - 1, S)))))
+    return q, (j % c).double()[None, :].expand_as(q)
+
+
+def dca_scores(q, k, pm, inv_freq, s, e):
+    """Unscaled float32 scores of queries s..e-1 against keys 0..e-1 under DCA: three query rotations (intra,
+    successive, inter) against keys turned to their in-chunk index, merged per pair by the chunk relation (one
+    softmax over all of them, as the reference merges its three flash-attention parts by their normalisers)."""
+    S, w = pm['chunk'], pm['window']
+    pos = torch.arange(e, device=q.device)
+    qp, kp = dca_positions(pos[s:e], pos, S, w)  # [Q, K]; per row the query takes one of three positions
+    turn = lambda x, by: apply_rope(x, *(t.to(x.dtype) for t in rope_cos_sin(inv_freq, by.to(x.device))))
+    kf = turn(k[:, :, :e], kp[0] - pos.double())
+    c = S - w
+    i_in, qi = (pos[s:e] % c).double(), q[:, :, s:e]
+    att = None
+    for at in (i_in, (i_in + c).clamp(max=S), torch.full_like(i_in, float(min(2 * c - 1, S)))):
+        part = (turn(qi, at - pos[s:e].double()) @ kf.transpose(-2, -1)).float()
+        att = part if att is None else torch.where(qp == at[:, None], part, att)
+    return att
+
+
 def log_scales(pos, L):
     """The query scale of the reference patches: max(1, log(p + 1)/log L) at absolute position p, for a model trained
     at L. 1 up to p = L - 1; log(1024)/log(128) = 10/7 at p = 1023 with L = 128."""
@@ -74,9 +110,12 @@ POSITION_MAPS = {
     'self_extend': ({'window': (int, 'the neighbour window w'), 'group': (int, 'the group size G, a divisor of w; '
                      '1 = plain RoPE'), **LOG_SCALE},
                     lambda p, c: self_extend_positions(p, c['window'], c['group']), {'log_scale': 0}),
+    'dca': ({'chunk': (int, 'the chunk size S (< L)'), 'window': (int, 'the local window w (< S)'), **LOG_SCALE},
+            lambda p, c: (torch.full_like(p, float(min(2 * (c['chunk'] - c['window']) - 1, c['chunk']))),
+                          p % (c['chunk'] - c['window'])), {'log_scale': 0}),  # (its far map: older chunks)
 }
 FLAGS = {'log_scale'}  # 0 or 1; every other key is a number >= 1
-SHORT = {'window': 'w', 'group': 'G'}  # in arm names
+SHORT = {'window': 'w', 'group': 'G', 'chunk': 'S'}  # in arm names
 
 
 def check_position_map(pm):
@@ -112,6 +151,9 @@ def check_position_map(pm):
         raise ValueError(f"position_map['group'] = {G} for method 'self_extend' does not divide window = {w}: set a group "
                          f"among {divisors(w)} (LongLM's prefill shifts far keys by w - w/G and its decode by "
                          f"w - floor(w/G), equal only when G divides w)")
+    if method == 'dca' and not pm['window'] < pm['chunk']:
+        raise ValueError(f"position_map['window'] = {pm['window']} for method 'dca' must be below chunk = {pm['chunk']} "
+                         f"(chunks of chunk - window tokens; ChunkLlama: chunk = 3L/4, window = L/16)")
     return {'method': method, **{k: typ(pm[k]) for k, (typ, _) in keys.items()}}
 
 
@@ -157,13 +199,16 @@ def far_logits(q, k, pm, inv_freq, s, e, L=None):
     pm = check_position_map(pm)
     w = pm['window']
     pos = torch.arange(e, device=q.device)
-    q_pos, k_pos = position_map_positions(pm, pos)
-    turn = lambda x, by: apply_rope(x, *(t.to(x.dtype) for t in rope_cos_sin(inv_freq, by.to(x.device))))
-    qf, kf = turn(q[:, :, s:e], q_pos[s:] - pos[s:].double()), turn(k[:, :, :e], k_pos - pos.double())
-    lo = max(0, s - w + 1)
-    att = (qf @ kf.transpose(-2, -1)).float()
-    band = (q[:, :, s:e] @ k[:, :, lo:e].transpose(-2, -1)).float()
-    att[..., lo:] = torch.where(pos[s:e, None] - pos[None, lo:e] < w, band, att[..., lo:])
+    if pm['method'] == 'dca':  # three maps, not near and far
+        att = dca_scores(q, k, pm, inv_freq, s, e)
+    else:
+        q_pos, k_pos = position_map_positions(pm, pos)
+        turn = lambda x, by: apply_rope(x, *(t.to(x.dtype) for t in rope_cos_sin(inv_freq, by.to(x.device))))
+        qf, kf = turn(q[:, :, s:e], q_pos[s:] - pos[s:].double()), turn(k[:, :, :e], k_pos - pos.double())
+        lo = max(0, s - w + 1)
+        att = (qf @ kf.transpose(-2, -1)).float()
+        band = (q[:, :, s:e] @ k[:, :, lo:e].transpose(-2, -1)).float()
+        att[..., lo:] = torch.where(pos[s:e, None] - pos[None, lo:e] < w, band, att[..., lo:])
     if pm['log_scale']:
         if L is None:
             raise ValueError("far_logits: position map with log_scale=1 needs L, the length the model was trained at")
@@ -189,6 +234,9 @@ def mapped_logits(model, pm, L=None):
         raise ValueError(f"a position map scores with plain RoPE dot products; attention={model.config.attention!r} "
                          f"has scores of its own (Scalable-Softmax?), which the map would drop")
     L = L or model.config.block_size
+    if pm['method'] == 'dca' and pm['chunk'] >= L:
+        raise ValueError(f"position_map chunk = {pm['chunk']} for method 'dca' reaches the model's length {L}: no "
+                         f"distance it produces may exceed what training saw; set chunk < {L} (ChunkLlama: 3L/4)")
 
     def logits(layer, q, k, s, e):  # per layer: a NoPE layer has no rotation to map (its own scores, the log scale)
         attn = model.transformer.h[layer].attn

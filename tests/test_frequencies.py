@@ -1,0 +1,187 @@
+"""Issue 33, which frequencies matter: p-RoPE ('proportional', Hugging Face's definition), clipped RoPE ('clip'),
+ABF ('abf') and Men et al.'s base bound, Dual Chunk Attention as a position map, learned attention sinks and the sink
+strength. Each against hand-worked numbers or a direct construction."""
+import math
+
+import pytest
+import torch
+
+import lab.sinks  # noqa: F401  registers 'sinks' / 'smear_keys_sinks'
+from lab.attention import chunked_attention
+from lab.crop import window_attention
+from lab.diagnostics import attention_entropy
+from lab.position_maps import check_position_map, dca_positions, mapped_attention, mapped_logits, position_map_name
+from model import GPT, GPTConfig
+from rope import base_bound, clipped_inv_freq, critical_dimension, plain_inv_freq, proportional_inv_freq
+from rope_config import check_scaling, rope_inv_freq
+from test_position_maps import V, make, rotation
+
+THETA = [1.0, 10 ** -0.25, 10 ** -0.5, 10 ** -0.75, 0.1, 10 ** -1.25]  # b = 1e4, d = 32: theta_i = 10^(-i/4)
+
+
+def test_proportional_by_hand():
+    """p = 0.25 of d = 32: floor(0.25 * 32 / 2) = 4 pairs turn at full RoPE's theta_i = 1e4^(-2i/32) (over d = 32,
+    not over the rotary width 8), the other 12 not at all; factor 2 halves the turning ones."""
+    inv, af = rope_inv_freq(32, 1e4, {'rope_type': 'proportional', 'partial_rotary_factor': 0.25, 'factor': 2.0})
+    assert af == 1.0 and torch.allclose(inv[:4], torch.tensor(THETA[:4]) / 2) and torch.equal(inv[4:], torch.zeros(12))
+    assert torch.equal(proportional_inv_freq(32, 1e4, 1.0), plain_inv_freq(32, 1e4))  # p = 1: plain RoPE
+    assert torch.equal(proportional_inv_freq(32, 1e4, 0.0), torch.zeros(16, dtype=torch.float64))  # p = 0: NoPE
+    assert int((proportional_inv_freq(32, 1e4, 0.3) > 0).sum()) == 4  # floor(4.8)
+    # Hugging Face's form: rope_parameters with rope_theta and partial_rotary_factor inside
+    assert check_scaling({'rope_type': 'proportional', 'rope_theta': 1e4, 'partial_rotary_factor': 0.25}, 1e4) == \
+        {'rope_type': 'proportional', 'partial_rotary_factor': 0.25, 'factor': 1.0}
+
+
+def test_proportional_matches_hugging_face():
+    """Against transformers' own _compute_proportional_rope_parameters (5.23+), where it is installed."""
+    rope_utils = pytest.importorskip('transformers.modeling_rope_utils')
+    if not hasattr(rope_utils, '_compute_proportional_rope_parameters'):
+        pytest.skip('this transformers has no proportional rope type (5.23+)')
+
+    class Config:  # the attributes the function reads
+        head_dim, hidden_size, num_attention_heads = 32, 128, 4
+        rope_parameters = {'rope_type': 'proportional', 'rope_theta': 1e4, 'partial_rotary_factor': 0.25,
+                           'factor': 2.0}
+
+        def standardize_rope_params(self):
+            pass
+    theirs, af = rope_utils._compute_proportional_rope_parameters(Config())
+    ours, our_af = rope_inv_freq(32, 1e4, {'rope_type': 'proportional', 'partial_rotary_factor': 0.25, 'factor': 2.0})
+    assert af == our_af == 1.0 and torch.allclose(theirs.float(), ours, rtol=1e-6, atol=0)
+
+
+def test_clip_stops_the_pairs_that_never_turned_in_L():
+    """d = 32, b = 1e4, L = 128: wavelengths 2*pi*10^(i/4); pair 5 (99.4) turns within L, pair 6 (198.7) does not:
+    pairs 6-15 stop, the 12 dimensions critical_dimension counts keep turning."""
+    inv, af = rope_inv_freq(32, 1e4, {'rope_type': 'clip', 'original_max_position_embeddings': 128})
+    assert af == 1.0 and torch.allclose(inv[:6], torch.tensor(THETA)) and torch.equal(inv[6:], torch.zeros(10))
+    assert critical_dimension(32, 1e4, 128)[0] == 2 * int((inv > 0).sum())
+    assert int((clipped_inv_freq(32, 1e4, 198.0) > 0).sum()) == 6 and int((clipped_inv_freq(32, 1e4, 199.0) > 0).sum()) == 7
+    wide = rope_inv_freq(32, 1e4, {'rope_type': 'clip', 'original_max_position_embeddings': 128, 'max_wavelength': 1e9})
+    assert torch.equal(wide[0], plain_inv_freq(32, 1e4).float())
+
+
+def test_abf_and_the_base_bound():
+    """ABF is plain RoPE at the raised base: theta_i = b'^(-2i/d); b' = 1e6 at pair 8 of 16: 1e6^(-1/2) = 1e-3.
+    Men et al.'s bound 0.0424 L^1.628: 114.26 at L = 128; b = 1e4 is enough up to L' ~ 1,996."""
+    inv, _ = rope_inv_freq(32, 1e4, {'rope_type': 'abf', 'new_base': 1e6, 'factor': 4.0})
+    assert math.isclose(inv[8].item(), 1e-3, rel_tol=1e-6) and torch.equal(inv, plain_inv_freq(32, 1e6).float())
+    assert math.isclose(base_bound(128), 0.0424 * 128 ** 1.628) and round(base_bound(128), 2) == 114.26
+    assert math.isclose(base_bound(1996), 1e4, rel_tol=1e-3)
+
+
+@pytest.mark.parametrize('bad, match', [({'rope_type': 'abf', 'new_base': 1.0}, "new_base.*> 1"),
+                                        ({'rope_type': 'proportional', 'partial_rotary_factor': 1.5}, r"\[0, 1\]"),
+                                        ({'rope_type': 'clip', 'max_wavelength': 100.0}, 'original_max_position'),
+                                        ({'rope_type': 'clip', 'max_wavelength': -1.0,
+                                          'original_max_position_embeddings': 128}, 'max_wavelength.*> 0'),
+                                        ({'rope_type': 'yarn', 'factor': 4.0, 'original_max_position_embeddings': 8,
+                                          'partial_rotary_factor': 0.5}, "rope_type 'proportional'")])
+def test_bad_frequency_settings_name_the_fix(bad, match):
+    with pytest.raises(ValueError, match=match):
+        check_scaling(bad, 1e4)
+
+
+def test_a_stopped_pair_carries_no_position():
+    """With every pair stopped (p = 0) scores do not depend on position: the model is NoPE in RoPE's clothes."""
+    m = make(rope_scaling={'rope_type': 'proportional', 'partial_rotary_factor': 0.0})
+    n = make(pos_emb='none')
+    n.load_state_dict(m.state_dict())
+    x = torch.randint(0, V, (2, 12))
+    assert torch.allclose(m(x)[0], n(x)[0], atol=1e-6)
+
+
+# ----------------------------------------------------------------------------- Dual Chunk Attention
+
+def dca_relative(i, j, S, w):
+    """DCA's relative position of query i and key j, from the paper's three cases (chunks of c = S - w tokens)."""
+    c = S - w
+    if i // c == j // c:
+        return i - j
+    if i // c == j // c + 1:
+        return min(i % c + c, S) - j % c
+    return min(2 * c - 1, S) - j % c
+
+
+@pytest.mark.parametrize('S, w', [(7, 2), (6, 3), (9, 1)])
+def test_dca_scores_equal_direct_construction(S, w):
+    m, T = make(), 16
+    x = torch.randint(0, V, (2, T))
+    h, rope = m.transformer.h[0].ln_1(m.transformer.wte(x)), m.rope_tables(T)
+    attn = m.transformer.h[0].attn
+    q, k, v = attn.qkv(h, None)
+    qr, kr, _ = attn.qkv(h, rope)
+    inv = rope_inv_freq(16, 1e4)[0]
+    direct = torch.full((2, 2, T, T), float('-inf'), dtype=torch.float64)
+    for i in range(T):
+        for j in range(i + 1):
+            direct[:, :, i, j] = ((q[:, :, i].double() @ rotation(dca_relative(i, j, S, w), inv).T)
+                                  * k[:, :, j].double()).sum(-1) / math.sqrt(16)
+    pm = {'method': 'dca', 'chunk': S, 'window': w}
+    logits = mapped_logits(m, pm)
+    for s, e in ((0, T), (5, 11)):
+        got, want = logits(0, qr, kr, s, e).double(), direct[:, :, s:e, :e]
+        assert torch.equal(got.isinf(), want.isinf()) and torch.allclose(got[want.isfinite()], want[want.isfinite()],
+                                                                          atol=1e-5)
+    y = mapped_attention(m, pm, chunk=4)(0, qr, kr, v)
+    merged = lambda t: t.transpose(1, 2).reshape(2, T, 32)
+    assert torch.allclose(merged(y).double(), merged(direct.softmax(-1) @ v.double()), atol=1e-6)
+
+
+def test_dca_reach_and_names():
+    """ChunkLlama's defaults at L = 128 (S = 96, w = 8, chunks of 88): no distance past S = 96 at any length; the
+    successive chunk is exact for its first w + 1 queries; inside one chunk everything is exact."""
+    i = torch.arange(4096)
+    qp, kp = dca_positions(i, i, 96, 8)
+    rel = (qp - kp)[torch.tril(torch.ones(4096, 4096, dtype=torch.bool))]
+    assert rel.max().item() == 96 and rel.min().item() == 0
+    assert dca_relative(88 + 8, 87, 96, 8) == 9 and dca_relative(88 + 9, 87, 96, 8) == 96 - 87
+    assert position_map_name(check_position_map({'method': 'dca', 'chunk': 96, 'window': 8})) == 'dca S=96 w=8'
+    with pytest.raises(ValueError, match='below chunk'):
+        check_position_map({'method': 'dca', 'chunk': 8, 'window': 8})
+    with pytest.raises(ValueError, match='set chunk < 16'):
+        mapped_logits(make(), {'method': 'dca', 'chunk': 16, 'window': 2})
+
+
+# ----------------------------------------------------------------------------- learned sinks
+
+def sink_model(**kw):
+    torch.manual_seed(0)
+    m = GPT(GPTConfig(block_size=16, vocab_size=V, n_layer=2, n_head=2, n_embd=32, attention='sinks', **kw)).eval()
+    for b in m.transformer.h:
+        b.attn.sink.data = torch.tensor([1.5, -0.5])
+    return m
+
+
+def test_sink_attention_is_softmax_with_one_more_logit():
+    """softmax over [q.k_0 .. q.k_i, z_h], the sink's column dropped: rows sum to 1 - p_sink."""
+    m, T = sink_model(), 10
+    x = torch.randint(0, V, (2, T))
+    attn = m.transformer.h[0].attn
+    q, k, v = attn.qkv(m.transformer.h[0].ln_1(m.transformer.wte(x)), m.rope_tables(T))
+    att = (q @ k.transpose(-2, -1)).double() / math.sqrt(16)
+    att = att.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float('-inf'))
+    z = torch.tensor([1.5, -0.5], dtype=torch.float64).view(1, 2, 1, 1).expand(2, 2, T, 1)
+    p = torch.cat((att, z), -1).softmax(-1)[..., :-1]
+    assert torch.allclose(attn.attend(q, k, v).double(), p @ v.double(), atol=1e-6)
+    assert torch.allclose(p.sum(-1)[0, 0, 0], torch.tensor(1 / (1 + math.exp(1.5 - att[0, 0, 0, 0].item())),
+                                                            dtype=torch.float64))
+    ent, first = attention_entropy(m, x, chunk=4, first_key=True)
+    assert torch.allclose(first[0].double(), p[..., 0], atol=1e-6)  # the weight on token 0, the sink's share excluded
+
+
+def test_rooms_carry_the_sink():
+    """The crop (sliding window wider than the input), a position map that maps nothing (ReRoPE w >= T) and the
+    model's own attention agree: the sink goes through lab.attention.attention_probs everywhere."""
+    m, T = sink_model(), 12
+    x = torch.randint(0, V, (2, T))
+    ref = m(x)[0]
+    assert torch.allclose(m(x, attend=window_attention(m, 64))[0], ref, atol=1e-5)
+    assert torch.allclose(m(x, attend=mapped_attention(m, {'method': 'rerope', 'window': 64, 'log_scale': 0}))[0], ref,
+                          atol=1e-5)
+    plain = make()
+    plain.load_state_dict({k: v for k, v in m.state_dict().items() if 'sink' not in k})
+    assert not torch.allclose(plain(x)[0], ref, atol=1e-3)  # the sink changes the output
+    q = torch.randn(1, 2, 5, 16)
+    y = chunked_attention(q, q, q, lambda s, e: torch.zeros(1, 2, e - s, e), chunk=2, sink=torch.tensor([0.0, 0.0]))
+    assert torch.allclose(y[0, 0, 4], q[0, 0, :5].sum(0) / 6)  # five keys and the sink share 1/6 each
