@@ -40,13 +40,16 @@ import math
 import os
 import time
 
+import numpy as np
+
 
 from configurator import ConfigError, get_config
 from lab.cli import cli
 from lab.checks import check_out_dir
 from lab.device import setup_device
 from data.common import DataError, atomic_write_text, check_vocab, doc_windows, load_checkpoint, read_json, train_len
-from lab.longrope_search import UPPER, longrope_scaling, parse_start_tokens, search, seed_curves
+from lab.longrope_search import UPPER, longrope_scaling, needle_rows, parse_start_tokens, search, seed_curves
+from lab.scoring import score
 from data.common import model_from_checkpoint
 from lab.specs import parse_arms
 from finetune_long import extended_model
@@ -66,6 +69,8 @@ DEFAULTS = dict(
     search_grid=0.01,         # a redrawn factor is its lower neighbour + a whole number of these steps (ref. list_step)
     search_start_tokens='0,1,2,4,8,12,16,20,24,28,32,64,128,256',  # n-hat's candidates (the paper's); '0': not searched
     search_windows=16,        # training windows of s x L tokens that score a candidate
+    search_objective='loss',  # loss: every token's (LongRoPE); needle: the answer tokens of needles planted past L
+                              # in those windows (LongRoPE2's needle-driven objective)
     search_seeds='linear,ntk,yarn,yarn:beta_fast=8',  # generation 0's curves, as arm specs (default s, L)
     batch_size=8,             # windows per forward
     eval_iters=8,             # held-out batches of the final checkpoint's one evaluation (train.py's)
@@ -111,6 +116,9 @@ def settings(argv):
 
 def check_settings(cfg, n_seeds, T):
     P, k = cfg['search_population'], cfg['search_parents']
+    if cfg['search_objective'] not in ('loss', 'needle'):
+        raise ConfigError(f"search_objective={cfg['search_objective']!r}: use loss (every token, LongRoPE) or needle "
+                          f"(the answer tokens of needles past L, LongRoPE2)")
     if not cfg['factor'] > 1:
         raise ConfigError(f"factor={cfg['factor']} must be > 1: the search scores candidates at factor x L tokens")
     if not 2 <= k < P:
@@ -198,9 +206,18 @@ def main(argv):
     starts = doc_windows(meta['docs']['train'], T + 1, cfg['search_windows'], cfg['seed'])
     model = model_from_checkpoint(base).to(device)
 
+    needles = needle_rows(train_data, starts, T, L, meta['vocab_size'], meta['eot_token'], cfg['seed']) \
+        if cfg['search_objective'] == 'needle' else None
+
     def loss_of(scaling):  # mean loss of the base model with this scaling over the fixed training windows
         model.set_rope_scaling(scaling)
-        loss = estimate_loss(model, train_data, starts, T, L, cfg['batch_size'], device, ctx)[0]
+        if needles is None:
+            loss = estimate_loss(model, train_data, starts, T, L, cfg['batch_size'], device, ctx)[0]
+        else:  # the value tokens of the needles only (one forward of each row, as the model reads it)
+            model.eval()
+            n = needles[0].size(1)
+            got = score(model, needles[0], needles[1], ([(1, n)], n), ctx, cfg['batch_size'])[0]
+            loss = float(np.mean(np.concatenate(got)))
         return loss if math.isfinite(loss) else math.inf  # ranks last, never best
     os.makedirs(cfg['out_dir'], exist_ok=True)
     if state is None and os.path.exists(os.path.join(cfg['out_dir'], STATE)):  # --overwrite=True: a new search

@@ -1,7 +1,8 @@
 """
 Training batches beyond nanoGPT's random windows, for train.py's one batch hook (train.batch_function): PoSE windows
-(lab/pose.py) and synthetic copies written into the windows (lab/copy_mix.py), alone or together. train.py calls
-`for_run` when cfg['pose'] or the copy mix is on; every other run trains on plain random windows.
+(lab/pose.py), synthetic copies written into the windows (lab/copy_mix.py), alone or together, and LongRoPE2's mixed
+windows (a share of the steps at L). train.py calls `for_run` when one is on; every other run trains on plain random
+windows.
 
 Every process draws the whole optimizer step from the one seeded generator and keeps its own micro-batches, so DDP sees
 the single-process data, and a resumed run continues the same stream (the generator's state is in the checkpoint).
@@ -21,7 +22,8 @@ DEFAULTS = dict(  # train.py's settings for these batches
     copy_span_lo=8, copy_span_hi=32,  # its length range (tokens); the distance is uniform, both copies in the window
     copy_fixed_iters=0,           # warm-up: the first steps' windows are one random string written twice (offset ~T/2)
     copy_max_distance=0,          # cap on the distance between the two copies (0: anywhere in the window)
-)
+    mixed_short=0.0,              # LongRoPE2's mixed-window fine-tune: this share of the steps trains windows of L
+)                                 # tokens (longrope: its short factors, the original RoPE), evenly spread
 
 
 class Batches:
@@ -29,9 +31,9 @@ class Batches:
     pose=(target length T, the training documents) (T = W: the ordinary windows, ids 0..W-1), synthetic copies written
     in when copy = lab.copy_mix.settings(...)."""
 
-    def __init__(self, data, W, batch_size, gen, device, pose=None, copy=None):
+    def __init__(self, data, W, batch_size, gen, device, pose=None, copy=None, short=None):
         self.data, self.W, self.B, self.gen, self.device = data, W, batch_size, gen, device
-        self.pose, self.copy = pose, copy
+        self.pose, self.copy, self.short = pose, copy, short  # short: (L, share of the steps at L) or None
         self.drawn = None  # PoSE: (raw span starts, PoseDraw) of the last step, each [n_micro, B]
         if pose is not None and pose[0] > W:  # PoSE reads spans of target + 1 tokens inside one document
             span = pose[0] + 1
@@ -48,6 +50,8 @@ class Batches:
         PoSE: a raw span of T + 1 tokens uniform over the spans inside the documents, two chunks of it (the text between
         them skipped) with their position ids skipped by an independent draw (lab/pose.py)."""
         shape, W = (n_micro, self.B), self.W
+        if self.short and int((it + 1) * self.short[1]) > int(it * self.short[1]):  # LongRoPE2: a short step
+            W = self.short[0]
         if self.pose is not None and self.pose[0] > W:
             k = torch.randint(int(self.doc_end[-1]), shape, generator=self.gen)
             starts = self.doc_offset[torch.searchsorted(self.doc_end, k, right=True)] + k
@@ -75,6 +79,10 @@ def check(cfg, meta, L):
         raise ConfigError(f"pose_len={cfg['pose_len']}, pose_chunks={cfg['pose_chunks']} are out of range; PoSE needs "
                           f"1 <= pose_len <= block_size={T} (pose_len=0 means L) and pose_chunks=2 "
                           f"(the two chunks of the reference code, lab/pose.py)")
+    if cfg['mixed_short'] and (cfg['pose'] or cfg['copy_share'] or cfg['copy_fixed_iters'] or
+                               not 0 < cfg['mixed_short'] < 1 or not L < T):
+        raise ConfigError(f"mixed_short={cfg['mixed_short']} (LongRoPE2's mixed windows) needs 0 < mixed_short < 1, "
+                          f"block_size={T} > L={L} and no PoSE or synthetic copies; set it to 0 otherwise")
     return W, copy_mix.settings(cfg, meta, W)  # the copy spans must fit the window trained
 
 
@@ -82,7 +90,8 @@ def for_run(cfg, meta, data, L, gen, device):
     """train.batch_function's answer for a run with PoSE or copies: (get_batch(it), the window length, a note)."""
     W, mix = check(cfg, meta, L)
     b = Batches(data, W, cfg['batch_size'], gen, device, (cfg['block_size'], meta['docs']['train']) if cfg['pose']
-                else None, mix)
+                else None, mix, (L, cfg['mixed_short']) if cfg['mixed_short'] else None)
     (rank, world, _), n_micro = ddp_ranks(), cfg['gradient_accumulation_steps']
-    note = '; '.join([f"PoSE windows of {W} tokens"] * cfg['pose'] + ([copy_mix.describe(mix, W)] if mix else []))
+    note = '; '.join([f"PoSE windows of {W} tokens"] * cfg['pose'] + ([copy_mix.describe(mix, W)] if mix else []) +
+                     [f"mixed windows: {cfg['mixed_short']:.0%} of the steps at L = {L}"] * bool(cfg['mixed_short']))
     return (lambda it: b.step(n_micro, rank, world, it)), W, note

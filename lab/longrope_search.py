@@ -214,3 +214,24 @@ def search(cfg, state, seeds, loss_of, save, start_tokens=(0,)):
                    f"n-hat {best['start_token_idx']}), {len(losses)} new, {state['elapsed_s'] / 60:.2f} min so far")
     bar.close()
     return best_of(state['candidates'])[0]
+
+
+def needle_rows(data, starts, T, L, vocab_size, eot, seed):
+    """LongRoPE2's objective (Shang et al. 2025, "needle-driven" perplexity): the loss on the answer tokens of needles
+    planted past L, not on every token. One multi-key needle example (lab.retrieval.needle_examples: 4 records of
+    4 random key and 4 value tokens, fewer when L < 40, one asked at the end) per window start, the distance of the asked record cycling
+    over the buckets at >= L; rows padded with eot to one length (causal: padding after a row changes none of it).
+    Returns (rows LongTensor [n, T'], positions [n lists]: where lab.scoring.score scores the value tokens)."""
+    import torch
+    from lab.retrieval import needle_examples
+    buckets, examples = needle_examples(data, starts, T, L, vocab_size, eot, seed, needles=max(1, min(4, L // 8 - 1)))
+    far = [b for b, (_, lo, _) in enumerate(buckets) if lo >= L]
+    if not far:
+        raise ValueError(f"needle objective: no distance bucket at or past L = {L} fits in {T} tokens; raise the factor")
+    picked = [next(e for e in examples if e['start'] == st and e['bucket'] == far[k % len(far)])
+              for k, st in enumerate(starts)]
+    n = max(len(e['seq']) for e in picked)
+    rows = torch.full((len(picked), n), eot, dtype=torch.long)
+    for r, e in enumerate(picked):
+        rows[r, :len(e['seq'])] = torch.as_tensor(np.asarray(e['seq'], dtype=np.int64))
+    return rows, [list(e['where']) for e in picked]

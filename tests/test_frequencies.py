@@ -185,3 +185,74 @@ def test_rooms_carry_the_sink():
     q = torch.randn(1, 2, 5, 16)
     y = chunked_attention(q, q, q, lambda s, e: torch.zeros(1, 2, e - s, e), chunk=2, sink=torch.tensor([0.0, 0.0]))
     assert torch.allclose(y[0, 0, 4], q[0, 0, :5].sum(0) / 6)  # five keys and the sink share 1/6 each
+
+
+# ----------------------------------------------------------------------------- LongRoPE2
+
+def test_needle_rows_score_the_values_of_needles_past_L(char_data):
+    """One needle example per window, its asked record at a distance >= L (cycling over the far buckets), rows padded
+    with eot; the scored positions predict exactly the asked value's tokens."""
+    import numpy as np
+    from data.common import doc_windows, load_meta, load_split
+    from lab.longrope_search import needle_rows
+    meta, data = load_meta(char_data), load_split(char_data, 'train')
+    L, T = 32, 128
+    starts = doc_windows(meta['docs']['train'], T + 1, 6, 1337)
+    rows, where = needle_rows(data, starts, T, L, meta['vocab_size'], meta['eot_token'], 1337)
+    assert rows.shape[0] == 6 and rows.shape[1] <= T + 1 and all(len(w) == 4 for w in where)
+    for r, w in enumerate(where):
+        query_key = rows[r, w[0] - 3:w[0] + 1].tolist()  # the key asked at the end (4 tokens, no separator)
+        at = next(p for p in range(w[0] - 4) if rows[r, p:p + 4].tolist() == query_key)  # the needle itself
+        assert w[0] - 3 - at >= L  # the asked record sits at least L before its query
+        assert rows[r, [p + 1 for p in w]].tolist() == rows[r, at + 4:at + 8].tolist()  # the scored tokens: its value
+    again = needle_rows(data, starts, T, L, meta['vocab_size'], meta['eot_token'], 1337)
+    assert torch.equal(again[0], rows) and again[1] == where and np.all(np.diff([len(w) for w in where]) == 0)
+
+
+def test_search_with_the_needle_objective_scores_the_answer_tokens(tiny_run, tmp_path):
+    """search_objective=needle: a seed arm's reference score is the mean NLL of the value tokens, recomputed here."""
+    import search_longrope as sl
+    from data.common import doc_windows, load_checkpoint, load_meta, load_split, model_from_checkpoint
+    from lab.longrope_search import needle_rows
+    from lab.specs import parse_arms
+    small = ['--factor=4', '--search_population=6', '--search_parents=2', '--search_windows=3', '--batch_size=2',
+             '--eval_iters=1', '--progress=False', '--device=cpu', '--search_generations=1']
+    best, state = sl.main([f'--init_from={tiny_run}', f'--out_dir={tmp_path / "s"}', '--search_objective=needle',
+                           *small])
+    base = load_checkpoint(tiny_run)
+    data_dir = base['dataset']['dataset']
+    meta, data = load_meta(data_dir), load_split(data_dir, 'train')
+    starts = doc_windows(meta['docs']['train'], 129, 3, 1337)
+    rows, where = needle_rows(data, starts, 128, 32, meta['vocab_size'], meta['eot_token'], 1337)
+    m = model_from_checkpoint(base).eval()
+    m.set_rope_scaling(dict(parse_arms('linear', 4.0, 32))['linear s=4'])
+    with torch.no_grad():
+        nll = torch.nn.functional.cross_entropy(m(rows[:, :-1])[0].transpose(1, 2), rows[:, 1:], reduction='none')
+    want = torch.cat([nll[r, w] for r, w in enumerate(where)]).mean().item()
+    assert math.isclose(state['references']['linear s=4'], want, rel_tol=1e-4)
+    assert best['loss'] == min(c['loss'] for c in state['candidates']) and math.isfinite(best['loss'])
+    with pytest.raises(ValueError, match='search_objective'):
+        sl.main([f'--init_from={tiny_run}', f'--out_dir={tmp_path / "b"}', '--search_objective=ruler', *small])
+
+
+def test_mixed_windows_alternate_L_and_the_long_length():
+    """LongRoPE2's mixed-window fine-tune: mixed_short of the steps train windows of L tokens, evenly spread."""
+    import numpy as np
+    from lab.batches import Batches
+    data = np.arange(5000, dtype=np.uint16) % 50
+    b = Batches(data, 128, 2, torch.Generator().manual_seed(0), 'cpu', short=(32, 0.5))
+    assert [b.step(1, it=it)[0][0].size(1) for it in range(6)] == [128, 32, 128, 32, 128, 32]
+    b = Batches(data, 128, 2, torch.Generator().manual_seed(0), 'cpu', short=(32, 0.25))
+    assert [b.step(1, it=it)[0][0].size(1) for it in range(8)] == [128, 128, 128, 32] * 2
+
+
+def test_mixed_fine_tune_runs_and_refuses_what_it_cannot_mix(tiny_run, tmp_path):
+    import finetune_long
+    from data.common import load_checkpoint
+    ft = ['--max_iters=4', '--eval_interval=4', '--eval_iters=1', '--batch_size=2', '--progress=False']
+    finetune_long.main([f'--init_from={tiny_run}', '--rope_type=yarn', '--factor=4', '--mixed_short=0.5',
+                        f'--out_dir={tmp_path / "m"}', *ft])
+    assert load_checkpoint(str(tmp_path / 'm'))['iter_num'] == 4
+    with pytest.raises(Exception, match='mixed_short'):
+        finetune_long.main([f'--init_from={tiny_run}', '--rope_type=yarn', '--factor=4', '--mixed_short=0.5',
+                            '--pose=True', f'--out_dir={tmp_path / "p"}', *ft])
