@@ -2,7 +2,7 @@
 # Every step is a plain command you can copy and change. PY=python3 make demo to pick another interpreter.
 PY ?= $(shell command -v python >/dev/null && echo python || echo python3)
 
-.PHONY: quick demo install data train train-copy finetune pose longrope longrope-ref longrope4 eval eval-test eval-2048 bases-test knobs ape pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases test gpu-check drope nope-base hybrid-base local-global-base ssmax-base temperature-knobs designs drope-eval scale-layers hybrid-eval own-crops designs-2048 abf prope-base clip-base sinks-base
+.PHONY: quick demo install data train train-copy finetune pose longrope longrope-ref longrope4 eval eval-test eval-2048 bases-test knobs ape pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases test gpu-check drope nope-base hybrid-base local-global-base ssmax-base temperature-knobs designs drope-eval scale-layers hybrid-eval own-crops designs-2048 abf longrope2 prope-base clip-base sinks-base clip-sweep frequencies
 
 quick:                # the story in minutes: a small base at L=128, plain RoPE vs PI / NTK-aware / YaRN zero-shot and fine-tuned 40 steps at 512 (one seed), loss against position to 4 x L (87 s and 97 s in two clean-clone runs on 2 idle cores)
 	$(MAKE) install data
@@ -131,6 +131,14 @@ ssmax-base:           # Scalable-Softmax trained in: queries x s_h ln(n), s_h le
 abf:                  # ABF: the demo's base fine-tuned at 512 with its RoPE base raised 1e4 -> 1e5 and -> 1e6, the same 100 steps and 3 seeds as the demo's PI and YaRN
 	$(PY) finetune_long.py config/finetune_abf_cpu.py --overwrite=True
 
+longrope2:            # LongRoPE2 against LongRoPE at s=4, 2 x 2: the search scored by every token's loss or by the needles' answer tokens, the fine-tune (100 steps, 3 seeds, natural text) plain or with mixed windows (half the steps at L, on the short factors = the original RoPE)
+	$(PY) search_longrope.py --init_from=out/char-base-copy --factor=4 --out_dir=out/char-longrope-s4 --overwrite=True
+	$(PY) search_longrope.py --init_from=out/char-base-copy --factor=4 --search_objective=needle --out_dir=out/char-longrope2-s4 --overwrite=True
+	$(PY) finetune_long.py config/finetune_long_char_cpu.py --init_from=out/char-longrope-s4 --rope_type=keep --plain=False --out_dir=out/char-ft-longrope --overwrite=True
+	$(PY) finetune_long.py config/finetune_long_char_cpu.py --init_from=out/char-longrope-s4 --rope_type=keep --plain=False --mixed_short=0.5 --out_dir=out/char-ft-longrope-mixed --overwrite=True
+	$(PY) finetune_long.py config/finetune_long_char_cpu.py --init_from=out/char-longrope2-s4 --rope_type=keep --plain=False --out_dir=out/char-ft-longrope2-nomix --overwrite=True
+	$(PY) finetune_long.py config/finetune_long_char_cpu.py --init_from=out/char-longrope2-s4 --rope_type=keep --plain=False --mixed_short=0.5 --out_dir=out/char-ft-longrope2 --overwrite=True
+
 prope-base:           # p-RoPE trained in (issue 33): only the fastest quarter of the pairs rotate (HF 'proportional', partial_rotary_factor 0.25, Gemma 4's global layers), the demo's recipe otherwise
 	$(PY) train.py config/train_shakespeare_char_copy_cpu.py "--rope_scaling={'rope_type': 'proportional', 'partial_rotary_factor': 0.25}" --out_dir=out/char-prope-copy --overwrite=True
 
@@ -139,6 +147,12 @@ clip-base:            # clipped RoPE trained in (FoPE / HoPE): the pairs with a 
 
 sinks-base:           # learned attention sinks trained in (gpt-oss: one logit per head in every softmax), the demo's recipe otherwise
 	$(PY) train.py config/train_shakespeare_char_copy_cpu.py --attention=smear_keys_sinks --out_dir=out/char-sinks-copy --overwrite=True
+
+clip-sweep:           # which pairs matter: the demo's base with only its k fastest pairs rotating (k = 0..16, p-RoPE at inference), loss and retrieval at T = 1024 on the 32 dev windows, against the critical dimension (6 pairs)
+	$(PY) eval.py config/eval_clip_sweep_cpu.py
+
+frequencies:          # issue 33's arms under one protocol on the 32 dev windows at T = 1024: clipped and p-RoPE zero-shot, DCA beside ReRoPE / Self-Extend, ABF beside PI / YaRN, LongRoPE2's 2 x 2, the p-RoPE, clipped and sink bases; every arm also against its own crop (needs make demo, abf, longrope2, prope-base, clip-base, sinks-base)
+	$(PY) eval.py config/eval_frequencies_cpu.py
 
 temperature-knobs:    # SSMax's s (swapped into the demo's base) and DroPE's c, chosen on 16 TRAINING windows (needs make drope)
 	$(PY) eval.py config/eval_temperature_knobs_cpu.py

@@ -51,9 +51,10 @@ def extended_model(base, base_path, scaling, L, T, layers=None):
     model = model_from_checkpoint(base, **({} if layers is None else {'layers': layers}))
     model.set_rope_scaling(scaling)  # context extension by RoPE scaling: the same weights, new rotation frequencies
     model.config.block_size = T
+    searched = {k: v for k, v in (base.get('lineage') or {}).items() if k == 'search_objective'}  # (LongRoPE2's)
     return model, dict(train_len=L, seq_len=T, base_checkpoint=os.path.abspath(base_path),
                        rope_type=scaling['rope_type'] if scaling else 'default',
-                       factor=scaling['factor'] if scaling else None, finetune_steps=0)
+                       factor=scaling['factor'] if scaling else None, finetune_steps=0, **searched)
 
 
 def main(argv):

@@ -5,8 +5,8 @@ of the config, and `set_rope_scaling` switches it on a trained model without tou
 each layer may differ (`layers`): RoPE or NoPE, a sliding window, its own base, scaled or not (rope_scaling['layers']).
 
 Seams for lab/ (imported by none of this file): `forward(pos=ids)` runs tokens at given positions (PoSE, KV cache);
-`forward(rope=(cos, sin))` takes ready-made tables; `forward(attend=fn)` replaces causal attention in every layer by
-fn(layer, q, k, v) -> y, q and k already rotated (cache, position maps, crop); `ATTENTION` holds attention classes.
+`forward(rope=(cos, sin))` takes ready-made tables; `forward(attend=fn)`: fn(layer, q, k, v) -> y (q, k rotated) in
+every layer instead of causal attention (cache, position maps, crop); `ATTENTION` holds attention classes.
 """
 
 import math
@@ -209,8 +209,7 @@ class GPT(nn.Module):
         return self.config.n_embd // self.config.n_head
 
     def set_rope_scaling(self, scaling):
-        """Switch the RoPE scaling (None = plain RoPE). Validated by rope_config.check_scaling; no weight changes:
-        only the non-persistent inv_freq buffer and the attention factor are rebuilt."""
+        """Switch the RoPE scaling (None = plain RoPE), checked; no weight changes: inv_freq and the factor are rebuilt."""
         if self.config.pos_emb != 'rope':
             raise ValueError(f"this model uses pos_emb={self.config.pos_emb!r}; RoPE scaling needs pos_emb='rope'")
         scaling = check_scaling(scaling, self.config.rope_base)
@@ -235,8 +234,7 @@ class GPT(nn.Module):
             self.rope_attention_factors.append(attention_factor)
 
     def _apply(self, fn, *args, **kwargs):
-        # .to(device) moves the buffer like any other; a cast such as model.bfloat16() would round theta (positions
-        # 256 and 257 are one bf16 number), so the buffer is rebuilt in float32 on its new device instead.
+        # a cast such as model.bfloat16() would round theta (256 and 257 are one bf16 number): rebuilt in float32
         super()._apply(fn, *args, **kwargs)
         if self.rope_inv_freq is not None and self.rope_inv_freq.dtype != torch.float32:
             self._build_rope(self.rope_inv_freq.device)
@@ -270,13 +268,11 @@ class GPT(nn.Module):
 
     def forward(self, idx, targets=None, reduction='mean', pos=None, attend=None, rope=None, at=None):
         """idx (B, T) token ids -> (logits (B, T, vocab), loss): a scalar (reduction='mean') or per-token NLL in nats
-        (reduction='none', (B, T)), None without targets. pos: position ids (T,) or (B, T), default 0..T-1 (a dynamic
-        type scales for max(pos) + 1 tokens). attend: fn(layer, q, k, v) -> y instead of causal attention. rope:
-        ready-made (cos, sin) tables instead of rope_tables(pos). at: (B, K) positions, the only outputs wanted
+        (reduction='none', (B, T)), None without targets. pos: position ids (T,) or (B, T), default 0..T-1 (dynamic
+        types scale for max(pos) + 1). attend: fn(layer, q, k, v) -> y instead of causal attention. rope: ready tables. at: (B, K) positions, the only outputs wanted
         (logits and loss (B, K)): the last layer runs just their queries (nanoGPT's last-position lm_head, one layer
         deeper); not with attend."""
-        B, T = idx.size()
-        c = self.config
+        (B, T), c = idx.size(), self.config
         if pos is not None and (not isinstance(pos, torch.Tensor) or pos.is_floating_point() or c.pos_emb == 'alibi'
                                 or tuple(pos.shape) not in ((T,), (B, T))):
             raise ValueError(f"pos must be an integer tensor of shape ({T},) or ({B}, {T}), one position per token"

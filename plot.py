@@ -12,27 +12,18 @@ loads a model or a checkpoint), so `python eval.py --plot_only=True --out_dir=<d
 
 Zero-shot arms are dashed, fine-tuned arms solid (PoSE fine-tunes dash-dotted), in one colour per method (whatever
 the scale); the base model is black. The styles and the checked reading of eval's files are lab/plot_kit.py's;
-the retrieval rooms' two pictures are lab/retrieval_plots.py's; the Markdown tables (summary.md, bases.md) lab/report.py's.
+the retrieval rooms' pictures are lab/retrieval_plots.py's, rope_ramp and finetune_curves lab/method_plots.py's; the Markdown tables (summary.md, bases.md) lab/report.py's.
 """
-import itertools
 import os
-import textwrap
 
 import matplotlib
 matplotlib.use('Agg')
-import matplotlib.ticker  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from data.common import DataError, atomic_write  # noqa: E402
-from lab.plot_kit import (MARKERS, RC, RIGHT, note, read_columns, read_csv, read_summary, save,  # noqa: E402
-                          styles)  # eval.py's files read and checked, the colours and line styles of the arms
-from lab.rope_table import bands, freq_ratio  # noqa: E402
-from lab.specs import scaling_name  # noqa: E402
+from lab.plot_kit import RC, RIGHT, note, read_columns, read_summary, save, styles  # noqa: E402  (eval's files, the look)
 from rope import critical_dimension  # noqa: E402
-from rope_config import rope_inv_freq  # noqa: E402
-
-BAND_COLORS = {'high': '#d8f0d8', 'middle': '#fdf1c7', 'low': '#d9e8f7'}
 
 
 def smooth(y, w):
@@ -118,72 +109,6 @@ def plot_positions(out_dir, summary, w, log_x, what):
         return save(fig, os.path.join(out_dir, png))
 
 
-def plot_ramp(out_dir, summary):
-    s, arms = summary['settings'], summary['arms']
-    rope = [a for a in arms if a['pos_emb'] == 'rope']
-    with plt.rc_context(RC):
-        fig, ax = plt.subplots(figsize=(12, 6))
-        if not rope:
-            ax.text(0.5, 0.5, 'no RoPE arm', ha='center', transform=ax.transAxes)
-            return save(fig, os.path.join(out_dir, 'rope_ramp.png'))
-        d, b, L = rope[0]['head_dim'], rope[0]['rope_base'], rope[0]['train_len']
-        i = 0
-        for name, run in itertools.groupby(bands(d, b, L)):  # shade runs of equal band
-            j = i + len(list(run)) - 1
-            ax.axvspan(i - 0.5, j + 0.5, color=BAND_COLORS[name], zorder=0)
-            note(ax, (i + j) / 2, 1.0, name, ha='center', fontsize=12)
-            i = j + 1
-        st, lines = styles(arms), []  # configs with the same curve share a line: 'ntk s=8 = dynamic (at l=128)'
-        for a in rope:
-            seq_len = s['T'] if a['dynamic'] else None
-            r = freq_ratio(a['head_dim'], a['rope_base'], a['rope_scaling'], seq_len).numpy()
-            af = rope_inv_freq(a['head_dim'], a['rope_base'], a['rope_scaling'], seq_len)[1]
-            label = 'plain RoPE' if a['rope_scaling'] is None else scaling_name(a['rope_scaling'])
-            label += f" (at l={s['T']})" if a['dynamic'] else ''
-            same = next((ln for ln in lines if len(ln[0]) == len(r) and np.allclose(ln[0], r, rtol=1e-6)
-                         and abs(ln[3] - af) < 1e-9), None)
-            if same is None:
-                lines.append((r, [label], st[a['name']], af))
-            elif label not in same[1]:
-                same[1].append(label)
-        for k, (r, labels, style, af) in enumerate(lines):
-            label = textwrap.fill(' = '.join(labels), 42, subsequent_indent='   ')
-            label += '' if af == 1 else f"\n   (cos, sin × {af:.3f})"
-            ax.plot(np.arange(len(r)), r, marker=MARKERS[k % len(MARKERS)], ms=max(3, 10 - k), label=label,
-                    **dict(style, ls='-', lw=max(1.2, 3.0 - 0.3 * k)))
-        ax.set_yscale('log', base=2)
-        ax.set_ylim(min(ln[0].min() for ln in lines) / 1.3, 1.5)
-        ax.set_xlim(-0.5, d // 2 - 0.5)
-        ax.set(xlabel=f'pair i (head_dim {d}, base {b:g}); wavelength grows to the right',
-               ylabel="θ'ᵢ / θᵢ  (1 = kept, 1/s = PI)",
-               title=f"RoPE frequency ratio per pair — bands at L={L}: high > 32 turns in L, low < 1 turn")
-        ax.grid(alpha=0.3, which='both')
-        ax.legend(**RIGHT)
-        return save(fig, os.path.join(out_dir, 'rope_ramp.png'))
-
-
-def plot_finetune(out_dir, summary):
-    path = os.path.join(out_dir, 'finetune_curves.csv')
-    if not os.path.isfile(path):
-        return None
-    rows, st = read_csv(path), styles(summary['arms'])
-    with plt.rc_context(RC):
-        fig, ax = plt.subplots(figsize=(11, 6))
-        for n in dict.fromkeys(r['arm'] for r in rows):  # the mean over an arm's seeds at each step
-            by_iter = {}
-            for r in rows:
-                if r['arm'] == n and (r['val_loss_beyond_L'] or r['val_loss']):
-                    by_iter.setdefault(int(r['iter']), []).append(float(r['val_loss_beyond_L'] or r['val_loss']))
-            pts = sorted((it, float(np.mean(v))) for it, v in by_iter.items())
-            ax.plot(*zip(*pts), marker='o', ms=5, label=n, **dict(st.get(n, {}), ls='-'))
-        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
-        ax.set(xlabel='fine-tune step', ylabel='validation loss beyond L (nats)',
-               title=f"Fine-tuning: loss on positions ≥ L={summary['settings']['L']} at the fine-tune length")
-        ax.grid(alpha=0.3)
-        ax.legend(**RIGHT)
-        return save(fig, os.path.join(out_dir, 'finetune_curves.png'))
-
-
 # What each picture is drawn from, and the summary.json settings it needs (absent: the picture is skipped)
 SOURCES = {'loss_vs_position.png': 'position_loss.csv', 'rope_ramp.png': 'summary.json',  # what each is drawn from
            'attention_entropy.png': 'attention_entropy.csv', 'retrieval.png': 'retrieval.csv',
@@ -203,6 +128,7 @@ def plot_all(out_dir, log_x=False, smooth=0):
                          f"--smooth <= {summary['settings']['T']} (0: T/32)")
     w = smooth or max(1, summary['settings']['T'] // 32)
     from lab.retrieval_plots import plot_retrieval, plot_retrieval_depth, plot_rooms  # the rooms' (they use this file)
+    from lab.method_plots import plot_finetune, plot_ramp  # the methods' per pair, the fine-tunes' steps
     steps = [('loss_vs_position.png', lambda: plot_positions(out_dir, summary, w, log_x, 'loss')),
              ('rope_ramp.png', lambda: plot_ramp(out_dir, summary)),
              ('attention_entropy.png', lambda: plot_positions(out_dir, summary, w, log_x, 'entropy')),

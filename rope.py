@@ -66,8 +66,8 @@ def critical_dimension(head_dim, base, L):
     return d_extra, 2 * math.pi * base ** (d_extra / head_dim)
 
 def base_bound(L):
-    """Men et al. 2024 ("Base of RoPE Bounds Context Length"): retrieving over L tokens needs b >= 0.0424 * L^1.628;
-    below it perplexity can look fine while long-range retrieval fails. 114 for L = 128, 2,000 tokens for b = 1e4."""
+    """Men et al. 2024: retrieving over L tokens needs b >= 0.0424 L^1.628 (below it perplexity may look fine while
+    retrieval fails): 114 for L = 128; b = 1e4 is enough up to L ~ 2,000."""
     return 0.0424 * L ** 1.628
 
 def linear_inv_freq(head_dim, base, s):
@@ -82,8 +82,7 @@ def ntk_inv_freq(head_dim, base, s):
     return plain_inv_freq(head_dim, base * s ** (head_dim / (head_dim - 2)))
 
 def abf_inv_freq(head_dim, new_base):
-    """ABF, adjusted base frequency (Xiong et al. 2023; Llama 3, Qwen, SmolLM3 extend this way): plain RoPE at a base
-    b' raised by hand (1e4 -> 1e6), then fine-tune at the longer length. NTK-aware is the same move with b' set by s."""
+    """ABF (Xiong et al. 2023; Llama 3, Qwen): plain RoPE at a base b' raised by hand, then fine-tune. NTK: b' from s."""
     return plain_inv_freq(head_dim, new_base)
 
 def dynamic_inv_freq(head_dim, base, factor, L, seq_len):
@@ -176,12 +175,9 @@ def longrope_inv_freq(head_dim, base, short_factor, long_factor, L, seq_len):
     return plain_inv_freq(head_dim, base) / torch.tensor(f, dtype=torch.float64)
 
 def longrope_start_tokens(cos, sin, positions, plain_inv_freq, start_token_idx):
-    """LongRoPE's n-hat (the paper's retained start tokens; the reference's start_token_idx, applied by its
-    MixedLongRoPEScaledRotaryEmbedding): the rows of positions < n-hat take plain RoPE's cos/sin, WITHOUT the
-    attention factor (the reference copies the model's original, unscaled table into them); positions >= n-hat keep
-    the scaled rows. So a logit between two start tokens is plain, one between a start token and a later token carries
-    the factor once, two later tokens twice. positions: an int T (0..T-1) or the position ids the table was built for;
-    0 returns the tables untouched."""
+    """LongRoPE's n-hat (retained start tokens; the reference's MixedLongRoPEScaledRotaryEmbedding): rows of positions
+    < n-hat take plain RoPE's cos/sin WITHOUT the attention factor (the reference copies the unscaled table in), the
+    rest keep the scaled rows. positions: an int T (0..T-1) or the table's position ids; 0 leaves the tables as they are."""
     if not start_token_idx:
         return cos, sin
     if isinstance(positions, int):
@@ -199,19 +195,16 @@ def longrope_attention_factor(s, L):
 # --------------------------------------------------------------------------- which pairs rotate at all (2024-26)
 
 def partial_inv_freq(head_dim, base, keep):
-    """Partial RoPE: pairs i < keep turn at plain theta_i, the rest get theta = 0 and never turn (NoPE channels inside
-    a RoPE head: their q.k ignores position). p-RoPE and clipping below are two rules for keep."""
+    """Partial RoPE: pairs i < keep turn at plain theta_i, the rest theta = 0 (NoPE channels in a RoPE head)."""
     theta = plain_inv_freq(head_dim, base)
     return torch.where(torch.arange(head_dim // 2) < keep, theta, torch.zeros_like(theta))
 
 def proportional_inv_freq(head_dim, base, p, s=1.0):
-    """p-RoPE (Barbero et al. 2025; Hugging Face 'proportional', Gemma 4's global layers): the fastest r = floor(p*d/2)
-    pairs keep full RoPE's theta_i = b^(-2i/d) (over d, not over the rotary width: GPT-NeoX's partial_rotary_factor
-    spreads b over 2r instead), the rest theta = 0, all divided by s (factor). d = 32, p = 0.25: pairs 0-3 turn."""
+    """p-RoPE (Barbero et al. 2025; HF 'proportional', Gemma 4): the fastest r = floor(p*d/2) pairs keep theta_i =
+    b^(-2i/d) (over d, unlike GPT-NeoX's partial rotation), the rest theta = 0, all / s. d = 32, p = 0.25: pairs 0-3."""
     return partial_inv_freq(head_dim, base, int(p * head_dim // 2)) / s
 
 def clipped_inv_freq(head_dim, base, max_wavelength):
-    """Clipped RoPE (FoPE, HoPE): theta_i = 0 for every pair whose wavelength 2*pi/theta_i exceeds max_wavelength (L):
-    the low band, which never turned once in training, stops turning instead of being squeezed. d = 32, b = 1e4,
-    L = 128: pairs 6-15 (critical_dimension keeps 12 dims, the same 6 pairs)."""
+    """Clipped RoPE (FoPE, HoPE): theta_i = 0 where the wavelength exceeds max_wavelength (L): the pairs that never
+    turned once in training stop instead of being squeezed. d = 32, L = 128: pairs 6-15 (critical_dimension's 12 dims)."""
     return partial_inv_freq(head_dim, base, int((wavelengths(head_dim, base) <= max_wavelength).sum()))

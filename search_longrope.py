@@ -243,6 +243,8 @@ def main(argv):
 def write_run(cfg, base, scaling, L, T, dataset):
     """ckpt.pt + log.jsonl through train.py's engine with 0 steps, as finetune_long.py --max_iters=0 writes them."""
     model, lineage = extended_model(base, cfg['init_from'], scaling, L, T)
+    if cfg['search_objective'] != 'loss':  # the arm's name says which objective found its factors
+        lineage['search_objective'] = cfg['search_objective']
     run_cfg = {**TRAIN_DEFAULTS, **{k: v for k, v in base['model_args'].items() if k in TRAIN_DEFAULTS},
                **{k: cfg[k] for k in ('out_dir', 'batch_size', 'eval_iters', 'seed', 'device', 'dtype', 'progress')},
                'dataset': dataset, 'block_size': T, 'init_from': 'scratch', 'max_iters': 0, 'overwrite': True}

@@ -77,9 +77,13 @@ def ckpt_arm(path, ckpt):
     lin, args = lineage_of(ckpt), ckpt['model_args']
     sc, derived = args.get('rope_scaling'), bool(lin['base_checkpoint'])
     tuned = derived and lin['finetune_steps'] > 0  # a 0-step run (--max_iters=0, a LongRoPE search) is zero-shot
-    lay = (f" {args['layers']}" if args.get('layers') else '') + (' ssmax' if 'ssmax' in args.get('attention', '') else '')
-    name = (f"{rope_tag(args, derived)}{' pose' if lin['pose'] else ''}{copy_tag(ckpt)} ft{lin['finetune_steps']}"
-            if tuned else f"{rope_tag(args, derived)} zero-shot" if derived else
+    lay = (f" {args['layers']}" if args.get('layers') else '') + (' ssmax' if 'ssmax' in args.get('attention', '') else '') \
+        + (' sinks' if 'sinks' in args.get('attention', '') else '') \
+        + (f" {scaling_name(sc).replace(' s=1', '')}" if sc and not derived else '')  # p-RoPE, clipped: trained in
+    tags = (' needles' if lin.get('search_objective') == 'needle' else '') + \
+        (' mixed' if (ckpt.get('config') or {}).get('mixed_short') else '')  # LongRoPE2's objective, its mixed windows
+    name = (f"{rope_tag(args, derived)}{tags}{' pose' if lin['pose'] else ''}{copy_tag(ckpt)} ft{lin['finetune_steps']}"
+            if tuned else f"{rope_tag(args, derived)}{tags} zero-shot" if derived else
             f"base{lay} (L={lin['train_len']})" if args['pos_emb'] == 'rope' else
             f"{args['pos_emb']} (L={lin['train_len']})")
     cfg = ckpt.get('config') or {}

@@ -83,7 +83,8 @@ def scaling_name(sc):
     greek = {'beta_fast': 'β_fast', 'beta_slow': 'β_slow', 'new_base': "b'", 'partial_rotary_factor': 'p',
              'max_wavelength': 'λ_max'}
     shown = {**({'new_base': sc['new_base']} if sc['rope_type'] == 'abf' else {}), **scaling_extras(sc)}  # b' always
-    extras = ''.join(f" {greek.get(k, k)}={v}" if isinstance(v, bool) else f" {greek.get(k, k)}={v:g}"
+    num = lambda k, v: f"{v:.3g}".replace('e+0', 'e').replace('e+', 'e') if k == 'new_base' else f"{v:g}"  # b'=1e6
+    extras = ''.join(f" {greek.get(k, k)}={v}" if isinstance(v, bool) else f" {greek.get(k, k)}={num(k, v)}"
                      for k, v in shown.items())
     f, aim = sc.get('factor', 1.0), sc.get('layers', 'all')  # aim: the layers it scales, when not all of them
     return sc['rope_type'] + ('' if is_dynamic(sc) and f == 1 else f" s={f:g}") + extras + \

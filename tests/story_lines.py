@@ -27,9 +27,9 @@ KINDS = {  # file -> {name: kind}; a name not listed is an error, 'story' is wri
         'rope_cos_sin apply_rope plain_inv_freq wavelengths rotations_within critical_dimension linear_inv_freq '
         'ntk_inv_freq dynamic_inv_freq _ramp _blend ntk_by_parts_inv_freq yarn_correction_range yarn_inv_freq '
         'yarn_mscale yarn_attention_factor dynamic_yarn_scale llama3_inv_freq longrope_inv_freq longrope_start_tokens '
-        'longrope_attention_factor').split()},
+        'longrope_attention_factor base_bound abf_inv_freq partial_inv_freq proportional_inv_freq clipped_inv_freq').split()},
     'rope_config.py': dict(
-        check_bands=V, check_yarn=V, check_llama3=V, check_longrope=V, longrope_theta='story', yarn_theta='story',
+        check_bands=V, check_yarn=V, check_llama3=V, check_longrope=V, check_masks=V, longrope_theta='story', yarn_theta='story',
         RopeType='story', BANDS='story', YARN='story', ROPE_SCALING='story', ROPE_TYPES='story', DYNAMIC_TYPES='story',
         COMMON_KEYS='story', type_keys=P, all_type_keys=P, _check_factors=V, check_scaling=V, HF_ONLY_KEYS=X,
         _number=X, _hf_rope_dict=X, is_dynamic='story', rope_inv_freq='story',
@@ -40,17 +40,17 @@ KINDS = {  # file -> {name: kind}; a name not listed is an error, 'story' is wri
         'CausalSelfAttention.qkv CausalSelfAttention.attend CausalSelfAttention.forward MLP MLP.__init__ MLP.forward '
         'Block Block.__init__ Block.forward GPT GPT.__init__ GPT._init_weights GPT.get_num_params GPT.head_dim '
         'GPT.set_rope_scaling GPT._build_rope GPT.rope_freqs GPT.rope_tables GPT.forward GPT.configure_optimizers '
-        'GPT.generate sample_next model_from_checkpoint model_args').split()},
+        'GPT.generate sample_next').split()},
         'GPTConfig.attention_class': X, 'GPTConfig.__post_init__': V, 'CausalSelfAttention.logits': X,
-        'ATTENTION': X, 'GPT._apply': P, 'check_generate': V, 'checkpoint_args': P},
+        'ATTENTION': X, 'GPT._apply': P, 'check_generate': V},
     'train.py': {**{n: 'story' for n in (
         'DEFAULTS run_config get_lr VAL_SEED load_data batch_function estimate_loss new_lineage build_model Run '
         'setup_run save_checkpoint restore_state train_step train evaluate').split()}, 'log_step': P, 'main': P},
     'finetune_long.py': dict(DEFAULTS='story', extended_model='story', main='story'),
     'eval.py': dict(DEFAULTS='story', FILES=P, PROTOCOL='story', measure_run='story', measure_arm='story',
                     write_outputs='story', prepare='story', main='story'),
-    'plot.py': {**{n: P for n in 'BAND_COLORS SOURCES OPTIONAL'.split()},
-                **{n: 'story' for n in 'smooth length_lines curves panels plot_positions plot_ramp plot_finetune '
+    'plot.py': {**{n: P for n in 'SOURCES OPTIONAL'.split()},
+                **{n: 'story' for n in 'smooth length_lines curves panels plot_positions '
                                        'plot_all'.split()}},
     'configurator.py': dict(ConfigError=V, check_seed=V, get_config=P),
 }
