@@ -2,7 +2,7 @@
 # Every step is a plain command you can copy and change. PY=python3 make demo to pick another interpreter.
 PY ?= $(shell command -v python >/dev/null && echo python || echo python3)
 
-.PHONY: quick demo install data train train-copy finetune pose longrope longrope-ref longrope4 eval eval-test eval-2048 bases-test knobs ape pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases test gpu-check drope nope-base hybrid-base local-global-base ssmax-base temperature-knobs designs drope-eval scale-layers hybrid-eval own-crops designs-2048 abf longrope2 prope-base clip-base sinks-base clip-sweep frequencies
+.PHONY: quick demo install data train train-copy finetune pose longrope longrope-ref longrope4 eval eval-test eval-2048 bases-test knobs ape pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases test gpu-check drope nope-base hybrid-base local-global-base ssmax-base temperature-knobs designs drope-eval scale-layers hybrid-eval own-crops designs-2048 abf longrope2 prope-base clip-base sinks-base clip-sweep frequencies frequency-bases
 
 quick:                # the story in minutes: a small base at L=128, plain RoPE vs PI / NTK-aware / YaRN zero-shot and fine-tuned 40 steps at 512 (one seed), loss against position to 4 x L (87 s and 97 s in two clean-clone runs on 2 idle cores)
 	$(MAKE) install data
@@ -151,8 +151,11 @@ sinks-base:           # learned attention sinks trained in (gpt-oss: one logit p
 clip-sweep:           # which pairs matter: the demo's base with only its k fastest pairs rotating (k = 0..16, p-RoPE at inference), loss and retrieval at T = 1024 on the 32 dev windows, against the critical dimension (6 pairs)
 	$(PY) eval.py config/eval_clip_sweep_cpu.py
 
-frequencies:          # issue 33's arms under one protocol on the 32 dev windows at T = 1024: clipped and p-RoPE zero-shot, DCA beside ReRoPE / Self-Extend, ABF beside PI / YaRN, LongRoPE2's 2 x 2, the p-RoPE, clipped and sink bases; every arm also against its own crop (needs make demo, abf, longrope2, prope-base, clip-base, sinks-base)
+frequencies:          # issue 33's arms under one protocol on the 32 dev windows at T = 1024: clipped and p-RoPE zero-shot, DCA beside ReRoPE / Self-Extend, ABF beside PI / YaRN, LongRoPE2's 2 x 2, the p-RoPE, clipped and sink bases; every arm also against its own crop (needs make demo, abf, longrope2)
 	$(PY) eval.py config/eval_frequencies_cpu.py
+
+frequency-bases:      # the p-RoPE, clipped and sink bases beside the demo's, each against its own crop (needs make demo, prope-base, clip-base, sinks-base)
+	$(PY) eval.py config/eval_frequency_bases_cpu.py
 
 temperature-knobs:    # SSMax's s (swapped into the demo's base) and DroPE's c, chosen on 16 TRAINING windows (needs make drope)
 	$(PY) eval.py config/eval_temperature_knobs_cpu.py
