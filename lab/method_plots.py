@@ -85,3 +85,54 @@ def plot_finetune(out_dir, summary):
         ax.grid(alpha=0.3)
         ax.legend(**RIGHT)
         return save(fig, os.path.join(out_dir, 'finetune_curves.png'))
+
+
+def sweep_arms(summary):
+    """The clipping sweep's arms: (pairs kept, arm) for every zero-shot p-RoPE arm at factor 1, and their base itself
+    (plain RoPE: every pair); empty unless there are at least three."""
+    out = [(int(a['rope_scaling']['partial_rotary_factor'] * a['head_dim'] // 2), a) for a in summary['arms']
+           if a['kind'] == 'zero-shot' and (a.get('rope_scaling') or {}).get('rope_type') == 'proportional'
+           and a['rope_scaling']['factor'] == 1 and not a.get('position_map') and not a.get('temperature')]
+    base = next((a for a in summary['arms'] if a['kind'] == 'base' and out and a['checkpoint'] == out[0][1]['checkpoint']
+                 and a.get('rope_scaling') is None), None)
+    return sorted(out + [(base['head_dim'] // 2, base)], key=lambda t: t[0]) if base and len(out) >= 2 else []
+
+
+def plot_clip_sweep(out_dir, summary):
+    """clip_sweep.png: loss inside L and far past it, and the passkey's exact match past L, against the number of
+    pairs left rotating (the rest stopped), the critical dimension's count marked; None without a sweep."""
+    from rope import critical_dimension
+    arms = sweep_arms(summary)
+    if not arms:
+        return None
+    s, base = summary['settings'], arms[-1][1]
+    k_crit = critical_dimension(base['head_dim'], base['rope_base'], base['train_len'])[0] // 2
+    labels = list(base['buckets'])
+    crop = next((a for a in summary['arms'] if (a.get('crop') or {}).get('form') and a['kind'] != 'fine-tuned'), None)
+    with plt.rc_context(RC):
+        fig, (ax, bx) = plt.subplots(1, 2, figsize=(15, 5.5))
+        ks = [k for k, _ in arms]
+        for label, colour in zip((labels[0], labels[-1]), ('#1f77b4', '#d62728')):
+            y = [a['buckets'][label] for _, a in arms]
+            lo, hi = zip(*(a['buckets_ci'][label] for _, a in arms))
+            ax.errorbar(ks, y, yerr=[np.subtract(y, lo), np.subtract(hi, y)], marker='o', color=colour, capsize=3,
+                        label=f"positions {label}")
+            if crop:
+                ax.axhline(crop['buckets'][label], color=colour, ls=':', lw=1.2, label=f"the crop, {label}")
+        far = [(k, r) for k, a in arms for r in a.get('retrieval') or [] if r['distance_lo'] >= s['L']]
+        for bucket in dict.fromkeys(r['bucket'] for _, r in far):
+            pts = [(k, r['exact_match']) for k, r in far if r['bucket'] == bucket]
+            bx.plot(*zip(*pts), marker='o', label=f"passkey at distance {bucket}")
+        for axis in (ax, bx):
+            axis.axvline(k_crit, color='0.3', ls='--', lw=1.2)
+            note(axis, k_crit, 0.97, f" critical dimension: pairs 0-{k_crit - 1} turn within L", ha='left',
+                 fontsize=11, color='0.25')
+            axis.set_xticks(range(0, base['head_dim'] // 2 + 1, 2))
+            axis.set_xlabel(f"pairs still rotating (the fastest k of {base['head_dim'] // 2}; the rest stopped)")
+            axis.grid(alpha=0.3)
+        ax.set(ylabel='loss (nats)', title=f"Loss by how many pairs turn (T = {s['T']}, L = {s['L']})")
+        bx.set(ylabel='exact match', ylim=(-0.03, 1.03), title='Passkey past L by how many pairs turn')
+        ax.legend(fontsize=10)
+        if far:
+            bx.legend(fontsize=10)
+        return save(fig, os.path.join(out_dir, 'clip_sweep.png'))

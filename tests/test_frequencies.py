@@ -256,3 +256,41 @@ def test_mixed_fine_tune_runs_and_refuses_what_it_cannot_mix(tiny_run, tmp_path)
     with pytest.raises(Exception, match='mixed_short'):
         finetune_long.main([f'--init_from={tiny_run}', '--rope_type=yarn', '--factor=4', '--mixed_short=0.5',
                             '--pose=True', f'--out_dir={tmp_path / "p"}', *ft])
+
+
+# ----------------------------------------------------------------------------- in an eval
+
+def test_frequency_arms_and_sink_bases_in_an_eval(char_data, tmp_path):
+    """A sink base (trained a few steps) and a p-RoPE base next to a plain one; zero-shot clip, p-RoPE and DCA on the
+    plain one: names, the sink strength beside every arm (none for the truncated crop), DCA's inside-the-chunk losses
+    equal to the base's (one chunk holds every distance there)."""
+    import eval as ev
+    from conftest import tiny_cfg
+    from train import train
+    runs = {}
+    for name, kw in (('plain', {}), ('sinks', dict(attention='sinks')),
+                     ('prope', dict(rope_scaling={'rope_type': 'proportional', 'partial_rotary_factor': 0.25}))):
+        runs[name] = tmp_path / name
+        train(dict(tiny_cfg(char_data, runs[name], max_iters=30, eval_interval=30, **kw), block_size=16))
+    s = ev.main([f'--ckpt={runs["plain"]},{runs["sinks"]},{runs["prope"]}', f'--base={runs["plain"]}',
+                 '--rope_types=default,crop:form=truncated,clip,proportional:partial_rotary_factor=0.5:factor=1,'
+                 'proportional:partial_rotary_factor=0.25:factor=1,'
+                 'dca:chunk=12:window=2', '--eval_len=64', '--num_windows=6', '--retrieval_examples=0',
+                 '--depth_len=0', '--needles=0', '--recall_len=0', '--word_needles=0', '--mv_values=0',
+                 '--tracking=False', f'--out_dir={tmp_path / "e"}', '--device=cpu', '--progress=False', '--workers=1'])
+    by = {a['name']: a for a in s['arms']}
+    for want in ('base (L=16)', 'base sinks (L=16)', 'base proportional p=0.25 (L=16)', 'clip s=4 zero-shot',
+                 'proportional s=1 p=0.5 zero-shot', 'dca S=12 w=2 zero-shot', 'crop w=16 (truncated)'):
+        assert want in by, list(by)
+    assert all(v is None for v in by['crop w=16 (truncated)']['first_token_buckets'].values())
+    for name in ('base (L=16)', 'base sinks (L=16)', 'dca S=12 w=2 zero-shot'):
+        got = by[name]['first_token_buckets']
+        assert set(got) == {'0-16', '16-32', '32-64'} and all(0 < v < 1 for v in got.values()), (name, got)
+    # inside the first chunk (10 tokens) DCA is exact: its per-window loss there is the base's
+    import numpy as np
+    import csv
+    rows = list(csv.DictReader(open(tmp_path / 'e' / 'position_loss.csv')))
+    base, dca = (np.array([float(r[n]) for r in rows[:10]]) for n in ('base (L=16)', 'dca S=12 w=2 zero-shot'))
+    assert np.allclose(base, dca, atol=1e-5) and 'Sink strength' in open(tmp_path / 'e' / 'summary.md').read()
+    from lab.method_plots import sweep_arms
+    assert [k for k, _ in sweep_arms(s)] == [4, 8, 16] and (tmp_path / 'e' / 'clip_sweep.png').stat().st_size > 10000
