@@ -54,6 +54,9 @@ REFUSED = {  # rope types that transformers cannot express, and what to do inste
     'dynamic_yarn': "Dynamic YaRN (rope_type 'dynamic_yarn') has no Hugging Face counterpart: transformers' yarn is "
                     "static; export a static YaRN at the scale you need (--rope_type=yarn --factor=<s>), which is "
                     "Dynamic YaRN at l = s*L",
+    **{t: f"rope_type {t!r} stops pairs from turning (theta = 0); GPT-NeoX's partial_rotary_factor rotates a share of "
+          f"each head with the base spread over it, another function, so the export would change the model; "
+          f"transformers' own 'proportional' (Gemma 4) is the model to port it to" for t in ('proportional', 'clip')},
 }
 POS_EMB_FIX = {'alibi': 'ALiBi', 'sinusoidal': 'sinusoidal positions', 'learned': 'learned positions',
                'none': 'no positions (NoPE)'}
@@ -97,8 +100,9 @@ def hf_rope(head_dim, base, scaling, L, block_size):
     rp = {'rope_type': t, 'rope_theta': float(base), 'partial_rotary_factor': 1.0}
     if t == 'default':
         return rp, block_size
-    if t == 'ntk':  # NTK-aware is plain RoPE with a raised base
-        rp.update(rope_type='default', rope_theta=float(base) * s ** (head_dim / (head_dim - 2)))
+    if t in ('ntk', 'abf'):  # NTK-aware and ABF are plain RoPE with a raised base
+        rp.update(rope_type='default', rope_theta=sc['new_base'] if t == 'abf' else
+                  float(base) * s ** (head_dim / (head_dim - 2)))
         return rp, round(s * L)
     if t in ('linear', 'dynamic'):
         rp['factor'] = s

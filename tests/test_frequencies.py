@@ -294,3 +294,17 @@ def test_frequency_arms_and_sink_bases_in_an_eval(char_data, tmp_path):
     assert np.allclose(base, dca, atol=1e-5) and 'Sink strength' in open(tmp_path / 'e' / 'summary.md').read()
     from lab.method_plots import sweep_arms
     assert [k for k, _ in sweep_arms(s)] == [4, 8, 16] and (tmp_path / 'e' / 'clip_sweep.png').stat().st_size > 10000
+
+
+def test_hugging_face_export_of_the_frequency_types():
+    """ABF exports as plain RoPE at the raised base; stopped pairs are refused (GPT-NeoX's partial rotation is another
+    function)."""
+    from lab.hf_export import check_exportable, hf_rope
+    abf = check_scaling({'rope_type': 'abf', 'new_base': 1e6, 'factor': 4.0}, 1e4)
+    assert hf_rope(32, 1e4, abf, 128, 512) == ({'rope_type': 'default', 'rope_theta': 1e6, 'partial_rotary_factor': 1.0},
+                                               512)
+    args = dict(n_layer=2, n_head=2, n_embd=32, block_size=16, rope_base=1e4, pos_emb='rope', attention='causal')
+    for sc in ({'rope_type': 'proportional', 'partial_rotary_factor': 0.25, 'factor': 1.0},
+               {'rope_type': 'clip', 'factor': 1.0, 'original_max_position_embeddings': 16}):
+        with pytest.raises(ValueError, match='stops pairs from turning'):
+            check_exportable(dict(args, rope_scaling=sc))

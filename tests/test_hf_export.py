@@ -225,6 +225,8 @@ def test_from_hf_reads_4x_5x_and_whole_configs():
     five = {'rope_type': 'linear', 'factor': 2.0, 'rope_theta': 5e5, 'partial_rotary_factor': 1.0}
     assert from_hf(five) == (lin, 5e5)
     assert from_hf({'rope_type': 'default', 'rope_theta': 1e4}) == (None, 1e4)
+    assert from_hf({'rope_type': 'proportional', 'rope_theta': 1e6, 'partial_rotary_factor': 0.25}) == \
+        ({'rope_type': 'proportional', 'partial_rotary_factor': 0.25, 'factor': 1.0}, 1e6)  # Gemma 4's global layers
     # a whole config: transformers 5 takes rope_scaling over rope_parameters; dynamic NTK's L is max_position_embeddings
     llama = {'max_position_embeddings': 4096, 'rope_theta': 5e5, 'rope_scaling': {'type': 'dynamic', 'factor': 2.0},
              'rope_parameters': {'rope_type': 'default'}}
@@ -233,12 +235,12 @@ def test_from_hf_reads_4x_5x_and_whole_configs():
                                                                         'original_max_position_embeddings': 128}})[0]
     assert yarn['factor'] == 4.0 and yarn['beta_fast'] == 32.0  # factor = M / L, defaults filled as check_scaling does
     neox = {'model_type': 'gpt_neox', 'rotary_emb_base': 1e4, 'max_position_embeddings': 2048}
-    with pytest.raises(ValueError, match='rotates every dimension'):
+    with pytest.raises(ValueError, match="GPT-NeoX's partial rotation"):
         from_hf(neox)  # GPT-NeoX's default rotates 25% of each head
     assert from_hf(dict(neox, rotary_pct=1.0)) == (None, 1e4)
     for bad, match in (({'type': 'linear', 'rope_type': 'yarn', 'factor': 2.0}, 'give one'),
-                       ({'rope_type': 'proportional', 'rope_theta': 1e4}, 'no counterpart'),
-                       ({'rope_type': 'linear', 'factor': 2.0, 'partial_rotary_factor': 0.5}, 'every dimension'),
+                       ({'rope_type': 'axial', 'rope_theta': 1e4}, 'no counterpart'),
+                       ({'rope_type': 'linear', 'factor': 2.0, 'partial_rotary_factor': 0.5}, 'partial rotation'),
                        ({'rope_type': 'linear', 'factor': 2.0, 'rope_theta': -1}, 'rope_theta'),
                        ({'rope_type': 'linear'}, 'factor')):
         with pytest.raises(ValueError, match=match):
