@@ -49,13 +49,16 @@ def plot_ramp(out_dir, summary):
                 lines.append((r, [label], st[a['name']], af))
             elif label not in same[1]:
                 same[1].append(label)
+        floor = min(ln[0][ln[0] > 0].min() for ln in lines if (ln[0] > 0).any()) / 4  # a stopped pair (0) sits here
         for k, (r, labels, style, af) in enumerate(lines):
             label = textwrap.fill(' = '.join(labels), 42, subsequent_indent='   ')
             label += '' if af == 1 else f"\n   (cos, sin × {af:.3f})"
-            ax.plot(np.arange(len(r)), r, marker=MARKERS[k % len(MARKERS)], ms=max(3, 10 - k), label=label,
-                    **dict(style, ls='-', lw=max(1.2, 3.0 - 0.3 * k)))
+            ax.plot(np.arange(len(r)), np.where(r > 0, r, floor), marker=MARKERS[k % len(MARKERS)], ms=max(3, 10 - k),
+                    label=label, **dict(style, ls='-', lw=max(1.2, 3.0 - 0.3 * k)))
+        if any((ln[0] == 0).any() for ln in lines):
+            ax.text(-0.3, floor * 1.06, "θ' = 0: stopped (p-RoPE, clip)", va='bottom', fontsize=11, color='0.25')
         ax.set_yscale('log', base=2)
-        ax.set_ylim(min(ln[0].min() for ln in lines) / 1.3, 1.5)
+        ax.set_ylim(floor / 1.3, 1.5)
         ax.set_xlim(-0.5, d // 2 - 0.5)
         ax.set(xlabel=f'pair i (head_dim {d}, base {b:g}); wavelength grows to the right',
                ylabel="θ'ᵢ / θᵢ  (1 = kept, 1/s = PI)",
@@ -99,7 +102,7 @@ def sweep_arms(summary):
 
 
 def plot_clip_sweep(out_dir, summary):
-    """clip_sweep.png: loss inside L and far past it, and the passkey's exact match past L, against the number of
+    """clip_sweep.png: loss inside L and far past it, and the passkey's exact match per distance, against the number of
     pairs left rotating (the rest stopped), the critical dimension's count marked; None without a sweep."""
     from rope import critical_dimension
     arms = sweep_arms(summary)
@@ -119,10 +122,12 @@ def plot_clip_sweep(out_dir, summary):
                         label=f"positions {label}")
             if crop:
                 ax.axhline(crop['buckets'][label], color=colour, ls=':', lw=1.2, label=f"the crop, {label}")
-        far = [(k, r) for k, a in arms for r in a.get('retrieval') or [] if r['distance_lo'] >= s['L']]
-        for bucket in dict.fromkeys(r['bucket'] for _, r in far):
+        far = [(k, r) for k, a in arms for r in a.get('retrieval') or []]
+        for bucket in dict.fromkeys(r['bucket'] for _, r in far):  # inside L too: what stopping pairs costs there
             pts = [(k, r['exact_match']) for k, r in far if r['bucket'] == bucket]
-            bx.plot(*zip(*pts), marker='o', label=f"passkey at distance {bucket}")
+            inside = next(r['distance_lo'] for _, r in far if r['bucket'] == bucket) < s['L']
+            bx.plot(*zip(*pts), marker='o', ls='-' if inside else '--',
+                    label=f"distance {bucket}" + (' (inside L)' if inside else ''))
         for axis in (ax, bx):
             axis.axvline(k_crit, color='0.3', ls='--', lw=1.2)
             note(axis, k_crit, 0.97, f" critical dimension: pairs 0-{k_crit - 1} turn within L", ha='left',
@@ -131,7 +136,7 @@ def plot_clip_sweep(out_dir, summary):
             axis.set_xlabel(f"pairs still rotating (the fastest k of {base['head_dim'] // 2}; the rest stopped)")
             axis.grid(alpha=0.3)
         ax.set(ylabel='loss (nats)', title=f"Loss by how many pairs turn (T = {s['T']}, L = {s['L']})")
-        bx.set(ylabel='exact match', ylim=(-0.03, 1.03), title='Passkey past L by how many pairs turn')
+        bx.set(ylabel='passkey exact match', ylim=(-0.03, 1.03), title='Passkey by how many pairs turn')
         ax.legend(fontsize=10)
         if far:
             bx.legend(fontsize=10)
