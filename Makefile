@@ -129,7 +129,7 @@ ssmax-base:           # Scalable-Softmax trained in: queries x s_h ln(n), s_h le
 	$(PY) train.py config/train_shakespeare_char_copy_cpu.py --attention=smear_keys_ssmax --out_dir=out/char-ssmax-copy --overwrite=True
 
 abf:                  # ABF: the demo's base fine-tuned at 512 with its RoPE base raised 1e4 -> 1e5 and -> 1e6, the same 100 steps and 3 seeds as the demo's PI and YaRN
-	$(PY) finetune_long.py config/finetune_abf_cpu.py --overwrite=True
+	$(PY) finetune_long.py config/finetune_long_char_cpu.py --rope_type=abf:new_base=1e5,abf:new_base=1e6 --plain=False --out_dir=out/char-ft-abf --overwrite=True
 
 longrope2:            # LongRoPE2 against LongRoPE at s=4, 2 x 2: the search scored by every token's loss or by the needles' answer tokens, the fine-tune (100 steps, 3 seeds, natural text) plain or with mixed windows (half the steps at L, on the short factors = the original RoPE)
 	$(PY) search_longrope.py --init_from=out/char-base-copy --factor=4 --out_dir=out/char-longrope-s4 --overwrite=True
