@@ -61,6 +61,15 @@ def test_clip_stops_the_pairs_that_never_turned_in_L():
     assert torch.equal(wide[0], plain_inv_freq(32, 1e4).float())
 
 
+def test_arm_names():
+    from lab.arms import arm_id
+    from lab.specs import parse_arms
+    names = [n for n, _ in parse_arms('abf:new_base=1e5,abf,proportional:partial_rotary_factor=0.25:factor=1,clip',
+                                      4.0, 128)]
+    assert names == ["abf s=4 b'=1e5", "abf s=4 b'=1e6", 'proportional s=1 p=0.25', 'clip s=4']
+    assert arm_id(names[0] + ' ft100') == 'abf_s4_b_1e5_ft100'
+
+
 def test_abf_and_the_base_bound():
     """ABF is plain RoPE at the raised base: theta_i = b'^(-2i/d); b' = 1e6 at pair 8 of 16: 1e6^(-1/2) = 1e-3.
     Men et al.'s bound 0.0424 L^1.628: 114.26 at L = 128; b = 1e4 is enough up to L' ~ 1,996."""
@@ -231,6 +240,11 @@ def test_search_with_the_needle_objective_scores_the_answer_tokens(tiny_run, tmp
     want = torch.cat([nll[r, w] for r, w in enumerate(where)]).mean().item()
     assert math.isclose(state['references']['linear s=4'], want, rel_tol=1e-4)
     assert best['loss'] == min(c['loss'] for c in state['candidates']) and math.isfinite(best['loss'])
+    from lab.arms import ckpt_arm
+    run = load_checkpoint(str(tmp_path / 's'))
+    assert run['lineage']['search_objective'] == 'needle'
+    assert ckpt_arm(str(tmp_path / 's'), run)['name'].startswith('longrope s=4') and \
+        ckpt_arm(str(tmp_path / 's'), run)['name'].endswith(' needles zero-shot')
     with pytest.raises(ValueError, match='search_objective'):
         sl.main([f'--init_from={tiny_run}', f'--out_dir={tmp_path / "b"}', '--search_objective=ruler', *small])
 
@@ -252,7 +266,9 @@ def test_mixed_fine_tune_runs_and_refuses_what_it_cannot_mix(tiny_run, tmp_path)
     ft = ['--max_iters=4', '--eval_interval=4', '--eval_iters=1', '--batch_size=2', '--progress=False']
     finetune_long.main([f'--init_from={tiny_run}', '--rope_type=yarn', '--factor=4', '--mixed_short=0.5',
                         f'--out_dir={tmp_path / "m"}', *ft])
-    assert load_checkpoint(str(tmp_path / 'm'))['iter_num'] == 4
+    ck = load_checkpoint(str(tmp_path / 'm'))
+    from lab.arms import ckpt_arm
+    assert ck['iter_num'] == 4 and ckpt_arm(str(tmp_path / 'm'), ck)['name'] == 'yarn s=4 mixed ft4'
     with pytest.raises(Exception, match='mixed_short'):
         finetune_long.main([f'--init_from={tiny_run}', '--rope_type=yarn', '--factor=4', '--mixed_short=0.5',
                             '--pose=True', f'--out_dir={tmp_path / "p"}', *ft])
