@@ -16,7 +16,7 @@ eval_len = 1024
 num_windows = 32
 retrieval_examples = 16
 out_dir = 'out/char-eval-frequencies'
-_Y8, _LR = 'yarn_s8_beta_fast8_zero-shot', 'longrope_s4'
+_Y8, _LR, _LR2 = 'yarn_s8_beta_fast8_zero-shot', 'longrope_s4_start_token_idx2', 'longrope_s4'  # the loss search kept n-hat 2
 _DCA = 'dca_S96_w8_zero-shot'
 contrasts = '; '.join(f"{a} | {b}" for a, b in [
     ('clip_s8_zero-shot', 'base_L128'),                         # stopping the slow pairs, against plain RoPE
@@ -26,8 +26,9 @@ contrasts = '; '.join(f"{a} | {b}" for a, b in [
     ('abf_s4_b_1e5_ft100', 'linear_s4_ft100'), ('abf_s4_b_1e6_ft100', 'linear_s4_ft100'),   # ABF against PI
     ('abf_s4_b_1e5_ft100', 'yarn_s4_beta_fast8_ft100'), ('abf_s4_b_1e6_ft100', 'yarn_s4_beta_fast8_ft100'),
     ('abf_s4_b_1e6_ft100', 'abf_s4_b_1e5_ft100'),
-    (f'{_LR}_needles_mixed_ft100', f'{_LR}_ft100'),             # LongRoPE2 against LongRoPE
-    (f'{_LR}_needles_ft100', f'{_LR}_ft100'),                   # what the needle objective alone is worth
+    (f'{_LR2}_needles_mixed_ft100', f'{_LR}_ft100'),            # LongRoPE2 against LongRoPE
+    (f'{_LR2}_needles_ft100', f'{_LR}_ft100'),                  # what the needle objective alone is worth
     (f'{_LR}_mixed_ft100', f'{_LR}_ft100'),                     # what the mixed windows alone are worth
-    (f'{_LR}_needles_mixed_ft100', 'yarn_s4_beta_fast8_ft100'),
+    (f'{_LR2}_needles_mixed_ft100', f'{_LR2}_needles_ft100'),   # ... on the needle-searched curve
+    (f'{_LR2}_needles_mixed_ft100', 'yarn_s4_beta_fast8_ft100'),
 ])
