@@ -154,8 +154,11 @@ clip-sweep:           # which pairs matter: the demo's base with only its k fast
 frequencies:          # issue 33's arms under one protocol on the 32 dev windows at T = 1024: clipped and p-RoPE zero-shot, DCA beside ReRoPE / Self-Extend, ABF beside PI / YaRN, LongRoPE2's 2 x 2, the p-RoPE, clipped and sink bases; every arm also against its own crop (needs make demo, abf, longrope2)
 	$(PY) eval.py config/eval_frequencies_cpu.py
 
-frequency-bases:      # the p-RoPE, clipped and sink bases beside the demo's, each against its own crop (needs make demo, prope-base, clip-base, sinks-base)
+frequency-bases:      # the p-RoPE, clipped and sink bases beside the demo's; then each against its own crop, the p-RoPE base with its rotating pairs PI'd (Gemma 4's factor 8), the sink base with YaRN (needs make demo, prope-base, clip-base, sinks-base)
 	$(PY) eval.py config/eval_frequency_bases_cpu.py
+	$(PY) eval.py --base=out/char-prope-copy --rope_types=default,crop:form=sliding,proportional:partial_rotary_factor=0.25:factor=8 --eval_len=1024 --num_windows=32 --retrieval_examples=16 --out_dir=out/char-eval-prope
+	$(PY) eval.py --base=out/char-clip-copy --rope_types=default,crop:form=sliding --eval_len=1024 --num_windows=32 --retrieval_examples=16 --out_dir=out/char-eval-clip
+	$(PY) eval.py --base=out/char-sinks-copy --rope_types=default,crop:form=sliding,yarn:beta_fast=8 --eval_len=1024 --num_windows=32 --retrieval_examples=16 --out_dir=out/char-eval-sinks
 
 temperature-knobs:    # SSMax's s (swapped into the demo's base) and DroPE's c, chosen on 16 TRAINING windows (needs make drope)
 	$(PY) eval.py config/eval_temperature_knobs_cpu.py
