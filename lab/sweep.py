@@ -111,6 +111,9 @@ def check_run(cfg, base, plan, data_dir, meta):
     trained, and each arm's RoPE config against the model (a per-pair list must have head_dim / 2 values)."""
     run_cfg, args, T = plan[0].cfg, checkpoint_args(base), plan[0].cfg['block_size']
     autocast_context(pick_device(cfg['device']).split(':')[0], cfg['dtype'], training=True)
+    if cfg.get('rope_scaling') is not None:  # train.py's setting (a rope type trained in); here the arms set it
+        raise ConfigError(f"rope_scaling={cfg['rope_scaling']!r} is train.py's (trained in from scratch); "
+                          f"finetune_long.py sets each arm's RoPE with --rope_type (e.g. --rope_type=proportional)")
     check_vocab(base['dataset'], meta, data_dir, cfg['init_from'])
     longest = max(end - start for _, start, end in meta['docs']['val'])
     if longest <= T + 1:  # evaluation windows of T + 1 tokens lie inside one held-out document

@@ -269,6 +269,9 @@ def test_mixed_fine_tune_runs_and_refuses_what_it_cannot_mix(tiny_run, tmp_path)
     ck = load_checkpoint(str(tmp_path / 'm'))
     from lab.arms import ckpt_arm
     assert ck['iter_num'] == 4 and ckpt_arm(str(tmp_path / 'm'), ck)['name'] == 'yarn s=4 mixed ft4'
+    with pytest.raises(ValueError, match='finetune_long.py sets each arm'):
+        finetune_long.main([f'--init_from={tiny_run}', '--rope_type=yarn', "--rope_scaling={'rope_type': 'clip'}",
+                            f'--out_dir={tmp_path / "r"}', *ft])
     with pytest.raises(Exception, match='mixed_short'):
         finetune_long.main([f'--init_from={tiny_run}', '--rope_type=yarn', '--factor=4', '--mixed_short=0.5',
                             '--pose=True', f'--out_dir={tmp_path / "p"}', *ft])
