@@ -1,0 +1,163 @@
+"""
+The pictures a person reads at a glance (issue 34, first part), drawn like every picture from eval.py's files only:
+
+  headline.png  loss against position for the arms that tell the story, zero-shot and fine-tuned side by side:
+                the base, its crop, PI, NTK-aware, YaRN and one attention map (ReRoPE); L and s·L marked, each line
+                labelled at its end, one colour per method (METHOD_COLORS) in both panels
+  verdicts.png  the verdicts as a forest plot: each named contrast and each arm against the crop at the last
+                bucket, the paired difference with its 95% interval, the equivalence margin as a band, the verdict
+                as the marker (better / worse / equivalent / unresolved)
+
+Either is skipped (None) when its arms or verdicts are not in the eval.
+"""
+import os
+
+import matplotlib
+matplotlib.use('Agg')
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from lab.plot_kit import RC, read_columns, save  # noqa: E402
+
+# one colour per method, the same in every panel of these pictures (keys: headline_arms' roles)
+METHOD_COLORS = {'base': 'black', 'crop': '#7f7f7f', 'linear': '#d62728', 'ntk': '#ff7f0e', 'yarn': '#1f77b4',
+                 'rerope': '#2ca02c', 'default': '#9467bd'}
+LABELS = {'base': 'plain RoPE (the base)', 'crop': 'the crop (last L tokens)', 'linear': 'PI', 'ntk': 'NTK-aware',
+          'yarn': 'YaRN', 'rerope': 'ReRoPE', 'default': 'plain RoPE fine-tuned'}
+VERDICT_MARKS = {'better': dict(marker='o', color='#2ca02c', mfc='#2ca02c'),
+                 'worse': dict(marker='s', color='#d62728', mfc='#d62728'),
+                 'equivalent': dict(marker='D', color='#555555', mfc='#555555'),
+                 'unresolved': dict(marker='o', color='black', mfc='white')}
+
+
+def headline_arms(summary):
+    """{'zero-shot': [(role, arm)], 'fine-tuned': [(role, arm)]}: the base and its crop in both, then the first
+    zero-shot PI, NTK-aware, YaRN (β_fast = 8 when there is one) and ReRoPE; the fine-tuned PI, YaRN and plain
+    control with the most steps (no PoSE, no temperature). Roles key METHOD_COLORS."""
+    arms = summary['arms']
+    plain = [a for a in arms if not a.get('crop') and not a.get('temperature') and not a.get('pose')]
+    base = next((a for a in arms if a['kind'] == 'base'), None)
+    crop = next((a for a in arms if (a.get('crop') or {}).get('form') == 'sliding' and a['kind'] != 'fine-tuned'
+                 and not a.get('self_crop_of')), None)
+    ref = [(r, a) for r, a in (('base', base), ('crop', crop)) if a]
+
+    def pick(kind, role):
+        got = [a for a in plain if a['kind'] == kind and (
+            (a.get('position_map') or {}).get('method') == role if role == 'rerope' else
+            not a.get('position_map') and a.get('rope_type') == role)]
+        if kind == 'fine-tuned':
+            got = sorted(got, key=lambda a: -a['finetune_steps'])
+        return next((a for a in got if 'β_fast=8' in a['name']), got[0] if got else None)
+    out = {}
+    for kind, roles in (('zero-shot', ('linear', 'ntk', 'yarn', 'rerope')), ('fine-tuned', ('linear', 'yarn', 'default'))):
+        chosen = [(r, pick(kind, r)) for r in roles]
+        out[kind] = ref + [(r, a) for r, a in chosen if a]
+    return out
+
+
+def smoothed(y, w):
+    from plot import smooth  # the story's smoothing (plot.py), one definition
+    return smooth(np.asarray(y, dtype=float), w)
+
+
+def spread(ys, gap):
+    """Label heights: the ys in order, each at least gap above the one below (for labels at the lines' ends)."""
+    order, out = np.argsort(ys), np.array(ys, dtype=float)
+    for k in range(1, len(order)):
+        out[order[k]] = max(out[order[k]], out[order[k - 1]] + gap)
+    return out
+
+
+def plot_headline(out_dir, summary, w):
+    """headline.png, or None when the eval has no base, crop or scaled arms to tell the story with."""
+    chosen = headline_arms(summary)
+    if len(chosen['zero-shot']) < 3 or not chosen['zero-shot'][0][0] == 'base':
+        return None
+    s = summary['settings']
+    panels = [(k, v) for k, v in chosen.items() if len(v) > 2]
+    names = [a['name'] for _, v in panels for _, a in v]
+    cols = read_columns(os.path.join(out_dir, 'position_loss.csv'), list(dict.fromkeys(names)))
+    x = np.arange(s['T'])
+    curves = {n: smoothed(cols[n], w) for n in names}
+    top = min(max(np.nanmax(c) for c in curves.values()), 4.0)
+    with plt.rc_context(RC):
+        fig, axes = plt.subplots(1, len(panels), figsize=(8.5 * len(panels), 6), sharey=True, squeeze=False)
+        for ax, (kind, arms) in zip(axes[0], panels):
+            ends = []
+            for role, a in arms:
+                y = np.clip(curves[a['name']], None, top)
+                ax.plot(x, y, color=METHOD_COLORS[role], lw=2.6 if role in ('base', 'crop') else 2.0,
+                        ls=':' if role == 'crop' else '-')
+                last = np.nanmean(y[-max(1, w):])
+                ends.append((last, LABELS[role] + (f" s={a['factor']:g}" if a.get('factor') and role not in
+                                                    ('base', 'crop', 'default') else ''), METHOD_COLORS[role]))
+            heights = spread([e[0] for e in ends], (top - 1.0) * 0.045)
+            for (_, text, colour), h in zip(ends, heights):
+                ax.text(s['T'] * 1.01, h, text, color=colour, va='center', fontsize=12)
+            ax.axvline(s['L'], color='0.3', lw=1.2)
+            ax.text(s['L'], top, f" L = {s['L']}", va='top', fontsize=12, color='0.3')
+            far = sorted({a['seq_len'] for _, a in arms if a['kind'] == 'fine-tuned' and a['seq_len'] < s['T']} |
+                         {round(a['factor'] * s['L']) for _, a in arms if a['kind'] == 'zero-shot' and a.get('factor')
+                          and a['factor'] * s['L'] < s['T']})
+            for n in far:
+                ax.axvline(n, color='0.3', lw=1.0, ls='--')
+                ax.text(n, top, f" s·L = {n}", va='top', fontsize=12, color='0.3')
+            ax.set_xlim(0, s['T'])
+            ax.set_ylim(None, top * 1.02)
+            ax.set(xlabel='token position', title=f"{kind}: {'switched at inference' if kind == 'zero-shot' else 'trained briefly at the longer length'}")
+            ax.grid(alpha=0.3)
+        axes[0][0].set_ylabel(f'loss (nats; mean of {w} positions)')
+        fig.suptitle(f"Plain RoPE breaks past L; the crop is the floor to beat (T = {s['T']}, {s['num_windows']} "
+                     f"held-out windows)", fontsize=15, y=1.01)
+        fig.subplots_adjust(wspace=0.45)
+        return save(fig, os.path.join(out_dir, 'headline.png'))
+
+
+def verdict_rows(summary, kind='loss'):
+    """[(panel title, [(label, diff, ci, verdict)])] at the last bucket: the named contrasts of `kind`, then every arm
+    against the first crop control."""
+    s, out = summary['settings'], []
+    named = (s.get('contrasts') or {}).get(kind) or {}
+    if named:
+        col = list(named)[-1]
+        out.append((f"named contrasts, {kind}, {col}", [(r['name'].replace(' vs ', '  −  '), r['diff'], r['ci'],
+                                                         r['verdict']) for r in named[col]]))
+    crops = s.get('vs_crop') or {}
+    if crops:
+        crop = next(iter(crops))
+        rows = crops[crop].get(kind) or {}
+        if rows:
+            col = list(rows)[-1]
+            out.append((f"each arm − {crop}, {kind}, {col}", [(n, r['diff'], r['ci'], r['verdict'])
+                                                              for n, r in rows[col].items() if not r.get('identical')]))
+    return out
+
+
+def plot_verdicts(out_dir, summary):
+    """verdicts.png: the forest plot of the loss verdicts at the last bucket, or None without any."""
+    panels = verdict_rows(summary)
+    if not panels:
+        return None
+    margin = summary['settings']['margins']['loss']
+    n = max(len(rows) for _, rows in panels)
+    with plt.rc_context(RC):
+        fig, axes = plt.subplots(1, len(panels), figsize=(9 * len(panels), 1.2 + 0.32 * n), squeeze=False)
+        for ax, (title, rows) in zip(axes[0], panels):
+            for k, (label, d, ci, v) in enumerate(rows):
+                y = len(rows) - 1 - k
+                ax.plot(ci, [y, y], color='0.35', lw=1.4)
+                ax.plot([d], [y], ls='none', ms=8, **VERDICT_MARKS[v])
+            ax.axvspan(-margin, margin, color='#cfe8cf', zorder=0, label=f'equivalence margin ±{margin:g}')
+            ax.axvline(0, color='0.4', lw=1.0)
+            ax.set_yticks(range(len(rows)), [r[0] for r in rows][::-1], fontsize=10)
+            ax.set_xscale('symlog', linthresh=0.05)
+            lo, hi = ax.get_xlim()
+            ticks = [t for t in (-2, -1, -0.3, -0.1, -margin, 0, margin, 0.1, 0.3, 1, 2) if lo <= t <= hi]
+            ax.set_xticks(ticks, [f"{t:+g}".replace('-', '−') if t else '0' for t in ticks], fontsize=10)
+            ax.set(xlabel='paired difference A − B (nats; < 0: A better)', title=title)
+            ax.grid(alpha=0.3, axis='x')
+        for v, mark in VERDICT_MARKS.items():  # the legend: the verdict words
+            axes[0][0].plot([], [], ls='none', ms=8, label=v, **mark)
+        axes[0][0].legend(loc='lower left', bbox_to_anchor=(0, 1.04), ncol=5, frameon=False, fontsize=11)
+        fig.subplots_adjust(wspace=0.9)
+        return save(fig, os.path.join(out_dir, 'verdicts.png'))

@@ -1,0 +1,62 @@
+"""Issue 34's first pictures (lab/figures.py), drawn from the committed demo run (assets/summary.json and
+assets/position_loss.csv), as `eval.py --plot_only=True` draws them: the headline figure and the forest plot."""
+import copy
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+import plot
+from lab.figures import METHOD_COLORS, headline_arms, plot_headline, plot_verdicts, spread, verdict_rows
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ASSETS = os.path.join(ROOT, 'assets')
+
+
+@pytest.fixture
+def demo(tmp_path):
+    for name in ('summary.json', 'position_loss.csv', 'retrieval.csv', 'attention_entropy.csv', 'finetune_curves.csv'):
+        shutil.copy(os.path.join(ASSETS, name), tmp_path / name)
+    return str(tmp_path), json.load(open(os.path.join(ASSETS, 'summary.json')))
+
+
+def test_the_headline_arms_tell_the_story(demo):
+    chosen = headline_arms(demo[1])
+    assert [(r, a['name']) for r, a in chosen['zero-shot']] == [
+        ('base', 'base (L=128)'), ('crop', 'crop w=128 (sliding)'), ('linear', 'linear s=8 zero-shot'),
+        ('ntk', 'ntk s=8 zero-shot'), ('yarn', 'yarn s=8 β_fast=8 zero-shot'), ('rerope', 'rerope w=64 zero-shot')]
+    assert [a['name'] for _, a in chosen['fine-tuned']] == ['base (L=128)', 'crop w=128 (sliding)', 'linear s=4 ft100',
+                                                            'yarn s=4 β_fast=8 ft100', 'default ft100']
+    for arms in chosen.values():  # at most six lines a panel, no two of one colour (one colour per method)
+        colours = [METHOD_COLORS[r] for r, _ in arms]
+        assert len(arms) <= 6 and len(set(colours)) == len(colours)
+
+
+def test_labels_at_the_line_ends_keep_their_distance():
+    got = spread([1.40, 1.41, 3.3, 1.39, 3.31], 0.1)
+    assert np.all(np.diff(np.sort(got)) >= 0.1 - 1e-12) and got[2] == 3.3 and got[3] == 1.39
+
+
+def test_the_forest_plot_rows_are_the_verdicts(demo):
+    rows = dict(verdict_rows(demo[1]))
+    named, crop = rows['named contrasts, loss, 512-1024'], rows['each arm − crop w=128 (sliding), loss, 512-1024']
+    s = demo[1]['settings']
+    assert len(named) == len(s['contrasts']['loss']['512-1024']) == 18
+    assert {v for *_, v in named} <= {'better', 'worse', 'equivalent', 'unresolved'}
+    want = {n: r for n, r in s['vs_crop']['crop w=128 (sliding)']['loss']['512-1024'].items() if not r['identical']}
+    assert [(n, d, v) for n, d, _, v in crop] == [(n, r['diff'], r['verdict']) for n, r in want.items()]
+
+
+def test_both_pictures_draw_and_skip_when_their_data_is_absent(demo):
+    out_dir, summary = demo
+    w = summary['settings']['T'] // 32
+    for path, png in (plot_headline(out_dir, summary, w), plot_verdicts(out_dir, summary)):
+        assert png[:8] == b'\x89PNG\r\n\x1a\n' and len(png) > 50_000
+    bare = copy.deepcopy(summary)
+    bare['settings']['contrasts'], bare['settings']['vs_crop'] = None, None
+    bare['arms'] = [a for a in bare['arms'] if a['kind'] == 'base']
+    assert plot_verdicts(out_dir, bare) is None and plot_headline(out_dir, bare, w) is None
+    written = plot.plot_all(out_dir)  # what --plot_only does: every picture from the files
+    assert {'headline.png', 'verdicts.png'} <= {os.path.basename(p) for p in written}
