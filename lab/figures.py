@@ -24,6 +24,12 @@ METHOD_COLORS = {'base': 'black', 'crop': '#7f7f7f', 'linear': '#d62728', 'ntk':
                  'rerope': '#2ca02c', 'default': '#9467bd'}
 LABELS = {'base': 'plain RoPE (the base)', 'crop': 'the crop (last L tokens)', 'linear': 'PI', 'ntk': 'NTK-aware',
           'yarn': 'YaRN', 'rerope': 'ReRoPE', 'default': 'plain RoPE fine-tuned'}
+METHOD_COLORS.update({'ntk_by_parts': '#8c564b', 'dynamic': '#bcbd22', 'dynamic_yarn': '#17becf', 'llama3': '#e377c2',
+                      'longrope': '#6b3d9a', 'abf': '#b15928', 'proportional': '#a6761d', 'clip': '#666600',
+                      'leaky_rerope': '#66a61e', 'self_extend': '#1b9e77', 'dca': '#e7298a', 'other': '#444444'})
+VARIANT_LS = ['-', '--', ':', '-.', (0, (5, 1, 1, 1, 1, 1))]  # a method's second, third, ... arm in one panel
+FAMILIES = ('frequency scalings, zero-shot', 'dynamic types, zero-shot', 'attention maps, zero-shot', 'fine-tuned',
+            'the 2025-26 designs')
 VERDICT_MARKS = {'better': dict(marker='o', color='#2ca02c', mfc='#2ca02c'),
                  'worse': dict(marker='s', color='#d62728', mfc='#d62728'),
                  'equivalent': dict(marker='D', color='#555555', mfc='#555555'),
@@ -161,3 +167,82 @@ def plot_verdicts(out_dir, summary):
         axes[0][0].legend(loc='lower left', bbox_to_anchor=(0, 1.04), ncol=5, frameon=False, fontsize=11)
         fig.subplots_adjust(wspace=0.9)
         return save(fig, os.path.join(out_dir, 'verdicts.png'))
+
+
+def method_of(arm):
+    """The colour key of an arm: its position map's method, else its rope type ('default' for plain RoPE)."""
+    m = (arm.get('position_map') or {}).get('method') or arm.get('rope_type') or 'other'
+    return m if m in METHOD_COLORS else 'other'
+
+
+def family_of(arm, base):
+    """Which small multiple an arm belongs to (FAMILIES), or None for the references (the base, crops)."""
+    if arm is base or (arm.get('crop') and not arm.get('self_crop_of')):
+        return None
+    if arm.get('self_crop_of'):
+        return None  # (its own crop is drawn with its arm's verdicts, not here)
+    if arm.get('temperature') or arm.get('layers') or arm['kind'] == 'base' or arm.get('pos_emb') != 'rope':
+        return FAMILIES[4]
+    if arm['kind'] == 'fine-tuned':
+        return FAMILIES[3]
+    if arm.get('position_map'):
+        return FAMILIES[2]
+    return FAMILIES[1] if arm.get('dynamic') else FAMILIES[0]
+
+
+def family_panels(summary, most=6):
+    """[(title, [(arm, style)])]: one panel per family present, the base and the crop first in each, then at most
+    `most` of the family's arms (a family with more fills more panels), styles: one colour per method, a method's
+    variants told apart by the line style."""
+    arms = summary['arms']
+    base = next((a for a in arms if a['kind'] == 'base'), None)
+    crop = next((a for a in arms if (a.get('crop') or {}).get('form') == 'sliding' and a['kind'] != 'fine-tuned'
+                 and not a.get('self_crop_of')), None)
+    refs = [(a, dict(color=METHOD_COLORS[r], ls=':' if r == 'crop' else '-', lw=2.6))
+            for r, a in (('base', base), ('crop', crop)) if a]
+    panels = []
+    for fam in FAMILIES:
+        members = [a for a in arms if family_of(a, base) == fam]
+        size = -(-len(members) // -(-len(members) // most)) if members else most  # split evenly: 7 -> 4 + 3
+        for k in range(0, len(members), size):
+            used, lines = {}, []
+            for a in members[k:k + size]:
+                m = method_of(a)
+                n = used[m] = used.get(m, -1) + 1
+                lines.append((a, dict(color=METHOD_COLORS[m], ls=VARIANT_LS[n % len(VARIANT_LS)], lw=2.0)))
+            title = fam + (f" ({k // size + 1})" if len(members) > size else '')
+            panels.append((title, refs + lines))
+    return panels
+
+
+def plot_families(out_dir, summary, w):
+    """families.png: loss against position, one small panel per family of arms (FAMILIES), the base and the crop in
+    each; None with fewer than two panels' worth of arms."""
+    panels = family_panels(summary)
+    if not panels:
+        return None
+    s = summary['settings']
+    names = list(dict.fromkeys(a['name'] for _, lines in panels for a, _ in lines))
+    cols = read_columns(os.path.join(out_dir, 'position_loss.csv'), names)
+    curves = {n: smoothed(cols[n], w) for n in names}
+    top = min(max(np.nanmax(c) for c in curves.values()), 4.0)
+    ncol = min(3, len(panels))
+    nrow = -(-len(panels) // ncol)
+    with plt.rc_context(RC):
+        fig, axes = plt.subplots(nrow, ncol, figsize=(7.2 * ncol, 6.4 * nrow), sharey=True, squeeze=False)
+        for ax, (title, lines) in zip(axes.flat, panels):
+            for a, st in lines:
+                ax.plot(np.arange(s['T']), np.clip(curves[a['name']], None, top), label=a['name'], **st)
+            ax.axvline(s['L'], color='0.3', lw=1.0)
+            ax.set_xlim(0, s['T'])
+            ax.set_title(title, fontsize=14)
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=10, loc='upper left', bbox_to_anchor=(0, -0.1), ncol=2, frameon=False)  # below
+        for ax in axes.flat[len(panels):]:
+            ax.axis('off')
+        for ax in axes[:, 0]:
+            ax.set_ylabel('loss (nats)')
+        fig.suptitle(f"Loss against token position by family (T = {s['T']}, L = {s['L']} marked; the base black, the "
+                     f"crop grey dotted in every panel)", fontsize=15, y=1.0)
+        fig.tight_layout()
+        return save(fig, os.path.join(out_dir, 'families.png'))

@@ -60,3 +60,23 @@ def test_both_pictures_draw_and_skip_when_their_data_is_absent(demo):
     assert plot_verdicts(out_dir, bare) is None and plot_headline(out_dir, bare, w) is None
     written = plot.plot_all(out_dir)  # what --plot_only does: every picture from the files
     assert {'headline.png', 'verdicts.png'} <= {os.path.basename(p) for p in written}
+
+
+def test_families_are_small_multiples_with_distinct_lines(demo):
+    from lab.figures import FAMILIES, family_panels, plot_families
+    summary = demo[1]
+    panels = family_panels(summary)
+    drawn = [a['name'] for _, lines in panels for a, _ in lines[2:]]
+    others = [a['name'] for a in summary['arms'] if a['name'] not in ('base (L=128)', 'crop w=128 (sliding)')
+              and not (a.get('crop') and not a.get('self_crop_of'))]
+    assert sorted(drawn) == sorted(others)  # every arm in exactly one panel
+    for title, lines in panels:
+        assert [a['name'] for a, _ in lines[:2]] == ['base (L=128)', 'crop w=128 (sliding)'] and len(lines) <= 8
+        keys = [(st['color'], str(st['ls'])) for _, st in lines]
+        assert len(set(keys)) == len(keys), title  # no two lines of a panel look alike
+        assert title.split(' (')[0] in FAMILIES
+    yarns = {str(st['color']) for _, lines in panels for a, st in lines if a.get('rope_type') == 'yarn'
+             and not a.get('position_map')}
+    assert yarns == {'#1f77b4'}  # one colour per method in every panel
+    path, png = plot_families(demo[0], summary, 32)
+    assert path.endswith('families.png') and len(png) > 100_000
