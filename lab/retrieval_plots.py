@@ -57,6 +57,71 @@ def plot_retrieval(out_dir, summary):
         return save(fig, os.path.join(out_dir, 'retrieval.png'))
 
 
+def depth_edges(L, T):
+    """Depth bins 0, L/2, L, 2L, 4L, ... T."""
+    return sorted({0, L // 2, T} | {e for e in (L * 2 ** k for k in range(32)) if e < T})
+
+
+def depth_panel(ax, a, room, edges, L, fontsize=9):
+    """One arm's heatmap of a room with depths (per_example depth and exact [seeds][examples]): exact match per
+    (depth, distance) cell over examples and seeds, with n; grey where no example fell; a white line at L."""
+    labels = [b['bucket'] for b in a[room]]
+    hits, counts = np.zeros((len(edges) - 1, len(labels))), np.zeros((len(edges) - 1, len(labels)), int)
+    for j, b in enumerate(a[room]):
+        pe = b['per_example']
+        exact = np.array([[np.nan if v is None else v for v in r] for r in pe['exact']]).mean(0)  # over seeds
+        for i, x in zip(np.searchsorted(edges, np.asarray(pe['depth']), side='right') - 1, exact):
+            if not np.isnan(x):  # (an example a moving-scale arm did not score: None)
+                hits[i, j] += x
+                counts[i, j] += 1
+    grid = np.ma.masked_where(counts == 0, 100 * hits / np.maximum(counts, 1))
+    im = ax.imshow(grid, origin='lower', aspect='auto', cmap=matplotlib.colormaps['viridis'].with_extremes(bad='0.88'),
+                   vmin=0, vmax=100)
+    for i, j in zip(*np.nonzero(counts)):
+        ax.text(j, i, f"{grid[i, j]:.0f}%\nn={counts[i, j]}", ha='center', va='center', fontsize=fontsize,
+                color='white' if grid[i, j] < 60 else 'black')
+    ax.set_xticks(np.arange(len(labels)), labels, rotation=30)
+    ax.set_yticks(np.arange(len(edges) - 1), [f"{lo}-{hi}" for lo, hi in zip(edges, edges[1:])])
+    k = first_at([b['distance_lo'] for b in a[room]], L)
+    if k is not None:
+        ax.axvline(k - 0.5, color='white', lw=2)
+    ax.set_title(a['name'], fontsize=13)
+    ax.spines[['top', 'right']].set_visible(True)
+    return im
+
+
+def plot_heatmaps(out_dir, summary, room='passkey_depth'):
+    """retrieval_heatmaps.png: the field's needle-in-a-haystack picture, one depth x distance panel per arm the
+    headline figure shows (lab.figures.headline_arms: the base, the crop, PI, NTK-aware, YaRN, ReRoPE, the
+    fine-tunes); None when the eval has no depth passkey or fewer than two of those arms."""
+    from lab.figures import headline_arms
+    s = summary['settings']
+    shown = list({a['name']: a for v in headline_arms(summary).values() for _, a in v if a.get(room)}.values())
+    if len(shown) < 2:
+        return None
+    ncol = min(4, len(shown))
+    nrow = -(-len(shown) // ncol)
+    edges = depth_edges(s['L'], s['T'])
+    with plt.rc_context(RC):
+        fig, axes = plt.subplots(nrow, ncol, figsize=(5.2 * ncol + 1.5, 4.6 * nrow), squeeze=False)
+        for k, (ax, a) in enumerate(zip(axes.flat, shown)):
+            im = depth_panel(ax, a, room, edges, s['L'], fontsize=8)
+            ax.tick_params(labelsize=10)
+            if k % ncol:
+                ax.set_yticklabels([])  # the depths once per row
+        for ax in axes.flat[len(shown):]:
+            ax.axis('off')
+        fig.subplots_adjust(hspace=0.6, wspace=0.08)
+        for ax in axes[:, 0]:
+            ax.set_ylabel("depth of the first copy")
+        for ax in axes[-1]:
+            ax.set_xlabel('distance (tokens)')
+        fig.colorbar(im, ax=axes.ravel().tolist(), label='exact match (%)', fraction=0.02)
+        fig.suptitle(f"Depth passkey by depth and distance, per arm ({s[room].get('examples', '?')} examples per "
+                     f"distance bucket; white line: L = {s['L']}; grey: no example)", fontsize=15)
+        return save(fig, os.path.join(out_dir, 'retrieval_heatmaps.png'))
+
+
 def plot_retrieval_depth(out_dir, summary, room='passkey_depth', most=3):
     """retrieval_depth.png: exact match per (depth, distance) cell of the depth passkey (lab.retrieval), from
     summary.json's settings[room] and arms[i][room] buckets (per_example exact [seeds][examples], depth [examples]).
@@ -75,31 +140,10 @@ def plot_retrieval_depth(out_dir, summary, room='passkey_depth', most=3):
         if not shown:
             axes[0, 0].text(0.5, 0.5, f'no {room} results (test skipped)', ha='center', transform=axes[0, 0].transAxes)
             return save(fig, path)
-        edges = sorted({0, L // 2, T} | {e for e in (L * 2 ** k for k in range(32)) if e < T})
-        cmap = matplotlib.colormaps['viridis'].with_extremes(bad='0.88')
+        edges = depth_edges(L, T)
         for ax, a in zip(axes[0], shown):
-            labels = [b['bucket'] for b in a[room]]
-            hits, counts = np.zeros((len(edges) - 1, len(labels))), np.zeros((len(edges) - 1, len(labels)), int)
-            for j, b in enumerate(a[room]):
-                pe = b['per_example']
-                exact = np.array([[np.nan if v is None else v for v in r] for r in pe['exact']]).mean(0)  # over
-                for i, x in zip(np.searchsorted(edges, np.asarray(pe['depth']), side='right') - 1, exact):  # seeds
-                    if not np.isnan(x):  # (an example a moving-scale arm did not score: None)
-                        hits[i, j] += x
-                        counts[i, j] += 1
-            grid = np.ma.masked_where(counts == 0, 100 * hits / np.maximum(counts, 1))
-            im = ax.imshow(grid, origin='lower', aspect='auto', cmap=cmap, vmin=0, vmax=100)
-            for i, j in zip(*np.nonzero(counts)):
-                ax.text(j, i, f"{grid[i, j]:.0f}%\nn={counts[i, j]}", ha='center', va='center', fontsize=9,
-                        color='white' if grid[i, j] < 60 else 'black')
-            ax.set_xticks(np.arange(len(labels)), labels, rotation=30)
-            ax.set_yticks(np.arange(len(edges) - 1), [f"{lo}-{hi}" for lo, hi in zip(edges, edges[1:])])
-            k = first_at([b['distance_lo'] for b in a[room]], L)
-            if k is not None:
-                ax.axvline(k - 0.5, color='white', lw=2)
-            ax.set_title(a['name'], fontsize=13)
+            im = depth_panel(ax, a, room, edges, L)
             ax.set_xlabel('distance between the copies (tokens)')
-            ax.spines[['top', 'right']].set_visible(True)
         axes[0, 0].set_ylabel("depth: the first copy's position")
         fig.colorbar(im, ax=axes[0].tolist(), label='exact match (%)', fraction=0.03)
         r = s[room]

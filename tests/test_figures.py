@@ -80,3 +80,18 @@ def test_families_are_small_multiples_with_distinct_lines(demo):
     assert yarns == {'#1f77b4'}  # one colour per method in every panel
     path, png = plot_families(demo[0], summary, 32)
     assert path.endswith('families.png') and len(png) > 100_000
+
+
+def test_retrieval_heatmaps_count_every_example_once(demo):
+    import matplotlib.pyplot as plt
+    from lab.retrieval_plots import depth_edges, depth_panel, plot_heatmaps
+    summary = demo[1]
+    s = summary['settings']
+    arm = next(a for a in summary['arms'] if a['name'] == 'rerope w=64 zero-shot')
+    fig, ax = plt.subplots()
+    depth_panel(ax, arm, 'passkey_depth', depth_edges(s['L'], s['T']), s['L'])
+    ns = [int(t.get_text().split('n=')[1]) for t in ax.texts]
+    assert sum(ns) == sum(len(b['per_example']['depth']) for b in arm['passkey_depth'])  # each example in one cell
+    plt.close(fig)
+    path, png = plot_heatmaps(demo[0], summary)
+    assert path.endswith('retrieval_heatmaps.png') and len(png) > 100_000
