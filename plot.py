@@ -11,7 +11,8 @@ loads a model or a checkpoint), so `python eval.py --plot_only=True --out_dir=<d
   finetune_curves.png    loss beyond L vs fine-tune step (when the arms have fine-tune logs)
   clip_sweep.png         loss and passkey against the pairs left rotating (a p-RoPE sweep at inference, issue 33)
   headline.png           the story's arms, zero-shot and fine-tuned side by side; verdicts.png the forest plot
-                         of the verdicts; families.png one small panel per family of arms (lab/figures.py);
+                         of the verdicts; families.png / retrieval_families.png one small panel per family of
+                         arms, loss and passkey (lab/figures.py);
                          retrieval_heatmaps.png depth x distance per headline arm (lab/retrieval_plots.py)
 
 Zero-shot arms are dashed, fine-tuned arms solid (PoSE fine-tunes dash-dotted), in one colour per method (whatever
@@ -118,10 +119,11 @@ SOURCES = {'loss_vs_position.png': 'position_loss.csv', 'rope_ramp.png': 'summar
            'attention_entropy.png': 'attention_entropy.csv', 'retrieval.png': 'retrieval.csv',
            'retrieval_depth.png': 'summary.json', 'finetune_curves.png': 'finetune_curves.csv',
            'retrieval_rooms.png': 'summary.json', 'clip_sweep.png': 'summary.json', 'headline.png': 'position_loss.csv',
-           'verdicts.png': 'summary.json', 'families.png': 'position_loss.csv', 'retrieval_heatmaps.png': 'summary.json'}
+           'verdicts.png': 'summary.json', 'families.png': 'position_loss.csv', 'retrieval_heatmaps.png': 'summary.json',
+           'retrieval_families.png': 'summary.json'}
 OPTIONAL = {'attention_entropy.png': ('entropy',), 'retrieval.png': ('retrieval',),
             'retrieval_depth.png': ('passkey_depth',), 'retrieval_rooms.png': ('needles',),
-            'retrieval_heatmaps.png': ('passkey_depth',)}
+            'retrieval_heatmaps.png': ('passkey_depth',), 'retrieval_families.png': ('retrieval',)}
 
 
 def plot_all(out_dir, log_x=False, smooth=0):
@@ -135,7 +137,7 @@ def plot_all(out_dir, log_x=False, smooth=0):
     w = smooth or max(1, summary['settings']['T'] // 32)
     from lab.retrieval_plots import plot_heatmaps, plot_retrieval, plot_retrieval_depth, plot_rooms  # (they use this file)
     from lab.method_plots import plot_clip_sweep, plot_finetune, plot_ramp  # per pair, the fine-tunes, the clip sweep
-    from lab.figures import plot_families, plot_headline, plot_verdicts  # the story, the families, the verdicts
+    from lab.figures import plot_families, plot_headline, plot_retrieval_families, plot_verdicts  # (issue 34's)
     steps = [('loss_vs_position.png', lambda: plot_positions(out_dir, summary, w, log_x, 'loss')),
              ('rope_ramp.png', lambda: plot_ramp(out_dir, summary)),
              ('attention_entropy.png', lambda: plot_positions(out_dir, summary, w, log_x, 'entropy')),
@@ -146,7 +148,8 @@ def plot_all(out_dir, log_x=False, smooth=0):
              ('clip_sweep.png', lambda: plot_clip_sweep(out_dir, summary)),
              ('headline.png', lambda: plot_headline(out_dir, summary, w)), ('verdicts.png', lambda: plot_verdicts(out_dir, summary)),
              ('families.png', lambda: plot_families(out_dir, summary, w)),
-             ('retrieval_heatmaps.png', lambda: plot_heatmaps(out_dir, summary))]
+             ('retrieval_heatmaps.png', lambda: plot_heatmaps(out_dir, summary)),
+             ('retrieval_families.png', lambda: plot_retrieval_families(out_dir, summary))]
     out, skipped = [], []
     for name, draw in steps:
         gone = [k for k in OPTIONAL.get(name, ()) if k not in summary['settings']]

@@ -17,16 +17,11 @@ matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from lab.plot_kit import RC, read_columns, save  # noqa: E402
+from lab.plot_kit import METHOD_COLORS, RC, method_of as kit_method, read_columns, save  # noqa: E402
 
-# one colour per method, the same in every panel of these pictures (keys: headline_arms' roles)
-METHOD_COLORS = {'base': 'black', 'crop': '#7f7f7f', 'linear': '#d62728', 'ntk': '#ff7f0e', 'yarn': '#1f77b4',
-                 'rerope': '#2ca02c', 'default': '#9467bd'}
+METHOD_COLORS = dict(METHOD_COLORS, other='#444444')  # (an arm of no known method, in the families)
 LABELS = {'base': 'plain RoPE (the base)', 'crop': 'the crop (last L tokens)', 'linear': 'PI', 'ntk': 'NTK-aware',
           'yarn': 'YaRN', 'rerope': 'ReRoPE', 'default': 'plain RoPE fine-tuned'}
-METHOD_COLORS.update({'ntk_by_parts': '#8c564b', 'dynamic': '#bcbd22', 'dynamic_yarn': '#17becf', 'llama3': '#e377c2',
-                      'longrope': '#6b3d9a', 'abf': '#b15928', 'proportional': '#a6761d', 'clip': '#666600',
-                      'leaky_rerope': '#66a61e', 'self_extend': '#1b9e77', 'dca': '#e7298a', 'other': '#444444'})
 VARIANT_LS = ['-', '--', ':', '-.', (0, (5, 1, 1, 1, 1, 1))]  # a method's second, third, ... arm in one panel
 FAMILIES = ('frequency scalings, zero-shot', 'dynamic types, zero-shot', 'attention maps, zero-shot', 'fine-tuned',
             'the 2025-26 designs')
@@ -170,9 +165,8 @@ def plot_verdicts(out_dir, summary):
 
 
 def method_of(arm):
-    """The colour key of an arm: its position map's method, else its rope type ('default' for plain RoPE)."""
-    m = (arm.get('position_map') or {}).get('method') or arm.get('rope_type') or 'other'
-    return m if m in METHOD_COLORS else 'other'
+    """The colour key of an arm (lab.plot_kit.method_of), 'other' where the kit has none."""
+    return kit_method(arm) or 'other'
 
 
 def family_of(arm, base):
@@ -246,3 +240,40 @@ def plot_families(out_dir, summary, w):
                      f"crop grey dotted in every panel)", fontsize=15, y=1.0)
         fig.tight_layout()
         return save(fig, os.path.join(out_dir, 'families.png'))
+
+
+def plot_retrieval_families(out_dir, summary):
+    """retrieval_families.png: the passkey's exact match by distance bucket with its 95% interval, in the same
+    family panels as families.png (the base and the crop in each); None without passkey results."""
+    panels = [(t, [(a, st) for a, st in lines if a.get('retrieval')]) for t, lines in family_panels(summary)]
+    panels = [(t, lines) for t, lines in panels if len(lines) > 2]
+    if not panels:
+        return None
+    s = summary['settings']
+    ncol = min(3, len(panels))
+    nrow = -(-len(panels) // ncol)
+    with plt.rc_context(RC):
+        fig, axes = plt.subplots(nrow, ncol, figsize=(7.2 * ncol, 6.0 * nrow), sharey=True, squeeze=False)
+        for ax, (title, lines) in zip(axes.flat, panels):
+            labels = [b['bucket'] for b in lines[0][0]['retrieval']]
+            for k, (a, st) in enumerate(lines):
+                x = np.arange(len(labels)) + (k - len(lines) / 2) * 0.04  # a little apart, so intervals show
+                y = [100 * b['exact_match'] for b in a['retrieval']]
+                lo, hi = zip(*((100 * b['exact_match_ci'][0], 100 * b['exact_match_ci'][1]) for b in a['retrieval']))
+                ax.errorbar(x, y, yerr=[np.subtract(y, lo), np.subtract(hi, y)], marker='o', ms=5, capsize=2,
+                            label=a['name'], **st)
+            inside = sum(b['distance_lo'] < s['L'] for b in lines[0][0]['retrieval'])
+            ax.axvline(inside - 0.5, color='0.3', lw=1.0)
+            ax.set_xticks(range(len(labels)), labels)
+            ax.set_ylim(-3, 103)
+            ax.set_title(title, fontsize=14)
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=10, loc='upper left', bbox_to_anchor=(0, -0.1), ncol=2, frameon=False)
+        for ax in axes.flat[len(panels):]:
+            ax.axis('off')
+        for ax in axes[:, 0]:
+            ax.set_ylabel('passkey exact match (%)')
+        fig.suptitle(f"Passkey by distance and family ({s['retrieval']['examples']} examples a bucket, 95% intervals; "
+                     f"the line: L = {s['L']})", fontsize=15, y=1.0)
+        fig.tight_layout()
+        return save(fig, os.path.join(out_dir, 'retrieval_families.png'))

@@ -88,13 +88,35 @@ def family(arm):
 REPEAT_LS = [(0, (1, 1.5)), (0, (8, 3)), (0, (4, 1.5, 1, 1.5, 1, 1.5))]
 
 
+# one colour per method in every picture (issue 34): a method keeps its colour whatever its scale or settings
+METHOD_COLORS = {'base': 'black', 'crop': '#7f7f7f', 'linear': '#d62728', 'ntk': '#ff7f0e', 'yarn': '#1f77b4',
+                 'rerope': '#2ca02c', 'default': '#9467bd', 'ntk_by_parts': '#8c564b', 'dynamic': '#bcbd22',
+                 'dynamic_yarn': '#17becf', 'llama3': '#e377c2', 'longrope': '#6b3d9a', 'abf': '#b15928',
+                 'proportional': '#a6761d', 'clip': '#666600', 'leaky_rerope': '#66a61e', 'self_extend': '#1b9e77',
+                 'dca': '#e7298a'}
+
+
+def method_of(arm):
+    """An arm's method, the key of its colour: 'crop' for a crop, its position map's method, else its rope type
+    ('default': plain RoPE); None for what has no fixed colour (no RoPE)."""
+    if arm.get('crop'):
+        return 'crop'
+    m = (arm.get('position_map') or {}).get('method') or (arm.get('rope_type') if arm.get('pos_emb', 'rope') == 'rope'
+                                                          else None)
+    return m if m in METHOD_COLORS else None
+
+
 def styles(arms):
+    """{arm name: line style}: the first base black, every other arm its method's colour (METHOD_COLORS; a family
+    of its own for a method without one), dashed zero-shot, dash-dotted PoSE; a second arm of the same colour and
+    dash gets another dash (REPEAT_LS)."""
     out, colors, taken = {}, {}, {}
     for a in arms:
         if a['kind'] == 'base' and not any(o['color'] == 'black' for o in out.values()):
             out[a['name']] = dict(color='black', ls='-', lw=2.4)  # the first base model; other bases get colours
             continue
-        c = colors.setdefault(family(a), COLORS[len(colors) % len(COLORS)])
+        m = method_of(a)
+        c = METHOD_COLORS[m] if m else colors.setdefault(family(a), COLORS[len(colors) % len(COLORS)])
         ls = '--' if a['kind'] == 'zero-shot' else '-.' if a.get('pose') else '-'
         k = taken[c, ls] = taken.get((c, ls), -1) + 1
         out[a['name']] = dict(color=c, ls=REPEAT_LS[(k - 1) % len(REPEAT_LS)] if k else ls, lw=2.0)

@@ -95,3 +95,15 @@ def test_retrieval_heatmaps_count_every_example_once(demo):
     plt.close(fig)
     path, png = plot_heatmaps(demo[0], summary)
     assert path.endswith('retrieval_heatmaps.png') and len(png) > 100_000
+
+
+def test_retrieval_by_family_uses_the_loss_panels(demo):
+    from lab.figures import family_panels, plot_retrieval_families
+    summary = demo[1]
+    path, png = plot_retrieval_families(demo[0], summary)
+    assert path.endswith('retrieval_families.png') and len(png) > 100_000
+    assert all(a.get('retrieval') for _, lines in family_panels(summary) for a, _ in lines)  # every demo arm has one
+    bare = copy.deepcopy(summary)
+    for a in bare['arms']:
+        a['retrieval'] = []
+    assert plot_retrieval_families(demo[0], bare) is None
