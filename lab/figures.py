@@ -229,17 +229,24 @@ def plot_families(out_dir, summary, w):
                 ax.plot(np.arange(s['T']), np.clip(curves[a['name']], None, top), label=a['name'], **st)
             ax.axvline(s['L'], color='0.3', lw=1.0)
             ax.set_xlim(0, s['T'])
-            ax.set_title(title, fontsize=14)
-            ax.grid(alpha=0.3)
-            ax.legend(fontsize=10, loc='upper left', bbox_to_anchor=(0, -0.1), ncol=2, frameon=False)  # below
-        for ax in axes.flat[len(panels):]:
-            ax.axis('off')
-        for ax in axes[:, 0]:
-            ax.set_ylabel('loss (nats)')
-        fig.suptitle(f"Loss against token position by family (T = {s['T']}, L = {s['L']} marked; the base black, the "
-                     f"crop grey dotted in every panel)", fontsize=15, y=1.0)
-        fig.tight_layout()
-        return save(fig, os.path.join(out_dir, 'families.png'))
+        return finish(fig, axes, [t for t, _ in panels], 'loss (nats)', os.path.join(out_dir, 'families.png'),
+                      f"Loss against token position by family (T = {s['T']}, L = {s['L']} marked; the base black, the "
+                      f"crop grey dotted in every panel)")
+
+
+def finish(fig, axes, titles, ylabel, path, suptitle):
+    """The family figures' common ending: titles, grids, each legend below its panel, unused panels off."""
+    for ax, title in zip(axes.flat, titles):
+        ax.set_title(title, fontsize=14)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=10, loc='upper left', bbox_to_anchor=(0, -0.1), ncol=2, frameon=False)
+    for ax in axes.flat[len(titles):]:
+        ax.axis('off')
+    for ax in axes[:, 0]:
+        ax.set_ylabel(ylabel)
+    fig.suptitle(suptitle, fontsize=15, y=1.0)
+    fig.tight_layout()
+    return save(fig, path)
 
 
 def plot_retrieval_families(out_dir, summary):
@@ -260,20 +267,14 @@ def plot_retrieval_families(out_dir, summary):
                 x = np.arange(len(labels)) + (k - len(lines) / 2) * 0.04  # a little apart, so intervals show
                 y = [100 * b['exact_match'] for b in a['retrieval']]
                 lo, hi = zip(*((100 * b['exact_match_ci'][0], 100 * b['exact_match_ci'][1]) for b in a['retrieval']))
-                ax.errorbar(x, y, yerr=[np.subtract(y, lo), np.subtract(hi, y)], marker='o', ms=5, capsize=2,
+                err = [np.clip(np.subtract(y, lo), 0, None), np.clip(np.subtract(hi, y), 0, None)]  # (a sampled
+                ax.errorbar(x, y, yerr=err, marker='o', ms=5, capsize=2,  # arm's interval need not hold its mean)
                             label=a['name'], **st)
             inside = sum(b['distance_lo'] < s['L'] for b in lines[0][0]['retrieval'])
             ax.axvline(inside - 0.5, color='0.3', lw=1.0)
             ax.set_xticks(range(len(labels)), labels)
             ax.set_ylim(-3, 103)
-            ax.set_title(title, fontsize=14)
-            ax.grid(alpha=0.3)
-            ax.legend(fontsize=10, loc='upper left', bbox_to_anchor=(0, -0.1), ncol=2, frameon=False)
-        for ax in axes.flat[len(panels):]:
-            ax.axis('off')
-        for ax in axes[:, 0]:
-            ax.set_ylabel('passkey exact match (%)')
-        fig.suptitle(f"Passkey by distance and family ({s['retrieval']['examples']} examples a bucket, 95% intervals; "
-                     f"the line: L = {s['L']})", fontsize=15, y=1.0)
-        fig.tight_layout()
-        return save(fig, os.path.join(out_dir, 'retrieval_families.png'))
+        return finish(fig, axes, [t for t, _ in panels], 'passkey exact match (%)',
+                      os.path.join(out_dir, 'retrieval_families.png'),
+                      f"Passkey by distance and family ({s['retrieval']['examples']} examples a bucket, 95% intervals; "
+                      f"the line: L = {s['L']})")
