@@ -4,9 +4,9 @@ The pictures a person reads at a glance (issue 34, first part), drawn like every
   headline.png  loss against position for the arms that tell the story, zero-shot and fine-tuned side by side:
                 the base, its crop, PI, NTK-aware, YaRN and one attention map (ReRoPE); L and s·L marked, each line
                 labelled at its end, one colour per method (METHOD_COLORS) in both panels
-  verdicts.png  the verdicts as a forest plot: each named contrast and each arm against the crop at the last
-                bucket, the paired difference with its 95% interval, the equivalence margin as a band, the verdict
-                as the marker (better / worse / equivalent / unresolved)
+  verdicts.png  the verdicts as a forest plot: each named contrast, each arm against the crop and against its own
+                crop, at the last bucket, in loss and in passkey exact match: the paired difference with its 95%
+                interval, the equivalence margin as a band, the verdict as the marker
 
 Either is skipped (None) when its arms or verdicts are not in the eval.
 """
@@ -114,53 +114,68 @@ def plot_headline(out_dir, summary, w):
         return save(fig, os.path.join(out_dir, 'headline.png'))
 
 
-def verdict_rows(summary, kind='loss'):
-    """[(panel title, [(label, diff, ci, verdict)])] at the last bucket: the named contrasts of `kind`, then every arm
-    against the first crop control."""
+def verdict_rows(summary, kinds=('loss', 'exact_match')):
+    """[(panel title, kind, [(label, diff, ci, verdict)])] at each kind's last bucket: the named contrasts, every arm
+    against the first crop control, every arm against its own crop (settings.vs_self, when the eval has them)."""
     s, out = summary['settings'], []
-    named = (s.get('contrasts') or {}).get(kind) or {}
-    if named:
-        col = list(named)[-1]
-        out.append((f"named contrasts, {kind}, {col}", [(r['name'].replace(' vs ', '  −  '), r['diff'], r['ci'],
-                                                         r['verdict']) for r in named[col]]))
-    crops = s.get('vs_crop') or {}
-    if crops:
-        crop = next(iter(crops))
-        rows = crops[crop].get(kind) or {}
-        if rows:
-            col = list(rows)[-1]
-            out.append((f"each arm − {crop}, {kind}, {col}", [(n, r['diff'], r['ci'], r['verdict'])
-                                                              for n, r in rows[col].items() if not r.get('identical')]))
+    for kind in kinds:
+        tables = [('named contrasts', (s.get('contrasts') or {}).get(kind) or {}, ' vs ', '  −  '),
+                  ('each arm − its own crop', (s.get('vs_self') or {}).get(kind) or {}, ' vs ', '  −  ')]
+        crops = s.get('vs_crop') or {}
+        if crops:
+            crop = next(iter(crops))
+            rows = (crops[crop].get(kind) or {})
+            if rows:
+                col = list(rows)[-1]
+                out.append((f"each arm − {crop}, {kind}, {col}", kind, [
+                    (n, r['diff'], r['ci'], r['verdict']) for n, r in rows[col].items() if not r.get('identical')]))
+        for title, table, sep, dash in tables:
+            if table:
+                col = list(table)[-1]
+                out.append((f"{title}, {kind}, {col}", kind, [(r['name'].replace(sep, dash), r['diff'], r['ci'],
+                                                               r['verdict']) for r in table[col]]))
     return out
 
 
 def plot_verdicts(out_dir, summary):
-    """verdicts.png: the forest plot of the loss verdicts at the last bucket, or None without any."""
+    """verdicts.png: the forest plot of the verdicts at the last bucket (loss in nats, the passkey in points), one
+    panel per table (verdict_rows), or None without any."""
     panels = verdict_rows(summary)
     if not panels:
         return None
-    margin = summary['settings']['margins']['loss']
-    n = max(len(rows) for _, rows in panels)
+    margins = summary['settings']['margins']
+    ncol = 2 if len(panels) > 1 else 1
+    nrow = -(-len(panels) // ncol)
+    n = max(len(rows) for *_, rows in panels)
     with plt.rc_context(RC):
-        fig, axes = plt.subplots(1, len(panels), figsize=(9 * len(panels), 1.2 + 0.32 * n), squeeze=False)
-        for ax, (title, rows) in zip(axes[0], panels):
+        fig, axes = plt.subplots(nrow, ncol, figsize=(10 * ncol, (1.6 + 0.32 * n) * nrow), squeeze=False)
+        for ax, (title, kind, rows) in zip(axes.flat, panels):
+            unit = 100 if kind != 'loss' else 1  # retrieval in points
+            margin = margins['loss' if kind == 'loss' else 'exact_match'] * unit
             for k, (label, d, ci, v) in enumerate(rows):
                 y = len(rows) - 1 - k
-                ax.plot(ci, [y, y], color='0.35', lw=1.4)
-                ax.plot([d], [y], ls='none', ms=8, **VERDICT_MARKS[v])
-            ax.axvspan(-margin, margin, color='#cfe8cf', zorder=0, label=f'equivalence margin ±{margin:g}')
+                ax.plot(np.multiply(ci, unit), [y, y], color='0.35', lw=1.4)
+                ax.plot([d * unit], [y], ls='none', ms=8, **VERDICT_MARKS[v])
+            ax.axvspan(-margin, margin, color='#cfe8cf', zorder=0)
             ax.axvline(0, color='0.4', lw=1.0)
             ax.set_yticks(range(len(rows)), [r[0] for r in rows][::-1], fontsize=10)
-            ax.set_xscale('symlog', linthresh=0.05)
-            lo, hi = ax.get_xlim()
-            ticks = [t for t in (-2, -1, -0.3, -0.1, -margin, 0, margin, 0.1, 0.3, 1, 2) if lo <= t <= hi]
-            ax.set_xticks(ticks, [f"{t:+g}".replace('-', '−') if t else '0' for t in ticks], fontsize=10)
-            ax.set(xlabel='paired difference A − B (nats; < 0: A better)', title=title)
+            if kind == 'loss':
+                ax.set_xscale('symlog', linthresh=0.05)
+                lo, hi = ax.get_xlim()
+                ticks = [t for t in (-2, -1, -0.3, -0.1, -margin, 0, margin, 0.1, 0.3, 1, 2) if lo <= t <= hi]
+                ax.set_xticks(ticks, [f"{t:+g}".replace('-', '−') if t else '0' for t in ticks], fontsize=10)
+            ax.set(xlabel='A − B, nats (< 0: A better)' if kind == 'loss' else
+                   'A − B, exact-match points (> 0: A better)', title=title)
             ax.grid(alpha=0.3, axis='x')
-        for v, mark in VERDICT_MARKS.items():  # the legend: the verdict words
+        for ax in axes.flat[len(panels):]:
+            ax.axis('off')
+        for v, mark in VERDICT_MARKS.items():  # the legend: the verdict words and the margins
             axes[0][0].plot([], [], ls='none', ms=8, label=v, **mark)
-        axes[0][0].legend(loc='lower left', bbox_to_anchor=(0, 1.04), ncol=5, frameon=False, fontsize=11)
-        fig.subplots_adjust(wspace=0.9)
+        axes[0][0].fill_between([], [], color='#cfe8cf', label=f"equivalence margin (±{margins['loss']:g} nats, "
+                                f"±{margins['exact_match'] * 100:g} points)")
+        fig.legend(*axes[0][0].get_legend_handles_labels(), loc='lower center', bbox_to_anchor=(0.5, 1.0), ncol=5,
+                   frameon=False, fontsize=12)  # above every panel
+        fig.subplots_adjust(wspace=1.05, hspace=0.35, top=1 - 0.55 / fig.get_figheight())  # (the legend just above)
         return save(fig, os.path.join(out_dir, 'verdicts.png'))
 
 

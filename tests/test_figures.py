@@ -40,13 +40,24 @@ def test_labels_at_the_line_ends_keep_their_distance():
 
 
 def test_the_forest_plot_rows_are_the_verdicts(demo):
-    rows = dict(verdict_rows(demo[1]))
+    rows = {title: r for title, _, r in verdict_rows(demo[1])}
+    assert list(rows) == ['each arm − crop w=128 (sliding), loss, 512-1024', 'named contrasts, loss, 512-1024',
+                          'each arm − crop w=128 (sliding), exact_match, 512-1024',
+                          'named contrasts, exact_match, 512-1024']  # (the demo has no own crops)
     named, crop = rows['named contrasts, loss, 512-1024'], rows['each arm − crop w=128 (sliding), loss, 512-1024']
     s = demo[1]['settings']
     assert len(named) == len(s['contrasts']['loss']['512-1024']) == 18
     assert {v for *_, v in named} <= {'better', 'worse', 'equivalent', 'unresolved'}
     want = {n: r for n, r in s['vs_crop']['crop w=128 (sliding)']['loss']['512-1024'].items() if not r['identical']}
     assert [(n, d, v) for n, d, _, v in crop] == [(n, r['diff'], r['verdict']) for n, r in want.items()]
+
+
+def test_the_test_split_adds_each_arm_against_its_own_crop():
+    summary = json.load(open(os.path.join(ASSETS, 'test_summary.json')))
+    own = {t: r for t, k, r in verdict_rows(summary) if t.startswith('each arm − its own crop')}
+    want = summary['settings']['vs_self']['loss']['512-1024']
+    assert [(n, v) for n, _, _, v in own['each arm − its own crop, loss, 512-1024']] == \
+        [(r['name'].replace(' vs ', '  −  '), r['verdict']) for r in want]
 
 
 def test_both_pictures_draw_and_skip_when_their_data_is_absent(demo):
