@@ -108,8 +108,9 @@ def plot_headline(out_dir, summary, w):
             ax.set(xlabel='token position', title=f"{kind}: {'switched at inference' if kind == 'zero-shot' else 'trained briefly at the longer length'}")
             ax.grid(alpha=0.3)
         axes[0][0].set_ylabel(f'loss (nats; mean of {w} positions)')
-        fig.suptitle(f"Plain RoPE breaks past L; the crop is the floor to beat (T = {s['T']}, {s['num_windows']} "
-                     f"held-out windows)", fontsize=15, y=1.01)
+        floor = '; the crop is the floor to beat' if any(r == 'crop' for _, v in panels for r, _ in v) else ''
+        fig.suptitle(f"Plain RoPE breaks past L{floor} (T = {s['T']}, {s['num_windows']} held-out windows)", fontsize=15,
+                     y=1.01)
         fig.subplots_adjust(wspace=0.45)
         return save(fig, os.path.join(out_dir, 'headline.png'))
 
