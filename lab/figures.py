@@ -31,16 +31,20 @@ VERDICT_MARKS = {'better': dict(marker='o', color='#2ca02c', mfc='#2ca02c'),
                  'unresolved': dict(marker='o', color='black', mfc='white')}
 
 
+def references(arms):
+    """(the first base, its sliding crop control), either None when the eval has none."""
+    return (next((a for a in arms if a['kind'] == 'base'), None),
+            next((a for a in arms if (a.get('crop') or {}).get('form') == 'sliding' and a['kind'] != 'fine-tuned'
+                  and not a.get('self_crop_of')), None))
+
+
 def headline_arms(summary):
     """{'zero-shot': [(role, arm)], 'fine-tuned': [(role, arm)]}: the base and its crop in both, then the first
     zero-shot PI, NTK-aware, YaRN (β_fast = 8 when there is one) and ReRoPE; the fine-tuned PI, YaRN and plain
     control with the most steps (no PoSE, no temperature). Roles key METHOD_COLORS."""
     arms = summary['arms']
     plain = [a for a in arms if not a.get('crop') and not a.get('temperature') and not a.get('pose')]
-    base = next((a for a in arms if a['kind'] == 'base'), None)
-    crop = next((a for a in arms if (a.get('crop') or {}).get('form') == 'sliding' and a['kind'] != 'fine-tuned'
-                 and not a.get('self_crop_of')), None)
-    ref = [(r, a) for r, a in (('base', base), ('crop', crop)) if a]
+    ref = [(r, a) for r, a in zip(('base', 'crop'), references(arms)) if a]
 
     def pick(kind, role):
         got = [a for a in plain if a['kind'] == kind and (
@@ -120,8 +124,8 @@ def verdict_rows(summary, kinds=('loss', 'exact_match')):
     against the first crop control, every arm against its own crop (settings.vs_self, when the eval has them)."""
     s, out = summary['settings'], []
     for kind in kinds:
-        tables = [('named contrasts', (s.get('contrasts') or {}).get(kind) or {}, ' vs ', '  −  '),
-                  ('each arm − its own crop', (s.get('vs_self') or {}).get(kind) or {}, ' vs ', '  −  ')]
+        tables = [('named contrasts', (s.get('contrasts') or {}).get(kind) or {}),
+                  ('each arm − its own crop', (s.get('vs_self') or {}).get(kind) or {})]
         crops = s.get('vs_crop') or {}
         if crops:
             crop = next(iter(crops))
@@ -130,10 +134,10 @@ def verdict_rows(summary, kinds=('loss', 'exact_match')):
                 col = list(rows)[-1]
                 out.append((f"each arm − {crop}, {kind}, {col}", kind, [
                     (n, r['diff'], r['ci'], r['verdict']) for n, r in rows[col].items() if not r.get('identical')]))
-        for title, table, sep, dash in tables:
+        for title, table in tables:
             if table:
                 col = list(table)[-1]
-                out.append((f"{title}, {kind}, {col}", kind, [(r['name'].replace(sep, dash), r['diff'], r['ci'],
+                out.append((f"{title}, {kind}, {col}", kind, [(r['name'].replace(' vs ', '  −  '), r['diff'], r['ci'],
                                                                r['verdict']) for r in table[col]]))
     return out
 
@@ -186,11 +190,10 @@ def method_of(arm):
 
 
 def family_of(arm, base):
-    """Which small multiple an arm belongs to (FAMILIES), or None for the references (the base, crops)."""
-    if arm is base or (arm.get('crop') and not arm.get('self_crop_of')):
+    """Which small multiple an arm belongs to (FAMILIES), or None for the base and every crop (the crop control is
+    a reference in each panel; an arm's own crop is in the verdicts, not here)."""
+    if arm is base or arm.get('crop'):
         return None
-    if arm.get('self_crop_of'):
-        return None  # (its own crop is drawn with its arm's verdicts, not here)
     if arm.get('temperature') or arm.get('layers') or arm['kind'] == 'base' or arm.get('pos_emb') != 'rope':
         return FAMILIES[4]
     if arm['kind'] == 'fine-tuned':
@@ -205,9 +208,7 @@ def family_panels(summary, most=6):
     `most` of the family's arms (a family with more fills more panels), styles: one colour per method, a method's
     variants told apart by the line style."""
     arms = summary['arms']
-    base = next((a for a in arms if a['kind'] == 'base'), None)
-    crop = next((a for a in arms if (a.get('crop') or {}).get('form') == 'sliding' and a['kind'] != 'fine-tuned'
-                 and not a.get('self_crop_of')), None)
+    base, crop = references(arms)
     refs = [(a, dict(color=METHOD_COLORS[r], ls=':' if r == 'crop' else '-', lw=2.6))
             for r, a in (('base', base), ('crop', crop)) if a]
     panels = []
@@ -227,7 +228,7 @@ def family_panels(summary, most=6):
 
 def plot_families(out_dir, summary, w):
     """families.png: loss against position, one small panel per family of arms (FAMILIES), the base and the crop in
-    each; None with fewer than two panels' worth of arms."""
+    each; None when the eval has no arm but references."""
     panels = family_panels(summary)
     if not panels:
         return None

@@ -68,10 +68,18 @@ def dca_positions(i, j, S, w):
     (i, j) pair, float64 [Q, K] (i, j: position tensors); datamllab/ChunkLlama's chunkllama_attn_replace.py defaults
     S = 3L/4, w = L/16 (96 and 8 for L = 128)."""
     c = S - w
-    ci, cj, i_in = (i // c)[:, None], (j // c)[None, :], (i % c).double()[:, None]
-    q = torch.where(ci == cj, i_in, torch.where(ci == cj + 1, (i_in + c).clamp(max=S),
-                                                torch.full_like(i_in, float(min(2 * c - 1, S)))))
+    ci, cj = (i // c)[:, None], (j // c)[None, :]
+    intra, successive, inter = (p[:, None] for p in dca_query_positions(i, S, w))
+    q = torch.where(ci == cj, intra, torch.where(ci == cj + 1, successive, inter))
     return q, (j % c).double()[None, :].expand_as(q)
+
+
+def dca_query_positions(i, S, w):
+    """DCA's three positions for queries i (float64 each): in-chunk i', successive min(i' + c, S), inter
+    min(2c - 1, S), c = S - w (dca_positions says which one each key sees)."""
+    c = S - w
+    i_in = (i % c).double()
+    return i_in, (i_in + c).clamp(max=S), torch.full_like(i_in, float(min(2 * c - 1, S)))
 
 
 def dca_scores(q, k, pm, inv_freq, s, e):
@@ -83,11 +91,9 @@ def dca_scores(q, k, pm, inv_freq, s, e):
     qp, kp = dca_positions(pos[s:e], pos, S, w)  # [Q, K]; per row the query takes one of three positions
     turn = lambda x, by: apply_rope(x, *(t.to(x.dtype) for t in rope_cos_sin(inv_freq, by.to(x.device))))
     kf = turn(k[:, :, :e], kp[0] - pos.double())
-    c = S - w
-    i_in, qi = (pos[s:e] % c).double(), q[:, :, s:e]
     att = None
-    for at in (i_in, (i_in + c).clamp(max=S), torch.full_like(i_in, float(min(2 * c - 1, S)))):
-        part = (turn(qi, at - pos[s:e].double()) @ kf.transpose(-2, -1)).float()
+    for at in dca_query_positions(pos[s:e], S, w):
+        part = (turn(q[:, :, s:e], at - pos[s:e].double()) @ kf.transpose(-2, -1)).float()
         att = part if att is None else torch.where(qp == at[:, None], part, att)
     return att
 
@@ -111,8 +117,8 @@ POSITION_MAPS = {
                      '1 = plain RoPE'), **LOG_SCALE},
                     lambda p, c: self_extend_positions(p, c['window'], c['group']), {'log_scale': 0}),
     'dca': ({'chunk': (int, 'the chunk size S (< L)'), 'window': (int, 'the local window w (< S)'), **LOG_SCALE},
-            lambda p, c: (torch.full_like(p, float(min(2 * (c['chunk'] - c['window']) - 1, c['chunk']))),
-                          p % (c['chunk'] - c['window'])), {'log_scale': 0}),  # (its far map: older chunks)
+            lambda p, c: (dca_query_positions(p, c['chunk'], c['window'])[2], p % (c['chunk'] - c['window'])),
+            {'log_scale': 0}),  # (its far map, for the reach: the older chunks')
 }
 FLAGS = {'log_scale'}  # 0 or 1; every other key is a number >= 1
 SHORT = {'window': 'w', 'group': 'G', 'chunk': 'S'}  # in arm names

@@ -3,7 +3,7 @@ Learned attention sinks (gpt-oss): one learned logit per head joins every query'
 column is dropped after, so a head may put attention "nowhere" instead of on the first token. A model trained without
 one grows a sink of its own on early tokens (StreamingLLM's attention sinks); at the lab's ~12M training tokens it may
 not, and a learned one need not emerge from data. Measured beside every arm: the attention its queries past L put on
-the first token (eval's summary, `first_key_mass`), the sink strength.
+the first token (summary.json's `first_token_buckets`), the sink strength.
 
     python train.py config/train_shakespeare_char_copy_cpu.py --attention=smear_keys_sinks --out_dir=out/char-sinks-copy
 
