@@ -105,7 +105,7 @@ out/char-base/ckpt.pt:  # the pure-text RoPE base that `make ape` compares again
 ape: out/char-base/ckpt.pt  # optional: the same model with sinusoidal positions and with ALiBi, evaluated past L (~22 min)
 	$(PY) train.py config/train_shakespeare_char_cpu.py --pos_emb=sinusoidal --out_dir=out/char-sinusoidal --overwrite=True
 	$(PY) train.py config/train_shakespeare_char_cpu.py --pos_emb=alibi --out_dir=out/char-alibi --overwrite=True
-	$(PY) eval.py --ckpt=out/char-base,out/char-sinusoidal,out/char-alibi --eval_len=1024 --num_windows=32 --out_dir=out/char-ape
+	$(PY) eval.py --ckpt=out/char-base,out/char-sinusoidal,out/char-alibi --rope_types=crop:form=sliding --eval_len=1024 --num_windows=32 --out_dir=out/char-ape --contrasts="sinusoidal (L=128) | base (L=128); alibi (L=128) | base (L=128)"
 
 # The 2025-26 designs (issue 32; docs/results.md "The 2025-26 designs"). Each base is the demo's recipe (the copy mix,
 # smeared keys, 3000 steps) with one change; each study reuses the demo's base and fine-tunes.

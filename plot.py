@@ -10,9 +10,10 @@ loads a model or a checkpoint), so `python eval.py --plot_only=True --out_dir=<d
   retrieval_depth.png    depth passkey: exact match per (depth, distance) cell, for the base and the best arms
   finetune_curves.png    loss beyond L vs fine-tune step (when the arms have fine-tune logs)
   clip_sweep.png         loss and passkey against the pairs left rotating (a p-RoPE sweep at inference, issue 33)
-  headline.png           the story's arms, zero-shot and fine-tuned side by side; verdicts.png the forest plot
-                         of the verdicts; families.png / retrieval_families.png one small panel per family of
-                         arms, loss and passkey (lab/figures.py);
+  headline.png           the story's arms, zero-shot and fine-tuned side by side; families.png /
+                         retrieval_families.png one small panel per family of arms, loss and passkey (lab/figures.py);
+                         verdicts.png the forest plot of the verdicts, verdict_grid.png every room's verdicts at
+                         once (lab/verdict_plots.py);
                          retrieval_heatmaps.png depth x distance per headline arm (lab/retrieval_plots.py)
 
 Zero-shot arms are dashed, fine-tuned arms solid (PoSE fine-tunes dash-dotted), in one colour per method (whatever
@@ -27,7 +28,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from data.common import DataError, atomic_write  # noqa: E402
-from lab.plot_kit import RC, RIGHT, note, read_columns, read_summary, save, styles  # noqa: E402  (eval's files, the look)
+from lab.plot_kit import RC, read_columns, read_summary, save, styles  # noqa: E402  (eval's files, the look)
 from rope import critical_dimension  # noqa: E402
 
 
@@ -43,19 +44,17 @@ def smooth(y, w):
 
 def length_lines(ax, s, arms, theory):
     """Lines at L and at the fine-tune lengths; with theory, the critical-dimension bound T_extra of plain RoPE for
-    the base model (rope.critical_dimension), dotted, when it falls inside the window."""
-    ax.axvline(s['L'], color='0.35', lw=1.6, zorder=1)
-    note(ax, s['L'], 1.0, f" L={s['L']}", ha='left', color='0.25', fontsize=12)
+    the base model (rope.critical_dimension), dotted, when it falls inside the window. Each is named in the legend,
+    not on the chart, so no label sits on a curve."""
+    ax.axvline(s['L'], color='0.35', lw=1.6, zorder=1, label=f"L = {s['L']} (trained length)")
     for n in s.get('finetune_lengths', []):
-        ax.axvline(n, color='0.35', lw=1.4, ls=':', zorder=1)
-        note(ax, n, 0.93, f" fine-tuned at {n}", ha='left', color='0.25', fontsize=12)
+        ax.axvline(n, color='0.35', lw=1.4, ls=':', zorder=1, label=f"fine-tuned at {n}")
     base = next((a for a in arms if a['kind'] == 'base' and a['pos_emb'] == 'rope'), None)
     if theory and base is not None:
         d_extra, t_extra = critical_dimension(base['head_dim'], base['rope_base'], base['train_len'])
         if t_extra < s['T']:
-            ax.axvline(t_extra, color='black', lw=1.4, ls=(0, (1, 2)), zorder=1)
-            note(ax, t_extra, 0.86, f" T_extra≈{t_extra:.0f}\n (d_extra={d_extra})", ha='left', color='0.15',
-                 fontsize=11)
+            ax.axvline(t_extra, color='black', lw=1.4, ls=(0, (1, 2)), zorder=1,
+                       label=f"T_extra ≈ {t_extra:.0f} (d_extra = {d_extra}): plain RoPE's bound")
 
 
 def curves(ax, names, cols, st, w, log_x):
@@ -107,8 +106,8 @@ def plot_positions(out_dir, summary, w, log_x, what):
         if what == 'loss':  # a curve that blows up leaves the chart instead of flattening the rest
             top = min(np.nanmax(ys), 2.5 * np.nanmean(ys[:, :s['L']], axis=1).min())
             axes[0, 0].set_ylim(np.nanmin(ys) - 0.05 * (top - np.nanmin(ys)), top)
-            for ax in axes[0] if np.nanmax(ys) > top else []:
-                ax.text(0.99, 0.99, f"clipped at {top:.2f}", transform=ax.transAxes, ha='right', va='top', color='0.4')
+            if np.nanmax(ys) > top:  # said in the title, where it covers no curve
+                title += f" (curves clipped at {top:.2f})"
         axes[0, 0].set_ylabel(ylabel)
         fig.suptitle(title)
         return save(fig, os.path.join(out_dir, png))
@@ -119,15 +118,16 @@ SOURCES = {'loss_vs_position.png': 'position_loss.csv', 'rope_ramp.png': 'summar
            'attention_entropy.png': 'attention_entropy.csv', 'retrieval.png': 'retrieval.csv',
            'retrieval_depth.png': 'summary.json', 'finetune_curves.png': 'finetune_curves.csv',
            'retrieval_rooms.png': 'summary.json', 'clip_sweep.png': 'summary.json', 'headline.png': 'position_loss.csv',
-           'verdicts.png': 'summary.json', 'families.png': 'position_loss.csv', 'retrieval_heatmaps.png': 'summary.json',
+           'verdicts.png': 'summary.json', 'verdict_grid.png': 'summary.json', 'families.png': 'position_loss.csv', 'retrieval_heatmaps.png': 'summary.json',
            'retrieval_families.png': 'summary.json'}
 OPTIONAL = {'attention_entropy.png': ('entropy',), 'retrieval.png': ('retrieval',),
             'retrieval_depth.png': ('passkey_depth',), 'retrieval_rooms.png': ('needles',),
             'retrieval_heatmaps.png': ('passkey_depth',), 'retrieval_families.png': ('retrieval',)}
 
 
-def plot_all(out_dir, log_x=False, smooth=0):
-    """Draw every PNG from out_dir's CSV/JSON, then write them (none when one cannot be drawn); returns their paths."""
+def plot_all(out_dir, log_x=False, smooth=0, only=None):
+    """Draw every PNG (or those named in only) from out_dir's CSV/JSON, then write them (none when one cannot be
+    drawn); returns their paths."""
     if smooth < 0:
         raise ValueError(f"smooth={smooth} must be >= 0 (0: T/32)")
     summary = read_summary(out_dir)
@@ -137,7 +137,8 @@ def plot_all(out_dir, log_x=False, smooth=0):
     w = smooth or max(1, summary['settings']['T'] // 32)
     from lab.retrieval_plots import plot_heatmaps, plot_retrieval, plot_retrieval_depth, plot_rooms  # (they use this file)
     from lab.method_plots import plot_clip_sweep, plot_finetune, plot_ramp  # per pair, the fine-tunes, the clip sweep
-    from lab.figures import plot_families, plot_headline, plot_retrieval_families, plot_verdicts  # (issue 34's)
+    from lab.figures import plot_families, plot_headline, plot_retrieval_families  # (issue 34's)
+    from lab.verdict_plots import plot_verdict_grid, plot_verdicts
     steps = [('loss_vs_position.png', lambda: plot_positions(out_dir, summary, w, log_x, 'loss')),
              ('rope_ramp.png', lambda: plot_ramp(out_dir, summary)),
              ('attention_entropy.png', lambda: plot_positions(out_dir, summary, w, log_x, 'entropy')),
@@ -146,12 +147,18 @@ def plot_all(out_dir, log_x=False, smooth=0):
              ('retrieval_rooms.png', lambda: plot_rooms(out_dir, summary)),
              ('finetune_curves.png', lambda: plot_finetune(out_dir, summary)),
              ('clip_sweep.png', lambda: plot_clip_sweep(out_dir, summary)),
-             ('headline.png', lambda: plot_headline(out_dir, summary, w)), ('verdicts.png', lambda: plot_verdicts(out_dir, summary)),
-             ('families.png', lambda: plot_families(out_dir, summary, w)),
+             ('headline.png', lambda: plot_headline(out_dir, summary, w)),
+             ('verdicts.png', lambda: plot_verdicts(out_dir, summary)),
+             ('verdict_grid.png', lambda: plot_verdict_grid(out_dir, summary)),
+             ('families.png', lambda: plot_families(out_dir, summary, w,  # (per bucket: a study kept without it)
+                                                    not os.path.exists(os.path.join(out_dir, 'position_loss.csv')))),
              ('retrieval_heatmaps.png', lambda: plot_heatmaps(out_dir, summary)),
              ('retrieval_families.png', lambda: plot_retrieval_families(out_dir, summary))]
+    unknown = sorted(set(only or ()) - {n for n, _ in steps})
+    if unknown:
+        raise ValueError(f"no picture named {unknown[0]}; plot.py draws {', '.join(n for n, _ in steps)}")
     out, skipped = [], []
-    for name, draw in steps:
+    for name, draw in [(n, d) for n, d in steps if only is None or n in only]:
         gone = [k for k in OPTIONAL.get(name, ()) if k not in summary['settings']]
         off = name == 'retrieval.png' and not (summary['settings'].get('retrieval') or {}).get('examples')
         if gone or off:

@@ -35,7 +35,10 @@ lab.copy_mix, lab.sinks and lab.temperature, which register their attention clas
   forms            how an arm runs at evaluation (causal, a position map, a crop) and the measurements beside its
                    loss: attention entropy, passkeys, retrieval rooms (eval.py)
   plot_kit         reading eval.py's files with their checks, and the pictures' shared look (plot.py, retrieval_plots)
-  retrieval_plots  retrieval.png, retrieval_depth.png and retrieval_rooms.png (plot.py)
+  retrieval_plots  retrieval.png, retrieval_depth.png, retrieval_rooms.png, retrieval_heatmaps.png (plot.py)
+  figures          headline.png, families.png, retrieval_families.png: the story's arms, one panel a family (plot.py)
+  verdict_plots    verdicts.png (forest plot), verdict_grid.png (every room's verdicts), claims.png (plot.py, redraw)
+  redraw           every committed PNG in assets/ redrawn from committed files (python -m lab.redraw [--check])
   method_plots     rope_ramp.png, finetune_curves.png and clip_sweep.png (plot.py)
   claims           the record behind each claim of README.md and docs/results.md (python -m lab.claims)
   temperature      the attention temperature's shapes as query factors (Llama 4, Ministral 3, log-n, DroPE, SSMax)

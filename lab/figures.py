@@ -1,14 +1,15 @@
 """
-The pictures a person reads at a glance (issue 34, first part), drawn like every picture from eval.py's files only:
+The pictures a person reads at a glance (issue 34), drawn like every picture from eval.py's files only:
 
   headline.png  loss against position for the arms that tell the story, zero-shot and fine-tuned side by side:
                 the base, its crop, PI, NTK-aware, YaRN and one attention map (ReRoPE); L and s·L marked, each line
                 labelled at its end, one colour per method (METHOD_COLORS) in both panels
-  verdicts.png  the verdicts as a forest plot: each named contrast, each arm against the crop and against its own
-                crop, at the last bucket, in loss and in passkey exact match: the paired difference with its 95%
-                interval, the equivalence margin as a band, the verdict as the marker
+  families.png  loss against position, one small panel per family of arms (frequency scalings, dynamic types,
+                attention maps, fine-tunes, the 2025-26 designs), the base and the crop in every panel; from the
+                per-bucket means and intervals of summary.json where a study's position CSV is not kept (lab.redraw)
+  retrieval_families.png  the passkey by distance in the same panels
 
-Either is skipped (None) when its arms or verdicts are not in the eval.
+Each is skipped (None) when its arms are not in the eval. The verdicts' pictures are lab/verdict_plots.py's.
 """
 import os
 
@@ -25,10 +26,7 @@ LABELS = {'base': 'plain RoPE (the base)', 'crop': 'the crop (last L tokens)', '
 VARIANT_LS = ['-', '--', ':', '-.', (0, (5, 1, 1, 1, 1, 1))]  # a method's second, third, ... arm in one panel
 FAMILIES = ('frequency scalings, zero-shot', 'dynamic types, zero-shot', 'attention maps, zero-shot', 'fine-tuned',
             'the 2025-26 designs')
-VERDICT_MARKS = {'better': dict(marker='o', color='#2ca02c', mfc='#2ca02c'),
-                 'worse': dict(marker='s', color='#d62728', mfc='#d62728'),
-                 'equivalent': dict(marker='D', color='#555555', mfc='#555555'),
-                 'unresolved': dict(marker='o', color='black', mfc='white')}
+
 
 
 def references(arms):
@@ -119,71 +117,6 @@ def plot_headline(out_dir, summary, w):
         return save(fig, os.path.join(out_dir, 'headline.png'))
 
 
-def verdict_rows(summary, kinds=('loss', 'exact_match')):
-    """[(panel title, kind, [(label, diff, ci, verdict)])] at each kind's last bucket: the named contrasts, every arm
-    against the first crop control, every arm against its own crop (settings.vs_self, when the eval has them)."""
-    s, out = summary['settings'], []
-    for kind in kinds:
-        tables = [('named contrasts', (s.get('contrasts') or {}).get(kind) or {}),
-                  ('each arm − its own crop', (s.get('vs_self') or {}).get(kind) or {})]
-        crops = s.get('vs_crop') or {}
-        if crops:
-            crop = next(iter(crops))
-            rows = (crops[crop].get(kind) or {})
-            if rows:
-                col = list(rows)[-1]
-                out.append((f"each arm − {crop}, {kind}, {col}", kind, [
-                    (n, r['diff'], r['ci'], r['verdict']) for n, r in rows[col].items() if not r.get('identical')]))
-        for title, table in tables:
-            if table:
-                col = list(table)[-1]
-                out.append((f"{title}, {kind}, {col}", kind, [(r['name'].replace(' vs ', '  −  '), r['diff'], r['ci'],
-                                                               r['verdict']) for r in table[col]]))
-    return out
-
-
-def plot_verdicts(out_dir, summary):
-    """verdicts.png: the forest plot of the verdicts at the last bucket (loss in nats, the passkey in points), one
-    panel per table (verdict_rows), or None without any."""
-    panels = verdict_rows(summary)
-    if not panels:
-        return None
-    margins = summary['settings']['margins']
-    ncol = 2 if len(panels) > 1 else 1
-    nrow = -(-len(panels) // ncol)
-    n = max(len(rows) for *_, rows in panels)
-    with plt.rc_context(RC):
-        fig, axes = plt.subplots(nrow, ncol, figsize=(10 * ncol, (1.6 + 0.32 * n) * nrow), squeeze=False)
-        for ax, (title, kind, rows) in zip(axes.flat, panels):
-            unit = 100 if kind != 'loss' else 1  # retrieval in points
-            margin = margins['loss' if kind == 'loss' else 'exact_match'] * unit
-            for k, (label, d, ci, v) in enumerate(rows):
-                y = len(rows) - 1 - k
-                ax.plot(np.multiply(ci, unit), [y, y], color='0.35', lw=1.4)
-                ax.plot([d * unit], [y], ls='none', ms=8, **VERDICT_MARKS[v])
-            ax.axvspan(-margin, margin, color='#cfe8cf', zorder=0)
-            ax.axvline(0, color='0.4', lw=1.0)
-            ax.set_yticks(range(len(rows)), [r[0] for r in rows][::-1], fontsize=10)
-            if kind == 'loss':
-                ax.set_xscale('symlog', linthresh=0.05)
-                lo, hi = ax.get_xlim()
-                ticks = [t for t in (-2, -1, -0.3, -0.1, -margin, 0, margin, 0.1, 0.3, 1, 2) if lo <= t <= hi]
-                ax.set_xticks(ticks, [f"{t:+g}".replace('-', '−') if t else '0' for t in ticks], fontsize=10)
-            ax.set(xlabel='A − B, nats (< 0: A better)' if kind == 'loss' else
-                   'A − B, exact-match points (> 0: A better)', title=title)
-            ax.grid(alpha=0.3, axis='x')
-        for ax in axes.flat[len(panels):]:
-            ax.axis('off')
-        for v, mark in VERDICT_MARKS.items():  # the legend: the verdict words and the margins
-            axes[0][0].plot([], [], ls='none', ms=8, label=v, **mark)
-        axes[0][0].fill_between([], [], color='#cfe8cf', label=f"equivalence margin (±{margins['loss']:g} nats, "
-                                f"±{margins['exact_match'] * 100:g} points)")
-        fig.legend(*axes[0][0].get_legend_handles_labels(), loc='lower center', bbox_to_anchor=(0.5, 1.0), ncol=5,
-                   frameon=False, fontsize=12)  # above every panel
-        fig.subplots_adjust(wspace=1.05, hspace=0.35, top=1 - 0.55 / fig.get_figheight())  # (the legend just above)
-        return save(fig, os.path.join(out_dir, 'verdicts.png'))
-
-
 def method_of(arm):
     """The colour key of an arm (lab.plot_kit.method_of), 'other' where the kit has none."""
     return kit_method(arm) or 'other'
@@ -226,16 +159,22 @@ def family_panels(summary, most=6):
     return panels
 
 
-def plot_families(out_dir, summary, w):
+def plot_families(out_dir, summary, w, buckets=False):
     """families.png: loss against position, one small panel per family of arms (FAMILIES), the base and the crop in
-    each; None when the eval has no arm but references."""
+    each; with buckets, each arm's per-bucket mean and 95% interval from summary.json instead of the smoothed
+    position_loss.csv (a committed study keeps no position CSV, lab.redraw); None with no arm but references."""
     panels = family_panels(summary)
     if not panels:
         return None
     s = summary['settings']
     names = list(dict.fromkeys(a['name'] for _, lines in panels for a, _ in lines))
-    cols = read_columns(os.path.join(out_dir, 'position_loss.csv'), names)
-    curves = {n: smoothed(cols[n], w) for n in names}
+    if buckets:
+        labels = list(next(a for _, ls in panels for a, _ in ls)['buckets'])  # 0-128, 128-256, ...: one x each
+        curves = {a['name']: np.array([a['buckets'][b] for b in a['buckets']]) for _, ls in panels for a, _ in ls}
+        cis = {a['name']: np.array([a['buckets_ci'][b] for b in a['buckets']]).T for _, ls in panels for a, _ in ls}
+    else:
+        cols = read_columns(os.path.join(out_dir, 'position_loss.csv'), names)
+        curves = {n: smoothed(cols[n], w) for n in names}
     top = min(max(np.nanmax(c) for c in curves.values()), 4.0)
     ncol = min(3, len(panels))
     nrow = -(-len(panels) // ncol)
@@ -243,12 +182,23 @@ def plot_families(out_dir, summary, w):
         fig, axes = plt.subplots(nrow, ncol, figsize=(7.2 * ncol, 6.4 * nrow), sharey=True, squeeze=False)
         for ax, (title, lines) in zip(axes.flat, panels):
             for a, st in lines:
-                ax.plot(np.arange(s['T']), np.clip(curves[a['name']], None, top), label=a['name'], **st)
-            ax.axvline(s['L'], color='0.3', lw=1.0)
-            ax.set_xlim(0, s['T'])
-        return finish(fig, axes, [t for t, _ in panels], 'loss (nats)', os.path.join(out_dir, 'families.png'),
-                      f"Loss against token position by family (T = {s['T']}, L = {s['L']} marked; the base black, the "
-                      f"crop grey dotted in every panel)")
+                y = np.clip(curves[a['name']], None, top)
+                if buckets:
+                    err = np.clip(np.abs(np.clip(cis[a['name']], None, top) - y), 0, None)
+                    ax.errorbar(np.arange(len(y)), y, yerr=err, marker='o', ms=5, capsize=3, label=a['name'], **st)
+                else:
+                    ax.plot(np.arange(s['T']), y, label=a['name'], **st)
+            if buckets:  # L between the buckets below it and above it
+                ax.axvline(sum(int(b.split('-')[0]) < s['L'] for b in labels) - 0.5, color='0.3', lw=1.0)
+                ax.set_xticks(range(len(labels)), labels)
+            else:
+                ax.axvline(s['L'], color='0.3', lw=1.0)
+                ax.set_xlim(0, s['T'])
+        how = 'mean per position bucket, 95% intervals' if buckets else f'mean of {w} positions'
+        return finish(fig, axes, [t for t, _ in panels], f"loss (nats; {how.split(',')[0]})",
+                      os.path.join(out_dir, 'families.png'),
+                      f"Loss against token position by family ({how}; T = {s['T']}, L = {s['L']} marked; the base "
+                      f"black, the crop grey dotted in every panel)")
 
 
 def finish(fig, axes, titles, ylabel, path, suptitle):

@@ -1,5 +1,6 @@
-"""Issue 34's first pictures (lab/figures.py), drawn from the committed demo run (assets/summary.json and
-assets/position_loss.csv), as `eval.py --plot_only=True` draws them: the headline figure and the forest plot."""
+"""Issue 34's pictures (lab/figures.py, lab/verdict_plots.py, lab/redraw.py), drawn from the committed demo run
+(assets/summary.json and its CSVs) as `eval.py --plot_only=True` draws them: the headline, the families, the forest
+plot, the verdict grid, the heatmaps, the claims; no label on a curve; every committed PNG redrawable."""
 import copy
 import json
 import os
@@ -9,7 +10,8 @@ import numpy as np
 import pytest
 
 import plot
-from lab.figures import METHOD_COLORS, headline_arms, plot_headline, plot_verdicts, spread, verdict_rows
+from lab.figures import METHOD_COLORS, headline_arms, plot_headline, spread
+from lab.verdict_plots import plot_verdicts, verdict_rows
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ASSETS = os.path.join(ROOT, 'assets')
@@ -69,8 +71,6 @@ def test_both_pictures_draw_and_skip_when_their_data_is_absent(demo):
     bare['settings']['contrasts'], bare['settings']['vs_crop'] = None, None
     bare['arms'] = [a for a in bare['arms'] if a['kind'] == 'base']
     assert plot_verdicts(out_dir, bare) is None and plot_headline(out_dir, bare, w) is None
-    written = plot.plot_all(out_dir)  # what --plot_only does: every picture from the files
-    assert {'headline.png', 'verdicts.png'} <= {os.path.basename(p) for p in written}
 
 
 def test_families_are_small_multiples_with_distinct_lines(demo):
@@ -118,3 +118,100 @@ def test_retrieval_by_family_uses_the_loss_panels(demo):
     for a in bare['arms']:
         a['retrieval'] = []
     assert plot_retrieval_families(demo[0], bare) is None
+
+
+# ----------------------------------------------------------------------------- labels, the grid, the redraw
+
+def collisions(fig):
+    """[(what, text, other)] for every text drawn inside an axes that overlaps another such text, or that a line of
+    that axes passes through (the line sampled along its segments, where it is inside the axes)."""
+    import itertools
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    bad = []
+    for ax in fig.axes:
+        boxes = [(t.get_text(), t.get_window_extent(r).padded(-1)) for t in ax.texts if t.get_visible()
+                 and t.get_text().strip()]
+        bad += [('text', a, b) for (a, ba), (b, bb) in itertools.combinations(boxes, 2) if ba.overlaps(bb)]
+        frame = ax.get_window_extent(r)
+        for line in ax.lines:
+            xy = line.get_transform().transform(line.get_xydata()) if len(line.get_xydata()) else np.zeros((0, 2))
+            pts = np.concatenate([np.linspace(p, q, 30) for p, q in zip(xy[:-1], xy[1:])] or [xy])
+            pts = pts[np.isfinite(pts).all(1) & (pts[:, 0] >= frame.x0) & (pts[:, 0] <= frame.x1) &
+                      (pts[:, 1] >= frame.y0) & (pts[:, 1] <= frame.y1)]
+            bad += [('line', t, line.get_label()) for t, b in boxes if len(pts) and (
+                (pts[:, 0] > b.x0) & (pts[:, 0] < b.x1) & (pts[:, 1] > b.y0) & (pts[:, 1] < b.y1)).any()]
+    return bad
+
+
+def test_the_collision_check_sees_a_label_on_a_curve():
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1], label='diagonal')
+    ax.text(0.5, 0.5, 'on the line', ha='center', va='center')
+    ax.text(0.52, 0.5, 'on the label too', ha='center', va='center')
+    ax.text(0.1, 0.9, 'clear of both')
+    got = collisions(fig)
+    plt.close(fig)
+    assert ('line', 'on the line', 'diagonal') in got and ('text', 'on the line', 'on the label too') in got
+    assert not [c for c in got if 'clear of both' in c]
+
+
+def test_no_label_sits_on_a_curve_or_on_another_label(demo, monkeypatch):
+    """Every picture plot_all draws for the demo, checked as drawn (each module's save() wrapped)."""
+    import sys
+    import lab.plot_kit
+    found = {}
+
+    def grab(fig, path):
+        found[os.path.basename(path)] = collisions(fig)
+        return lab.plot_kit.save(fig, path)
+    for m in ('plot', 'lab.figures', 'lab.verdict_plots', 'lab.retrieval_plots', 'lab.method_plots'):
+        monkeypatch.setattr(sys.modules[m], 'save', grab)
+    written = plot.plot_all(demo[0])  # what --plot_only does: every picture from the files
+    assert sorted(found) == sorted(os.path.basename(p) for p in written)
+    assert len(found) >= 13 and {'headline.png', 'loss_vs_position.png', 'verdict_grid.png'} <= set(found)
+    assert {n: c for n, c in found.items() if c} == {}
+
+
+def test_the_verdict_grid_holds_every_room_verdict(demo):
+    from lab.verdict_plots import grid_rows
+    s = demo[1]['settings']
+    panels = {title: (kinds, dict(rows)) for title, kinds, rows in grid_rows(demo[1])}
+    kinds, rows = panels['each arm − crop w=128 (sliding)']
+    assert kinds == list(s['vs_crop']['crop w=128 (sliding)'])  # loss, the passkey and all seven rooms
+    assert 'crop w=128 (sliding)' not in rows  # the crop against itself: identical everywhere, left out
+    for kind in kinds:
+        table = s['vs_crop']['crop w=128 (sliding)'][kind]
+        col = list(table)[-1]
+        for name, cells in rows.items():
+            r = table[col][name]
+            assert cells[kind] == (r['diff'], 'identical' if r['identical'] else r['verdict'], col)
+    assert rows['crop w=128 (truncated)']['recall_gain'][1] == 'identical'  # (the two crops agree exactly there)
+    named = panels['named contrasts'][1]
+    assert len(named) == 18 and named['yarn s=8 β_fast=8 zero-shot  −  linear s=8 zero-shot']['loss'][1] == 'better'
+
+
+def test_the_claims_plot_shows_every_claim_record():
+    import glob
+    from lab.verdict_plots import claim_rows, plot_claims
+    records = [json.load(open(p)) for p in glob.glob(os.path.join(ASSETS, 'claims', '*.json'))]
+    panels = dict(claim_rows(os.path.join(ASSETS, 'claims')))
+    assert sum(len(r) for r in panels.values()) == len(records) >= 29
+    by_id = {label.split(':')[0]: (d, v) for rows in panels.values() for label, d, _, v, _ in rows}
+    assert by_id == {r['id']: (r['result']['diff'], r['result']['verdict']) for r in records}
+    assert {label.split(':')[0] for label, *_ in panels['points']} == {
+        r['id'] for r in records if r['comparison']['kind'] != 'loss'}
+
+
+def test_every_committed_picture_redraws_from_committed_files(tmp_path):
+    from lab import redraw
+    assert redraw.check() == []  # each PNG in assets/ has a recipe, each recipe's summary is committed
+    (tmp_path / 'stray.png').write_bytes(b'x')
+    assert redraw.check(str(tmp_path))[0] == \
+        "assets/stray.png has no recipe in lab/redraw.py (add its study to PLAN, or remove the picture)"
+    shutil.copy(os.path.join(ASSETS, 'slow_pairs_summary.json'), tmp_path)  # kept without its position CSV
+    written = redraw.redraw(['slow_pairs'], assets=str(tmp_path))
+    assert [os.path.basename(p) for p in written] == ['slow_pairs_families.png']
+    assert open(written[0], 'rb').read(8) == b'\x89PNG\r\n\x1a\n'
+    assert redraw.main(['nosuch']) == 2

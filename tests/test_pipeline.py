@@ -32,7 +32,7 @@ def test_pipeline_end_to_end(tmp_path):
     assert 'eval: 5 arms x 8 windows x 128 tokens' in out
     expected = {'position_loss.csv', 'attention_entropy.csv', 'retrieval.csv', 'finetune_curves.csv', 'summary.json',
                 'summary.md', 'loss_vs_position.png', 'rope_ramp.png', 'attention_entropy.png', 'retrieval.png',
-                'finetune_curves.png'}
+                'finetune_curves.png', 'families.png', 'retrieval_families.png'}  # (no crop, no contrasts: no verdicts)
     assert expected <= set(os.listdir(ev))
     for name in expected:
         assert os.path.getsize(os.path.join(ev, name)) > 0, name
