@@ -76,7 +76,7 @@ def panels(arms):
     """Arms split for readability: zero-shot arms | fine-tuned arms, each panel with the base model(s) in black."""
     base = [a['name'] for a in arms if a['kind'] == 'base']
     groups = [(title, base + [a['name'] for a in arms if a['kind'] == kind])
-              for kind, title in (('zero-shot', 'zero-shot: scaling or position map switched on, no training'),
+              for kind, title in (('zero-shot', 'zero-shot: a scaling, a position map or the crop, no training'),
                                   ('fine-tuned', 'fine-tuned at the longer length'))]
     return [g for g in groups if len(g[1]) > len(base)] or [('', base)]
 

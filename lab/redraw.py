@@ -1,7 +1,7 @@
 """
 Every picture committed in assets/, redrawn from the committed CSV/JSON alone (no model, no checkpoint):
 
-  python -m lab.redraw           # redraw them all (about a minute on 2 cores)
+  python -m lab.redraw           # redraw them all (32 s on 2 cores)
   python -m lab.redraw --check   # every committed PNG has a recipe below and every recipe's files are committed
 
 The demo's run (assets/summary.json and its CSVs) is drawn by plot.plot_all, as `eval.py --plot_only=True` draws it.
@@ -24,7 +24,8 @@ DEMO = ('loss_vs_position.png', 'rope_ramp.png', 'attention_entropy.png', 'retri
         'families.png', 'retrieval_heatmaps.png', 'retrieval_families.png')
 # study: {picture plot_all draws: the name it is committed as}; the studies docs/results.md shows in pictures
 PLAN = {
-    'test': ('families.png', 'retrieval_families.png', 'retrieval_rooms.png', 'verdicts.png', 'verdict_grid.png'),
+    'test': ('families.png', 'retrieval_families.png', 'retrieval_rooms.png', 'retrieval_heatmaps.png', 'verdicts.png',
+             'verdict_grid.png'),
     'ape': ('loss_vs_position.png', 'verdicts.png'),
     'designs': ('families.png', 'retrieval_families.png', 'verdict_grid.png'),
     'frequencies': ('loss_vs_position.png', 'verdict_grid.png'),

@@ -18,8 +18,9 @@ def first_at(los, n):
     return next((i for i, lo in enumerate(los) if lo >= n), None)
 
 
-def plot_retrieval(out_dir, summary):
-    """Exact match and gain over the no-copy control vs distance, per arm, with 95% intervals."""
+def plot_retrieval(out_dir, summary, most=9):
+    """Exact match and gain over the no-copy control vs distance, per arm, with 95% intervals; with more than `most`
+    arms, the headline figure's arms only."""
     s, arms = summary['settings'], summary['arms']
     rows, st = read_csv(os.path.join(out_dir, 'retrieval.csv')), styles(arms)
     with plt.rc_context(RC):
@@ -29,6 +30,10 @@ def plot_retrieval(out_dir, summary):
             return save(fig, os.path.join(out_dir, 'retrieval.png'))
         buckets = list(dict.fromkeys(r['bucket'] for r in rows))
         names = list(dict.fromkeys(r['arm'] for r in rows))
+        if len(names) > most:  # a thicket: the headline's arms only (every arm: retrieval_families.png)
+            from lab.figures import headline_arms
+            names = [n for n in dict.fromkeys(a['name'] for v in headline_arms(summary).values() for _, a in v)
+                     if n in names] or names[:most]
         los = [int(b.split('-')[0]) for b in buckets]
         for ax, (col, scale, label) in zip(axes, (('exact_match', 100, 'exact match (%), greedy, 95% interval'),
                                                   ('gain', 1, 'gain (nats): control loss − repeat loss'))):
@@ -53,7 +58,9 @@ def plot_retrieval(out_dir, summary):
         axes[0].set_ylim(-3, 103)
         axes[1].legend(**RIGHT)
         fig.suptitle(f"Passkey: a random {s['retrieval']['len']}-token string repeated at a distance (first "
-                     f"{s['retrieval']['cue']} given), {s['retrieval']['examples']} examples per bucket")
+                     f"{s['retrieval']['cue']} given), {s['retrieval']['examples']} examples per bucket" +
+                     (f"; {len(names)} of {len(summary['arms'])} arms (all: retrieval_families.png)"
+                      if len(names) < len(summary['arms']) else ''))
         return save(fig, os.path.join(out_dir, 'retrieval.png'))
 
 
@@ -93,10 +100,16 @@ def depth_panel(ax, a, room, edges, L, fontsize=9):
 def plot_heatmaps(out_dir, summary, room='passkey_depth'):
     """retrieval_heatmaps.png: the field's needle-in-a-haystack picture, one depth x distance panel per arm the
     headline figure shows (lab.figures.headline_arms: the base, the crop, PI, NTK-aware, YaRN, ReRoPE, the
-    fine-tunes); None when the eval has no depth passkey or fewer than two of those arms."""
-    from lab.figures import headline_arms
+    fine-tunes) and Self-Extend and Dynamic YaRN; None when the eval has no depth passkey or fewer than two of the
+    headline's arms."""
+    from lab.figures import headline_arms, method_of
     s = summary['settings']
-    shown = list({a['name']: a for v in headline_arms(summary).values() for _, a in v if a.get(room)}.values())
+    shown = {a['name']: a for v in headline_arms(summary).values() for _, a in v if a.get(room)}
+    for m in ('self_extend', 'dynamic_yarn'):  # the other zero-shot arms the docs discuss, the first of each
+        a = next((a for a in summary['arms'] if method_of(a) == m and a['kind'] == 'zero-shot' and a.get(room)), None)
+        if a and len(shown) > 1:
+            shown.setdefault(a['name'], a)
+    shown = list(shown.values())
     if len(shown) < 2:
         return None
     ncol = min(4, len(shown))

@@ -115,13 +115,13 @@ def plot_verdicts(out_dir, summary):
     nrow = -(-len(panels) // ncol)
     n = max(len(rows) for *_, rows in panels)
     with plt.rc_context(RC):
-        fig, axes = plt.subplots(nrow, ncol, figsize=(10 * ncol, (1.6 + 0.32 * n) * nrow), squeeze=False)
+        fig, axes = plt.subplots(nrow, ncol, figsize=(10 * ncol, (2.2 + 0.32 * n) * nrow), squeeze=False)
         for ax, (title, kind, rows) in zip(axes.flat, panels):
             forest(ax, rows, kind, margins['loss' if kind == 'loss' else 'exact_match'], title)
         for ax in axes.flat[len(panels):]:
             ax.axis('off')
         legend_above(fig, margin_text(margins))
-        fig.subplots_adjust(wspace=1.05, hspace=0.35, top=1 - 0.55 / fig.get_figheight())  # (the legend just above)
+        fig.tight_layout(h_pad=2.0, w_pad=3.0)
         return save(fig, os.path.join(out_dir, 'verdicts.png'))
 
 
