@@ -41,9 +41,11 @@ def same_weights(a, b):
     return b
 
 
-def test_the_default_model_is_todays_bit_for_bit():
+def test_the_default_model_gives_todays_logits():
     """tests/fixtures/default_logits.pt holds the logits of the model before per-layer positions existed (made with
-    that commit's model.py): plain, YaRN and Dynamic YaRN, full forwards, at= forwards and KV-cached steps."""
+    that commit's model.py): plain, YaRN and Dynamic YaRN, full forwards, at= forwards and KV-cached steps. Bit for
+    bit on the machine that made them (AMD); another CPU's kernels may round the at= forward's smaller matmuls one
+    float32 ulp apart (6e-8 on an Intel Xeon), so each is held to 1e-6, far below any change of the model's math."""
     want = torch.load(os.path.join(ROOT, 'tests', 'fixtures', 'default_logits.pt'), weights_only=True)
     cases = {'default': None, 'yarn': {'rope_type': 'yarn', 'factor': 4.0, 'original_max_position_embeddings': 32,
                                        'beta_fast': 8.0},
@@ -53,11 +55,11 @@ def test_the_default_model_is_todays_bit_for_bit():
         m = GPT(GPTConfig(block_size=32, vocab_size=65, n_layer=2, n_head=2, n_embd=32, rope_scaling=sc)).eval()
         x = torch.randint(0, 65, (2, 80), generator=torch.Generator().manual_seed(1))
         with torch.no_grad():
-            assert torch.equal(m(x)[0], want[name]), name
-            assert torch.equal(m(x, at=torch.tensor([[5, 79], [40, 41]]))[0], want[name + '_at']), name
             c = KVCache()
             c.forward(m, x[:, :60])
-            assert torch.equal(c.forward(m, x[:, 60:]), want[name + '_cache']), name
+            for got, key in ((m(x)[0], name), (m(x, at=torch.tensor([[5, 79], [40, 41]]))[0], name + '_at'),
+                             (c.forward(m, x[:, 60:]), name + '_cache')):
+                torch.testing.assert_close(got, want[key], rtol=0, atol=1e-6, msg=key)
         # the same model written as an explicit pattern: the same numbers
         e = same_weights(m, GPT(GPTConfig(block_size=32, vocab_size=65, n_layer=2, n_head=2, n_embd=32,
                                           rope_scaling=sc, layers='2*rope')).eval())
