@@ -98,21 +98,24 @@ def plot_headline(out_dir, summary, w):
             for (_, text, colour), h in zip(ends, heights):
                 ax.text(s['T'] * 1.01, h, text, color=colour, va='center', fontsize=12)
             ax.axvline(s['L'], color='0.3', lw=1.2)
-            ax.text(s['L'], top, f" L = {s['L']}", va='top', fontsize=12, color='0.3')
+            edge = ax.get_xaxis_transform()  # the length labels just above the frame, where no curve runs
+            ax.text(s['L'], 1.0, f"L = {s['L']}", va='bottom', ha='center', fontsize=12, color='0.3', transform=edge)
             far = sorted({a['seq_len'] for _, a in arms if a['kind'] == 'fine-tuned' and a['seq_len'] < s['T']} |
                          {round(a['factor'] * s['L']) for _, a in arms if a['kind'] == 'zero-shot' and a.get('factor')
                           and a['factor'] * s['L'] < s['T']})
             for n in far:
                 ax.axvline(n, color='0.3', lw=1.0, ls='--')
-                ax.text(n, top, f" s·L = {n}", va='top', fontsize=12, color='0.3')
+                ax.text(n, 1.0, f"s·L = {n}", va='bottom', ha='center', fontsize=12, color='0.3', transform=edge)
             ax.set_xlim(0, s['T'])
             ax.set_ylim(None, top * 1.02)
-            ax.set(xlabel='token position', title=f"{kind}: {'switched at inference' if kind == 'zero-shot' else 'trained briefly at the longer length'}")
+            ax.set_xlabel('token position')
+            ax.set_title(f"{kind}: {'switched at inference' if kind == 'zero-shot' else 'trained briefly at the longer length'}",
+                         pad=24)
             ax.grid(alpha=0.3)
         axes[0][0].set_ylabel(f'loss (nats; mean of {w} positions)')
         floor = '; the crop is the floor to beat' if any(r == 'crop' for _, v in panels for r, _ in v) else ''
         fig.suptitle(f"Plain RoPE breaks past L{floor} (T = {s['T']}, {s['num_windows']} held-out windows)", fontsize=15,
-                     y=1.01)
+                     y=1.07)
         fig.subplots_adjust(wspace=0.45)
         return save(fig, os.path.join(out_dir, 'headline.png'))
 
