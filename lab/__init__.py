@@ -41,6 +41,7 @@ lab.copy_mix, lab.sinks and lab.temperature, which register their attention clas
   redraw           every committed PNG in assets/ redrawn from committed files (python -m lab.redraw [--check])
   method_plots     rope_ramp.png, finetune_curves.png and clip_sweep.png (plot.py)
   claims           the record behind each claim of README.md and docs/results.md (python -m lab.claims)
+  agreement        do two runs of one eval reach the same verdicts? (python -m lab.agreement a.json b.json)
   temperature      the attention temperature's shapes as query factors (Llama 4, Ministral 3, log-n, DroPE, SSMax)
                    and Scalable-Softmax trained in (attention='ssmax'; eval.py's qtemp arms, lab.forms)
   hf_config        Hugging Face's rope configs read back: one dict, a config.json, the per-layer form (layer_types)

@@ -1,5 +1,7 @@
 """Tests of lab/compare.py, eval.py's arms compared, on hand-built summary.json arms: exact means against the design's,
 Holm within a column, the crop or another eval's arm as reference, contrasts over bases and break positions."""
+import os
+
 import numpy as np
 import pytest
 
@@ -114,3 +116,26 @@ def test_break_position_on_a_constructed_curve():
     p = C.break_position(c, 512, (128, 512))
     assert 604 <= p <= 608
     assert C.break_position(np.ones(1024), 512, (128, 512)) is None
+
+
+def test_agreement_counts_what_two_runs_concluded_alike(tmp_path, capsys):
+    """lab.agreement on the committed demo (AMD) and its rerun on an Intel CPU, and on doctored copies."""
+    import copy
+    import json
+    from lab import agreement
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    a, b = (json.load(open(os.path.join(root, 'assets', f), encoding='utf-8'))
+            for f in ('summary.json', 'xeon_demo_summary.json'))
+    n, same, flipped, moved = agreement.agreement(a, b)
+    assert (n, same) == (3422, 3216) and sum(moved.values()) == n - same
+    assert flipped == [('contrast', 'loss', '512-1024', 'yarn s=4 β_fast=8 ft100', 'linear s=4 ft100')]
+    own = len(agreement.verdicts(a))  # (the rest of a's compare with another column best than b's)
+    assert own == 3859 and agreement.agreement(a, a)[:3] == (own, own, [])  # a run agrees with itself
+    c = copy.deepcopy(a)
+    row = c['settings']['contrasts']['loss']['512-1024'][0]
+    assert row['a'] == 'yarn s=8 β_fast=8 zero-shot' and row['verdict'] == 'better'
+    row['verdict'] = 'worse'
+    n2, same2, flipped2, moved2 = agreement.agreement(a, c)
+    assert (n2, same2, len(flipped2), dict(moved2)) == (own, own - 1, 1, {('better', 'worse'): 1})
+    assert agreement.main([os.path.join(root, 'assets', 'summary.json'), str(tmp_path / 'none.json')]) == 2
+    assert 'cannot be read' in capsys.readouterr().err

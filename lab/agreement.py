@@ -1,0 +1,69 @@
+"""
+Do two runs of one eval reach the same verdicts? Every paired comparison summary.json stores (each arm against each
+column's best, the named contrasts, each arm against each crop) is read from both files and matched by what it
+compares; the answer is the share that kept its word, the ones that reversed (better <-> worse), and how the rest
+moved. For a rerun on another machine, another torch, other seeds:
+
+  python -m lab.agreement assets/summary.json assets/xeon_demo_summary.json
+"""
+import argparse
+import collections
+import json
+import sys
+
+
+def verdicts(summary):
+    """{(table, kind, column, A, B): verdict} of every comparison in summary.json's settings (the crop against
+    itself, identical values, left out)."""
+    s, out = summary['settings'], {}
+    for kind, cols in (s.get('contrasts') or {}).items():
+        for col, rows in cols.items():
+            out.update({('contrast', kind, col, r['a'], r['b']): r['verdict'] for r in rows})
+    for crop, kinds in (s.get('vs_crop') or {}).items():
+        for kind, cols in kinds.items():
+            for col, rows in cols.items():
+                out.update({('crop', kind, col, n, crop): r['verdict'] for n, r in rows.items() if not r['identical']})
+    for kind, cols in (s.get('vs_best') or {}).items():
+        for col, vb in cols.items():
+            out.update({('best', kind, col, n, vb['best']): r['verdict'] for n, r in vb['arms'].items()})
+    return out
+
+
+def agreement(a, b):
+    """(n in both, n the same word, [reversed keys], Counter of (a's word, b's word) for the ones that moved)."""
+    va, vb = verdicts(a), verdicts(b)
+    both = [k for k in va if k in vb]
+    moved = collections.Counter((va[k], vb[k]) for k in both if va[k] != vb[k])
+    flipped = [k for k in both if {va[k], vb[k]} == {'better', 'worse'}]
+    return len(both), len(both) - sum(moved.values()), flipped, moved
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    ap.add_argument('a', help="one run's summary.json")
+    ap.add_argument('b', help="the other's")
+    args = ap.parse_args(argv)
+    runs = []
+    for path in (args.a, args.b):
+        try:
+            with open(path, encoding='utf-8') as f:
+                runs.append(json.load(f))
+        except (OSError, json.JSONDecodeError) as e:
+            print(f"{path} cannot be read as an eval's summary.json ({e}); pass two eval.py outputs", file=sys.stderr)
+            return 2
+    n, same, flipped, moved = agreement(*runs)
+    if not n:
+        print("the two summaries share no comparison (other arms or buckets); nothing to compare", file=sys.stderr)
+        return 2
+    print(f"{n} verdicts in both (of {len(verdicts(runs[0]))} and {len(verdicts(runs[1]))}: against a column's best, "
+          f"the others compare with another best arm); {same} kept their word ({100 * same / n:.1f}%); "
+          f"{len(flipped)} reversed")
+    for (x, y), k in moved.most_common():
+        print(f"  {x} -> {y}: {k}")
+    for key in flipped:
+        print('  reversed: ' + ' | '.join(key))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
