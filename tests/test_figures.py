@@ -24,6 +24,28 @@ def demo(tmp_path):
     return str(tmp_path), json.load(open(os.path.join(ASSETS, 'summary.json')))
 
 
+@pytest.fixture(scope='module')
+def drawn(tmp_path_factory):
+    """{picture: (its collisions, its PNG bytes)} of every picture plot_all draws for the demo, drawn once for the
+    tests below (each module's save() wrapped, so each figure is checked as drawn)."""
+    import importlib
+    import lab.plot_kit
+    out_dir, found = tmp_path_factory.mktemp('demo'), {}
+    for name in ('summary.json', 'position_loss.csv', 'retrieval.csv', 'attention_entropy.csv', 'finetune_curves.csv'):
+        shutil.copy(os.path.join(ASSETS, name), out_dir / name)
+
+    def grab(fig, path):
+        bad = collisions(fig)
+        found[os.path.basename(path)] = (bad, lab.plot_kit.save(fig, path)[1])
+        return path, found[os.path.basename(path)][1]
+    with pytest.MonkeyPatch.context() as mp:
+        for m in ('plot', 'lab.figures', 'lab.verdict_plots', 'lab.retrieval_plots', 'lab.method_plots'):
+            mp.setattr(importlib.import_module(m), 'save', grab)
+        written = plot.plot_all(str(out_dir))  # what --plot_only does: every picture from the files
+    assert sorted(found) == sorted(os.path.basename(p) for p in written)
+    return found
+
+
 def test_the_headline_arms_tell_the_story(demo):
     chosen = headline_arms(demo[1])
     assert [(r, a['name']) for r, a in chosen['zero-shot']] == [
@@ -62,10 +84,11 @@ def test_the_test_split_adds_each_arm_against_its_own_crop():
         [(r['name'].replace(' vs ', '  −  '), r['verdict']) for r in want]
 
 
-def test_both_pictures_draw_and_skip_when_their_data_is_absent(demo):
+def test_both_pictures_draw_and_skip_when_their_data_is_absent(demo, drawn):
     out_dir, summary = demo
     w = summary['settings']['T'] // 32
-    for path, png in (plot_headline(out_dir, summary, w), plot_verdicts(out_dir, summary)):
+    for name in ('headline.png', 'verdicts.png', 'verdict_grid.png'):
+        png = drawn[name][1]
         assert png[:8] == b'\x89PNG\r\n\x1a\n' and len(png) > 50_000
     bare = copy.deepcopy(summary)
     bare['settings']['contrasts'], bare['settings']['vs_crop'] = None, None
@@ -73,14 +96,14 @@ def test_both_pictures_draw_and_skip_when_their_data_is_absent(demo):
     assert plot_verdicts(out_dir, bare) is None and plot_headline(out_dir, bare, w) is None
 
 
-def test_families_are_small_multiples_with_distinct_lines(demo):
-    from lab.figures import FAMILIES, family_panels, plot_families
+def test_families_are_small_multiples_with_distinct_lines(demo, drawn):
+    from lab.figures import FAMILIES, family_panels
     summary = demo[1]
     panels = family_panels(summary)
-    drawn = [a['name'] for _, lines in panels for a, _ in lines[2:]]
+    shown = [a['name'] for _, lines in panels for a, _ in lines[2:]]
     others = [a['name'] for a in summary['arms'] if a['name'] not in ('base (L=128)', 'crop w=128 (sliding)')
               and not (a.get('crop') and not a.get('self_crop_of'))]
-    assert sorted(drawn) == sorted(others)  # every arm in exactly one panel
+    assert sorted(shown) == sorted(others)  # every arm in exactly one panel
     for title, lines in panels:
         assert [a['name'] for a, _ in lines[:2]] == ['base (L=128)', 'crop w=128 (sliding)'] and len(lines) <= 8
         keys = [(st['color'], str(st['ls'])) for _, st in lines]
@@ -89,13 +112,12 @@ def test_families_are_small_multiples_with_distinct_lines(demo):
     yarns = {str(st['color']) for _, lines in panels for a, st in lines if a.get('rope_type') == 'yarn'
              and not a.get('position_map')}
     assert yarns == {'#1f77b4'}  # one colour per method in every panel
-    path, png = plot_families(demo[0], summary, 32)
-    assert path.endswith('families.png') and len(png) > 100_000
+    assert len(drawn['families.png'][1]) > 100_000
 
 
-def test_retrieval_heatmaps_count_every_example_once(demo):
+def test_retrieval_heatmaps_count_every_example_once(demo, drawn):
     import matplotlib.pyplot as plt
-    from lab.retrieval_plots import depth_edges, depth_panel, plot_heatmaps
+    from lab.retrieval_plots import depth_edges, depth_panel
     summary = demo[1]
     s = summary['settings']
     arm = next(a for a in summary['arms'] if a['name'] == 'rerope w=64 zero-shot')
@@ -104,15 +126,13 @@ def test_retrieval_heatmaps_count_every_example_once(demo):
     ns = [int(t.get_text().split('n=')[1]) for t in ax.texts]
     assert sum(ns) == sum(len(b['per_example']['depth']) for b in arm['passkey_depth'])  # each example in one cell
     plt.close(fig)
-    path, png = plot_heatmaps(demo[0], summary)
-    assert path.endswith('retrieval_heatmaps.png') and len(png) > 100_000
+    assert len(drawn['retrieval_heatmaps.png'][1]) > 100_000
 
 
-def test_retrieval_by_family_uses_the_loss_panels(demo):
+def test_retrieval_by_family_uses_the_loss_panels(demo, drawn):
     from lab.figures import family_panels, plot_retrieval_families
     summary = demo[1]
-    path, png = plot_retrieval_families(demo[0], summary)
-    assert path.endswith('retrieval_families.png') and len(png) > 100_000
+    assert len(drawn['retrieval_families.png'][1]) > 100_000
     assert all(a.get('retrieval') for _, lines in family_panels(summary) for a, _ in lines)  # every demo arm has one
     bare = copy.deepcopy(summary)
     for a in bare['arms']:
@@ -132,11 +152,14 @@ def collisions(fig):
     for ax in fig.axes:
         boxes = [(t.get_text(), t.get_window_extent(r).padded(-1)) for t in ax.texts if t.get_visible()
                  and t.get_text().strip()]
+        if not boxes:
+            continue
         bad += [('text', a, b) for (a, ba), (b, bb) in itertools.combinations(boxes, 2) if ba.overlaps(bb)]
         frame = ax.get_window_extent(r)
         for line in ax.lines:
             xy = line.get_transform().transform(line.get_xydata()) if len(line.get_xydata()) else np.zeros((0, 2))
-            pts = np.concatenate([np.linspace(p, q, 30) for p, q in zip(xy[:-1], xy[1:])] or [xy])
+            t = np.linspace(0, 1, max(2, min(30, 3000 // max(1, len(xy)))))[None, :, None]  # along each segment
+            pts = (xy[:-1, None] + (xy[1:] - xy[:-1])[:, None] * t).reshape(-1, 2) if len(xy) > 1 else xy
             pts = pts[np.isfinite(pts).all(1) & (pts[:, 0] >= frame.x0) & (pts[:, 0] <= frame.x1) &
                       (pts[:, 1] >= frame.y0) & (pts[:, 1] <= frame.y1)]
             bad += [('line', t, line.get_label()) for t, b in boxes if len(pts) and (
@@ -157,21 +180,10 @@ def test_the_collision_check_sees_a_label_on_a_curve():
     assert not [c for c in got if 'clear of both' in c]
 
 
-def test_no_label_sits_on_a_curve_or_on_another_label(demo, monkeypatch):
-    """Every picture plot_all draws for the demo, checked as drawn (each module's save() wrapped)."""
-    import importlib
-    import lab.plot_kit
-    found = {}
-
-    def grab(fig, path):
-        found[os.path.basename(path)] = collisions(fig)
-        return lab.plot_kit.save(fig, path)
-    for m in ('plot', 'lab.figures', 'lab.verdict_plots', 'lab.retrieval_plots', 'lab.method_plots'):
-        monkeypatch.setattr(importlib.import_module(m), 'save', grab)
-    written = plot.plot_all(demo[0])  # what --plot_only does: every picture from the files
-    assert sorted(found) == sorted(os.path.basename(p) for p in written)
-    assert len(found) >= 13 and {'headline.png', 'loss_vs_position.png', 'verdict_grid.png'} <= set(found)
-    assert {n: c for n, c in found.items() if c} == {}
+def test_no_label_sits_on_a_curve_or_on_another_label(drawn):
+    """Every picture plot_all draws for the demo, checked as drawn (the drawn fixture)."""
+    assert len(drawn) >= 13 and {'headline.png', 'loss_vs_position.png', 'verdict_grid.png'} <= set(drawn)
+    assert {n: c for n, (c, _) in drawn.items() if c} == {}
 
 
 def test_the_verdict_grid_holds_every_room_verdict(demo):
@@ -192,7 +204,7 @@ def test_the_verdict_grid_holds_every_room_verdict(demo):
     assert len(named) == 18 and named['yarn s=8 β_fast=8 zero-shot  −  linear s=8 zero-shot']['loss'][1] == 'better'
 
 
-def test_the_claims_plot_shows_every_claim_record():
+def test_the_claims_plot_shows_every_claim_record(tmp_path):
     import glob
     from lab.verdict_plots import claim_rows, plot_claims
     records = [json.load(open(p)) for p in glob.glob(os.path.join(ASSETS, 'claims', '*.json'))]
@@ -202,6 +214,8 @@ def test_the_claims_plot_shows_every_claim_record():
     assert by_id == {r['id']: (r['result']['diff'], r['result']['verdict']) for r in records}
     assert {label.split(':')[0] for label, *_ in panels['points']} == {
         r['id'] for r in records if r['comparison']['kind'] != 'loss'}
+    path, png = plot_claims(os.path.join(ASSETS, 'claims'), str(tmp_path / 'claims.png'))
+    assert png[:8] == b'\x89PNG\r\n\x1a\n' and plot_claims(str(tmp_path), str(tmp_path / 'x.png')) is None
 
 
 def test_every_committed_picture_redraws_from_committed_files(tmp_path):
