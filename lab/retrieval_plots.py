@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 
-from lab.plot_kit import MARKERS, RC, RIGHT, note, plt, read_csv, save, styles  # (and the Agg backend)
+from lab.plot_kit import MARKERS, RC, RIGHT, plt, read_csv, save, styles  # (and the Agg backend)
 import matplotlib  # noqa: E402
 
 
@@ -47,7 +47,8 @@ def plot_retrieval(out_dir, summary, most=9):
             k = first_at(los, s['L'])
             if k is not None:
                 ax.axvline(k - 0.5, color='0.35', lw=1.6)
-                note(ax, k - 0.5, 1.0, f" beyond L={s['L']}")
+                ax.text(k - 0.5, 1.0, f" beyond L={s['L']}", transform=ax.get_xaxis_transform(),
+                        va='bottom')  # above the frame, where no error bar reaches
             for k in (first_at(los, n) for n in s.get('finetune_lengths', [])):
                 if k is not None:
                     ax.axvline(k - 0.5, color='0.35', lw=1.4, ls=':')
