@@ -69,6 +69,7 @@ DEFAULTS = dict(
     out_dir='out/eval',
     device='auto', dtype='auto', progress=True,
     workers=0,              # processes of one thread measuring arms side by side on a CPU (0: one per core, on Linux)
+    plot=True,              # draw the PNGs after measuring (False: the CSV/JSON only; --plot_only draws them later)
     plot_only=False,        # only redraw the PNGs from out_dir's CSV/JSON
     log_x=False,            # log-scale position axis in the plots
     smooth=0,               # moving-average width of the curves in the plots; 0 = T/32
@@ -141,7 +142,10 @@ def write_outputs(cfg, run, results, pos_cols, ent_cols, timing, t0):
     for stale in ('finetune_curves.csv', 'finetune_curves.png'):  # from an earlier run with fine-tuned arms
         if 'finetune_curves.csv' not in files and os.path.exists(os.path.join(out_dir, stale)):
             os.remove(os.path.join(out_dir, stale))
-    pngs = plot.plot_all(out_dir, log_x=cfg['log_x'], smooth=cfg['smooth'])
+    pngs = plot.plot_all(out_dir, log_x=cfg['log_x'], smooth=cfg['smooth']) if cfg['plot'] else []
+    for stale in () if cfg['plot'] else (os.path.join(out_dir, n) for n in plot.SOURCES):  # an earlier run's
+        if os.path.exists(stale):
+            os.remove(stale)
     print(md)
     print(f"eval: {len(arms)} arms x {len(run['starts'])} windows x {run['T']} tokens in {time.time() - t0:.1f}s; wrote "
           f"{', '.join(sorted(files) + [os.path.basename(p) for p in pngs])} to {out_dir}")

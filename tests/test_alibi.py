@@ -124,7 +124,7 @@ def test_trains_and_evaluates(char_data, tmp_path):
     assert row['val_loss'] < 3.0  # from ln(68) = 4.2 at the start
     s = ev.main([f'--ckpt={run}', '--eval_len=96', '--num_windows=4', '--retrieval_examples=2', '--retrieval_len=6',
                  '--retrieval_pos=2', '--entropy_windows=1', f'--out_dir={tmp_path / "eval"}', '--device=cpu',
-                 '--progress=False'])
+                 '--progress=False', '--plot=False'])
     (a,) = s['arms']
     assert a['name'] == 'alibi (L=32)' and a['kind'] == 'base' and a['pos_emb'] == 'alibi' and a['rope_type'] is None
     assert list(a['buckets']) == ['0-32', '32-64', '64-96'] and all(math.isfinite(v) for v in a['buckets'].values())

@@ -18,7 +18,7 @@ SMALL = ['--eval_len=64', '--num_windows=2', '--batch_size=2', '--entropy_window
 def evaldir(tiny_run, two_seeds, tmp_path_factory):  # noqa: F811
     """An eval of tiny_run (+ yarn zero-shot) and the two-seed fine-tune: the outputs --plot_only redraws."""
     out = tmp_path_factory.mktemp('bad_eval') / 'eval'
-    ev.main([f'--ckpt={tiny_run},{two_seeds}', '--rope_types=yarn', f'--out_dir={out}', *SMALL])
+    ev.main([f'--ckpt={tiny_run},{two_seeds}', '--rope_types=yarn', f'--out_dir={out}', *SMALL, '--plot=False'])
     return out
 
 

@@ -91,7 +91,7 @@ def test_retune_runs_a_fine_tune_with_another_scaling(lab):
     out = str(lab['root'] / 'retune')
     s = ev.main([f'--ckpt={lab["ft"]}', '--retune=default ft10 | linear:factor=2; yarn s=4 β_fast=8 ft10 | yarn:factor=8',
                  f'--eval_len={T}', '--num_windows=4', '--retrieval_examples=0', '--entropy_windows=1',
-                 f'--out_dir={out}', '--device=cpu', '--progress=False'])
+                 f'--out_dir={out}', '--device=cpu', '--progress=False', '--plot=False'])
     assert [a['name'] for a in s['arms']] == ['default ft10', 'yarn s=4 β_fast=8 ft10', 'default ft10 @ linear s=2',
                                               'yarn s=4 β_fast=8 ft10 @ yarn s=8']
     lin, y8 = arm(s, 'default ft10 @ linear s=2')['rope_scaling'], arm(s, 'yarn s=4 β_fast=8 ft10 @ yarn s=8')['rope_scaling']
@@ -180,7 +180,7 @@ def test_dynamic_arm_at_T_equals_the_static_arm_at_s_T_over_L(lab):
     """Table 1 form: ppl_at[T] of dynamic_yarn (factor 1) is one forward of T at s = T/L, i.e. yarn s=4 exactly."""
     s, out = lab['summary'], str(lab['root'] / 'eval_yarn4')
     static = ev.main([f'--base={lab["base"]}', '--rope_types=yarn', f'--eval_len={T}', f'--num_windows={N}',
-                      '--retrieval_examples=0', f'--out_dir={out}', '--device=cpu', '--progress=False'])
+                      '--retrieval_examples=0', f'--out_dir={out}', '--device=cpu', '--progress=False', '--plot=False'])
     assert arm(static, 'yarn s=4 zero-shot')['ppl_at'][str(T)] == pytest.approx(
         arm(s, 'dynamic_yarn zero-shot')['ppl_at'][str(T)], rel=1e-6)
     assert arm(static, 'yarn s=4 zero-shot')['ppl_at'][str(L)] != pytest.approx(

@@ -32,7 +32,8 @@ def test_training_mix_lists_the_copy_settings(lab, tmp_path):
                      copy_share=0.5, copy_span_lo=2, copy_span_hi=4, copy_fixed_iters=2))
     out = str(tmp_path / 'eval')
     summary = ev.main([f'--ckpt={lab["base"]},{run}', f'--eval_len={2 * L}', '--num_windows=2', '--entropy_windows=1',
-                       '--retrieval_examples=0', '--grid=2', f'--out_dir={out}', '--device=cpu', '--progress=False'])
+                       '--retrieval_examples=0', '--grid=2', f'--out_dir={out}', '--device=cpu', '--progress=False',
+                       '--plot=False'])
     mix, name = summary['settings']['training_mix'], {a['checkpoint']: a['name'] for a in summary['arms']}
     assert mix[name[run]] == dict(copy_share=0.5, copy_span_lo=2, copy_span_hi=4, copy_fixed_iters=2,
                                   copy_max_distance=0)
@@ -109,7 +110,7 @@ def test_combine_bases_reads_each_summary_and_refuses_other_windows(lab, tmp_pat
     one, other = tmp_path / 'one', tmp_path / 'other'
     s1 = ev.main([f'--base={lab["base"]}', '--rope_types=default,crop:form=sliding,linear', f'--eval_len={T}',
                   '--num_windows=4', '--retrieval_examples=0', '--entropy_windows=1', f'--out_dir={one}',
-                  '--contrasts=linear s=4 zero-shot | base (L=16)', '--device=cpu', '--progress=False'])
+                  '--contrasts=linear s=4 zero-shot | base (L=16)', '--device=cpu', '--progress=False', '--plot=False'])
     shutil.copytree(one, other)
     out = ev.main([f'--combine={one},{other}', f'--out_dir={tmp_path / "bases"}'])
     loss = out['comparisons']['loss']
@@ -163,8 +164,12 @@ def test_arms_measured_side_by_side_equal_one_after_another(lab, tmp_path):
     same order: the moving-scale arm's sampled losses and its passkey outcomes included."""
     args = [f'--ckpt={lab["base"]}', '--rope_types=linear,dynamic', f'--eval_len={T}', '--num_windows=4',
             '--entropy_windows=1', '--retrieval_examples=2', '--retrieval_len=6', '--retrieval_pos=2', '--grid=2',
-            '--samples=4', '--needles=0', '--depth_len=0', '--recall_len=0', '--device=cpu', '--progress=False']
+            '--samples=4', '--needles=0', '--depth_len=0', '--recall_len=0', '--device=cpu', '--progress=False',
+            '--plot=False']
+    (tmp_path / 'one').mkdir()
+    (tmp_path / 'one' / 'families.png').write_bytes(b'an earlier run')  # --plot=False: its pictures would be stale
     one = ev.main(args + ['--workers=1', f'--out_dir={tmp_path / "one"}'])
+    assert not list((tmp_path / 'one').glob('*.png')) and (tmp_path / 'one' / 'summary.json').is_file()
     two = ev.main(args + ['--workers=2', f'--out_dir={tmp_path / "two"}'])
     assert one['settings']['workers'] == 1 and two['settings']['workers'] == 2
     assert [a['name'] for a in one['arms']] == [a['name'] for a in two['arms']]
@@ -218,7 +223,7 @@ def test_moving_examples_scores_the_first_windows_past_L_and_pairs_on_them(lab, 
     n counts the scored ones, and its paired tests against the base use the examples both scored."""
     args = [f'--ckpt={lab["base"]}', '--rope_types=default,dynamic', f'--eval_len={T}', '--num_windows=4',
             '--entropy_windows=1', '--retrieval_examples=4', '--retrieval_len=6', '--retrieval_pos=2', '--grid=2',
-            '--samples=4', '--device=cpu', '--progress=False', '--workers=1']
+            '--samples=4', '--device=cpu', '--progress=False', '--workers=1', '--plot=False']
     full = ev.main(args + [f'--out_dir={tmp_path / "full"}'])
     part = ev.main(args + ['--moving_examples=2', f'--out_dir={tmp_path / "part"}'])
     assert part['settings']['moving_examples'] == 2
@@ -279,7 +284,7 @@ def test_self_crop_pairs_every_arm_with_its_own_window(lab, tmp_path):
     s = ev.main([f'--ckpt={lab["base"]},{lab["ft"]}', '--rope_types=default,linear,dynamic', f'--eval_len={T}',
                  '--num_windows=4',
                  '--entropy_windows=1', '--retrieval_examples=0', '--self_crop=sliding', '--device=cpu',
-                 '--progress=False', f'--out_dir={tmp_path / "self"}'])
+                 '--progress=False', f'--out_dir={tmp_path / "self"}', '--plot=False'])
     names = [a['name'] for a in s['arms']]
     base = next(a['name'] for a in s['arms'] if a['kind'] == 'base')
     tuned = [a['name'] for a in s['arms'] if a['kind'] == 'fine-tuned' and not a.get('self_crop_of')]
@@ -305,7 +310,8 @@ def test_exclude_draws_a_test_split_that_shares_no_token_with_the_dev_eval(lab, 
     dev = lab['summary']['settings']
     s = ev.main([f'--ckpt={lab["base"]}', f'--eval_len={T}', '--num_windows=24', '--retrieval_examples=12',
                  '--retrieval_len=6', '--retrieval_pos=2', '--entropy_windows=1', '--grid=2', f'--exclude={lab["out"]}',
-                 '--seed=7', '--device=cpu', '--progress=False', f'--out_dir={tmp_path / "test"}'])['settings']
+                 '--seed=7', '--device=cpu', '--progress=False', f'--out_dir={tmp_path / "test"}',
+                 '--plot=False'])['settings']
     taken = [(w, w + dev['T'] + 1) for w in dev['windows'] + dev['retrieval']['windows']]
     mine = [(w, w + s['T'] + 1) for w in s['windows'] + s['retrieval']['windows']]
     assert len(mine) == 36 and s['excluded'] == lab['out']

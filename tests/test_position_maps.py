@@ -342,7 +342,7 @@ def map_eval(tiny_run, tmp_path_factory):
     summary = ev.main([f'--ckpt={tiny_run}', '--rope_types=default,rerope:window=128:log_scale=0,rerope:window=16,'
                        'leaky_rerope:window=16:k=4,self_extend:window=8:group=4', f'--eval_len={T}',
                        '--num_windows=4', '--retrieval_examples=2', '--retrieval_len=8', '--retrieval_pos=2',
-                       '--entropy_windows=2', f'--out_dir={out}', '--device=cpu', '--progress=False'])
+                       '--entropy_windows=2', f'--out_dir={out}', '--device=cpu', '--progress=False', '--plot=False'])
     torch.set_num_threads(threads)
     return summary
 

@@ -118,7 +118,7 @@ def test_temperature_arms_in_an_eval(lab, tmp_path):
                  '--temperature=qtemp:shape=drope:c=0.3', f'--eval_len={EVAL_T}', f'--num_windows={EVAL_N}',
                  '--retrieval_examples=4', '--retrieval_len=6', '--retrieval_pos=2', '--depth_len=0', '--needles=0', '--recall_len=0', '--word_needles=0',
                  '--mv_values=0', '--tracking=False', f'--out_dir={tmp_path / "e"}', '--device=cpu',
-                 '--progress=False', '--workers=1'])
+                 '--progress=False', '--workers=1', '--plot=False'])
     names = [a['name'] for a in s['arms']]
     for want in ('qtemp logn zero-shot', 'yarn s=4 β_fast=8 attention_factor=1 + qtemp ministral zero-shot',
                  'default ft10 + qtemp drope c=0.3', 'yarn s=4 β_fast=8 ft10 + qtemp drope c=0.3'):
@@ -143,5 +143,5 @@ def test_a_temperature_and_the_crop_run_on_a_model_without_rope(char_data, tmp_p
     s = ev.main([f'--base={base}', '--rope_types=default,crop:form=sliding,qtemp:shape=logn', '--eval_len=64',
                  '--num_windows=8', '--retrieval_examples=0', '--depth_len=0', '--needles=0', '--recall_len=0',
                  '--word_needles=0', '--mv_values=0', '--tracking=False', f'--out_dir={tmp_path / "e"}',
-                 '--device=cpu', '--progress=False', '--workers=1'])
+                 '--device=cpu', '--progress=False', '--workers=1', '--plot=False'])
     assert [a['name'] for a in s['arms']] == ['none (L=16)', 'crop w=16 (sliding)', 'qtemp logn zero-shot']
