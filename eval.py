@@ -143,8 +143,8 @@ def write_outputs(cfg, run, results, pos_cols, ent_cols, timing, t0):
         if 'finetune_curves.csv' not in files and os.path.exists(os.path.join(out_dir, stale)):
             os.remove(os.path.join(out_dir, stale))
     pngs = plot.plot_all(out_dir, log_x=cfg['log_x'], smooth=cfg['smooth']) if cfg['plot'] else []
-    for stale in () if cfg['plot'] else (os.path.join(out_dir, n) for n in plot.SOURCES):  # an earlier run's
-        if os.path.exists(stale):
+    if not cfg['plot']:  # an earlier run's pictures would show other numbers
+        for stale in (os.path.join(out_dir, n) for n in plot.SOURCES if os.path.exists(os.path.join(out_dir, n))):
             os.remove(stale)
     print(md)
     print(f"eval: {len(arms)} arms x {len(run['starts'])} windows x {run['T']} tokens in {time.time() - t0:.1f}s; wrote "

@@ -118,8 +118,8 @@ SOURCES = {'loss_vs_position.png': 'position_loss.csv', 'rope_ramp.png': 'summar
            'attention_entropy.png': 'attention_entropy.csv', 'retrieval.png': 'retrieval.csv',
            'retrieval_depth.png': 'summary.json', 'finetune_curves.png': 'finetune_curves.csv',
            'retrieval_rooms.png': 'summary.json', 'clip_sweep.png': 'summary.json', 'headline.png': 'position_loss.csv',
-           'verdicts.png': 'summary.json', 'verdict_grid.png': 'summary.json', 'families.png': 'position_loss.csv', 'retrieval_heatmaps.png': 'summary.json',
-           'retrieval_families.png': 'summary.json'}
+           'verdicts.png': 'summary.json', 'verdict_grid.png': 'summary.json', 'families.png': 'position_loss.csv',
+           'retrieval_heatmaps.png': 'summary.json', 'retrieval_families.png': 'summary.json'}
 OPTIONAL = {'attention_entropy.png': ('entropy',), 'retrieval.png': ('retrieval',),
             'retrieval_depth.png': ('passkey_depth',), 'retrieval_rooms.png': ('needles',),
             'retrieval_heatmaps.png': ('passkey_depth',), 'retrieval_families.png': ('retrieval',)}
@@ -135,7 +135,7 @@ def plot_all(out_dir, log_x=False, smooth=0, only=None):
         raise ValueError(f"smooth={smooth} is wider than the {summary['settings']['T']} positions evaluated; pass "
                          f"--smooth <= {summary['settings']['T']} (0: T/32)")
     w = smooth or max(1, summary['settings']['T'] // 32)
-    from lab.retrieval_plots import plot_heatmaps, plot_retrieval, plot_retrieval_depth, plot_rooms  # (they use this file)
+    from lab.retrieval_plots import plot_heatmaps, plot_retrieval, plot_retrieval_depth, plot_rooms  # (use this file)
     from lab.method_plots import plot_clip_sweep, plot_finetune, plot_ramp  # per pair, the fine-tunes, the clip sweep
     from lab.figures import plot_families, plot_headline, plot_retrieval_families  # (issue 34's)
     from lab.verdict_plots import plot_verdict_grid, plot_verdicts

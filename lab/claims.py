@@ -19,7 +19,7 @@ import sys
 
 import numpy as np
 
-from data.common import atomic_write, atomic_write_text
+from data.common import atomic_write_text
 from lab.compare import ROOMS, family, unit_values
 from lab.report import units
 
@@ -212,9 +212,8 @@ def main(argv):
         atomic_write_text(os.path.join(OUT, f"{r['id']}.json"), json.dumps(r, indent=1, ensure_ascii=False) + '\n')
     if not args.ids:
         atomic_write_text(os.path.join(OUT, 'README.md'), index(records))
-    from lab.verdict_plots import plot_claims  # their forest plot, assets/claims.png
-    path, png = plot_claims(OUT, os.path.join(os.path.dirname(OUT), 'claims.png'))
-    atomic_write(path, lambda f: f.write(png))
+    from lab.verdict_plots import write_claims_png  # their forest plot, assets/claims.png
+    write_claims_png(OUT)
     print(f"wrote {len(records)} claim records to {os.path.relpath(OUT, ROOT)} and their picture, assets/claims.png")
     return 0
 

@@ -28,7 +28,6 @@ FAMILIES = ('frequency scalings, zero-shot', 'dynamic types, zero-shot', 'attent
             'the 2025-26 designs')
 
 
-
 def references(arms):
     """(the first base, its sliding crop control), either None when the eval has none."""
     return (next((a for a in arms if a['kind'] == 'base'), None),
@@ -109,8 +108,8 @@ def plot_headline(out_dir, summary, w):
             ax.set_xlim(0, s['T'])
             ax.set_ylim(None, top * 1.02)
             ax.set_xlabel('token position')
-            ax.set_title(f"{kind}: {'switched at inference' if kind == 'zero-shot' else 'trained briefly at the longer length'}",
-                         pad=24)
+            how = 'switched at inference' if kind == 'zero-shot' else 'trained briefly at the longer length'
+            ax.set_title(f"{kind}: {how}", pad=24)
             ax.grid(alpha=0.3)
         axes[0][0].set_ylabel(f'loss (nats; mean of {w} positions)')
         floor = '; the crop is the floor to beat' if any(r == 'crop' for _, v in panels for r, _ in v) else ''
@@ -179,21 +178,18 @@ def plot_families(out_dir, summary, w, buckets=False):
         cols = read_columns(os.path.join(out_dir, 'position_loss.csv'), names)
         curves = {n: smoothed(cols[n], w) for n in names}
     top = min(max(np.nanmax(c) for c in curves.values()), 4.0)
-    ncol = min(3, len(panels))
-    nrow = -(-len(panels) // ncol)
     with plt.rc_context(RC):
-        fig, axes = plt.subplots(nrow, ncol, figsize=(7.2 * ncol, 6.4 * nrow), sharey=True, squeeze=False)
+        fig, axes = panel_grid(len(panels), 6.4)
         for ax, (title, lines) in zip(axes.flat, panels):
             for a, st in lines:
                 y = np.clip(curves[a['name']], None, top)
                 if buckets:
-                    err = np.clip(np.abs(np.clip(cis[a['name']], None, top) - y), 0, None)
+                    err = np.abs(np.clip(cis[a['name']], None, top) - y)
                     ax.errorbar(np.arange(len(y)), y, yerr=err, marker='o', ms=5, capsize=3, label=a['name'], **st)
                 else:
                     ax.plot(np.arange(s['T']), y, label=a['name'], **st)
-            if buckets:  # L between the buckets below it and above it
-                ax.axvline(sum(int(b.split('-')[0]) < s['L'] for b in labels) - 0.5, color='0.3', lw=1.0)
-                ax.set_xticks(range(len(labels)), labels)
+            if buckets:
+                bucket_axis(ax, labels, [int(b.split('-')[0]) for b in labels], s['L'])
             else:
                 ax.axvline(s['L'], color='0.3', lw=1.0)
                 ax.set_xlim(0, s['T'])
@@ -202,6 +198,19 @@ def plot_families(out_dir, summary, w, buckets=False):
                       os.path.join(out_dir, 'families.png'),
                       f"Loss against token position by family ({how}; T = {s['T']}, L = {s['L']} marked; the base "
                       f"black, the crop grey dotted in every panel)")
+
+
+def panel_grid(n, height):
+    """(fig, axes) for n small panels, three a row, one y scale."""
+    ncol = min(3, n)
+    return plt.subplots(-(-n // ncol), ncol, figsize=(7.2 * ncol, height * -(-n // ncol)), sharey=True, squeeze=False)
+
+
+def bucket_axis(ax, labels, los, L):
+    """One x position per bucket, labelled, and the line at L between the buckets below it and above it (los:
+    each bucket's lower edge)."""
+    ax.axvline(sum(lo < L for lo in los) - 0.5, color='0.3', lw=1.0)
+    ax.set_xticks(range(len(labels)), labels)
 
 
 def finish(fig, axes, titles, ylabel, path, suptitle):
@@ -227,10 +236,8 @@ def plot_retrieval_families(out_dir, summary):
     if not panels:
         return None
     s = summary['settings']
-    ncol = min(3, len(panels))
-    nrow = -(-len(panels) // ncol)
     with plt.rc_context(RC):
-        fig, axes = plt.subplots(nrow, ncol, figsize=(7.2 * ncol, 6.0 * nrow), sharey=True, squeeze=False)
+        fig, axes = panel_grid(len(panels), 6.0)
         for ax, (title, lines) in zip(axes.flat, panels):
             labels = [b['bucket'] for b in lines[0][0]['retrieval']]
             for k, (a, st) in enumerate(lines):
@@ -240,9 +247,7 @@ def plot_retrieval_families(out_dir, summary):
                 err = [np.clip(np.subtract(y, lo), 0, None), np.clip(np.subtract(hi, y), 0, None)]  # (a sampled
                 ax.errorbar(x, y, yerr=err, marker='o', ms=5, capsize=2,  # arm's interval need not hold its mean)
                             label=a['name'], **st)
-            inside = sum(b['distance_lo'] < s['L'] for b in lines[0][0]['retrieval'])
-            ax.axvline(inside - 0.5, color='0.3', lw=1.0)
-            ax.set_xticks(range(len(labels)), labels)
+            bucket_axis(ax, labels, [b['distance_lo'] for b in lines[0][0]['retrieval']], s['L'])
             ax.set_ylim(-3, 103)
         return finish(fig, axes, [t for t, _ in panels], 'passkey exact match (%)',
                       os.path.join(out_dir, 'retrieval_families.png'),

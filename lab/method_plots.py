@@ -55,10 +55,10 @@ def plot_ramp(out_dir, summary):
             label += '' if af == 1 else f"\n   (cos, sin × {af:.3f})"
             ax.plot(np.arange(len(r)), np.where(r > 0, r, floor), marker=MARKERS[k % len(MARKERS)], ms=max(3, 10 - k),
                     label=label, **dict(style, ls='-', lw=max(1.2, 3.0 - 0.3 * k)))
-        if any((ln[0] == 0).any() for ln in lines):  # (the floor they are drawn at)
+        stopped = any((ln[0] == 0).any() for ln in lines)
+        if stopped:  # (the floor they are drawn at)
             ax.text(-0.3, floor * 1.06, "θ' = 0: stopped (p-RoPE, clip)", va='bottom', fontsize=11, color='0.25')
         ax.set_yscale('log', base=2)
-        stopped = any((ln[0] == 0).any() for ln in lines)
         ax.set_ylim((floor if stopped else floor * 4) / 1.3, 1.5)  # (no stopped pair: the lowest ratio's own floor)
         ax.set_xlim(-0.5, d // 2 - 0.5)
         ax.set(xlabel=f'pair i (head_dim {d}, base {b:g}); wavelength grows to the right',

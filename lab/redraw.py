@@ -64,7 +64,7 @@ def redraw(only=None, assets=ASSETS):
     returns the paths written."""
     import plot
     from data.common import atomic_write
-    from lab.verdict_plots import plot_claims
+    from lab.verdict_plots import write_claims_png
     written = []
     for study, names, files in recipes(assets):
         if only and (study or 'demo') not in only:
@@ -82,9 +82,7 @@ def redraw(only=None, assets=ASSETS):
                 atomic_write(target, lambda f: f.write(png))
                 written.append(target)
     if not only or 'claims' in only:
-        path, png = plot_claims(os.path.join(assets, 'claims'), os.path.join(assets, 'claims.png'))
-        atomic_write(path, lambda f: f.write(png))
-        written.append(path)
+        written.append(write_claims_png(os.path.join(assets, 'claims')))
     return written
 
 

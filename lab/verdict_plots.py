@@ -129,15 +129,14 @@ def grid_rows(summary):
     """[(title, kinds, [(label, {kind: (diff, verdict, column)})])]: per table of tables() one panel, its rows the
     comparisons, its columns the kinds (rooms) the eval measured, each at its last bucket; verdict 'identical' where
     both arms gave the same values (a row identical everywhere, the crop against itself, is left out)."""
-    kinds = [k for k in KIND_NAMES if any(tables(summary, k))]
     panels = {}
-    for kind in kinds:
+    for kind in KIND_NAMES:
         for title, col, rows in tables(summary, kind):
             table = panels.setdefault(title, {})
             for name, r in rows.items():
                 table.setdefault(name, {})[kind] = (r['diff'], 'identical' if r.get('identical') else r['verdict'],
                                                     col)
-    return [(title, [k for k in kinds if any(k in c for c in table.values())],
+    return [(title, [k for k in KIND_NAMES if any(k in c for c in table.values())],
              [(n, c) for n, c in table.items() if any(v != 'identical' for _, v, _ in c.values())])
             for title, table in panels.items()]
 
@@ -173,10 +172,10 @@ def plot_verdict_grid(out_dir, summary):
             ax.set_title(f"{title} (last bucket{'s' if len(cols) > 1 else ''}: {', '.join(sorted(cols))})",
                          fontsize=13, pad=40)
         handles = [plt.Rectangle((0, 0), 1, 1, facecolor=c, edgecolor='0.55', label=v) for v, c in CELL.items()]
-        fig.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(CELL), frameon=False, fontsize=12,
-                   title=f"A − B in nats (loss, recall gain: < 0 better for loss, > 0 for gain) or exact-match "
-                         f"points (> 0 better); ≈ equivalent, ? unresolved; {margin_text(summary['settings']['margins'])}",
-                   title_fontsize=11)
+        fig.legend(handles=handles, loc='lower center', bbox_to_anchor=(0.5, 1.0), ncol=len(CELL), frameon=False,
+                   fontsize=12, title_fontsize=11,
+                   title=f"A − B in nats (loss, recall gain: < 0 better for loss, > 0 for gain) or exact-match points "
+                         f"(> 0 better); ≈ equivalent, ? unresolved; {margin_text(summary['settings']['margins'])}")
         fig.tight_layout()
         return save(fig, os.path.join(out_dir, 'verdict_grid.png'))
 
@@ -203,12 +202,19 @@ def plot_claims(claims_dir, path):
     with plt.rc_context(RC):
         fig, axes = plt.subplots(len(panels), 1, figsize=(11, 1.2 + 0.34 * sum(len(r) + 4 for _, r in panels)),
                                  gridspec_kw=dict(height_ratios=[len(r) + 4 for _, r in panels]), squeeze=False)
+        widest = {}  # per unit, the widest margin of its claims (the band drawn)
         for ax, (unit, rows) in zip(axes[:, 0], panels):
-            margins = {m for *_, m in rows}
-            forest(ax, [r[:4] for r in rows], 'loss' if unit == 'nats' else 'exact_match', max(margins),
-                   f"the claims in {unit} ({len(rows)})")
+            kind, widest[unit] = ('loss' if unit == 'nats' else 'exact_match'), max(m for *_, m in rows)
+            forest(ax, [r[:4] for r in rows], kind, widest[unit], f"the claims in {unit} ({len(rows)})")
         legend_above(fig, 'equivalence margin (±' + ', ±'.join(
-            f"{max(m for *_, m in rows) * scale('loss' if u == 'nats' else 'exact_match')[0]:g} {u}"
-            for u, rows in panels) + ')')
+            f"{m * (1 if u == 'nats' else 100):g} {u}" for u, m in widest.items()) + ')')
         fig.tight_layout()
         return save(fig, path)
+
+
+def write_claims_png(claims_dir):
+    """claims.png beside claims_dir (assets/claims -> assets/claims.png), written atomically; its path."""
+    from data.common import atomic_write
+    path, png = plot_claims(claims_dir, os.path.join(os.path.dirname(claims_dir), 'claims.png'))
+    atomic_write(path, lambda f: f.write(png))
+    return path
