@@ -5,8 +5,8 @@ Settings for every script, in one small module (nanoGPT's configurator.py, made 
 
 in the order given on the command line. Values are python literals (--max_iters=100, --decay_lr=False,
 --rope_type=yarn) or bare strings. An unknown key or a value of the wrong type is an error naming it.
-Every script runs its main() through lab/cli.py's cli(), which turns a bad input into one line and exit code 2.
-(Which device and number format to run in, and torchrun's ranks: lab/device.py.)
+Every script runs its main() through lab/engine/cli.py's cli(), which turns a bad input into one line and exit code 2.
+(Which device and number format to run in, and torchrun's ranks: lab/engine/device.py.)
 """
 import ast
 import os

@@ -5,13 +5,13 @@ Measure how models predict tokens past their training length L, then draw the pi
     python eval.py --ckpt=out/char-base --eval_len=1024 --num_windows=32 --out_dir=out/eval
     python eval.py --plot_only=True --out_dir=out/eval --log_x=True     # redraw the PNGs from the CSV/JSON
 
-Arms (lab/arms.py). Every --ckpt run folder is an arm (a folder with arms.json: all of its arms; the seeds of one arm
+Arms (lab/measure/arms.py). Every --ckpt run folder is an arm (a folder with arms.json: all of its arms; the seeds of one arm
 are one row). Every --rope_types entry is a zero-shot arm: that scaling switched on in the base model, with s = T/L
 unless the entry sets a factor (yarn:factor=8:beta_fast=8); 'default' is the base as trained. An entry can also be a
 position map (rerope:window=64, self_extend:window=32:group=4: lab/position_maps.py) or the crop (lab/crop.py).
 
 Protocol: every arm is scored as it runs when generating: position p is predicted by a forward over p + 1 tokens.
-The lengths 1..T are cut into runs over which an arm's RoPE tables do not change (lab/scoring.py): a static arm is one
+The lengths 1..T are cut into runs over which an arm's RoPE tables do not change (lab/measure/scoring.py): a static arm is one
 forward of T, LongRoPE two; Dynamic NTK / YaRN move at every length past L, so each window is scored there at
 --samples random positions per bucket (the same for every arm), each at its own length. ppl_at[n] is the YaRN paper's
 Table 1 form: one forward of the first n tokens. Comparisons are paired tests on the same windows or examples, seeds
@@ -30,20 +30,21 @@ import numpy as np
 import torch
 
 from configurator import get_config
-from lab.cli import cli
+from lab.engine.cli import cli
 from data.common import atomic_write_text, data_dir_of, doc_windows, load_meta, load_split, model_from_checkpoint
 import lab.alibi, lab.copy_mix, lab.sinks, lab.temperature  # noqa: E401,F401  register their attention classes, so every checkpoint loads
-from lab import compare, forms, retrieval
-from lab.arms import parse_contrasts, plan_arms
-from lab.device import autocast_context, pick_device
-from lab.checks import check_eval_data, check_eval_settings, without_windows_of
-from lab.forms import arm_form, side_measures
-from lab.report import summary_markdown
-from lab.retrieval import eval_rooms
-from lab.scoring import bucket_ends, sampled_design, score, scoring_plan
-from lab.summary import (combine_bases, finetune_csv, json_text, per_position_csv, rejudge, retrieval_csv,
+from lab.verdicts import compare
+from lab.measure import forms, retrieval
+from lab.measure.arms import parse_contrasts, plan_arms
+from lab.engine.device import autocast_context, pick_device
+from lab.engine.checks import check_eval_data, check_eval_settings, without_windows_of
+from lab.measure.forms import arm_form, side_measures
+from lab.verdicts.summary_md import summary_markdown
+from lab.measure.rooms import eval_rooms
+from lab.measure.scoring import bucket_ends, sampled_design, score, scoring_plan
+from lab.verdicts.summary_json import (combine_bases, finetune_csv, json_text, per_position_csv, rejudge, retrieval_csv,
                          summarize_arm, summary_settings)
-from lab.workers import map_arms, worker_count
+from lab.measure.workers import map_arms, worker_count
 
 DEFAULTS = dict(
     ckpt='',                # run folders, comma-separated
@@ -63,9 +64,9 @@ DEFAULTS = dict(
     batch_size=8,
     samples=32,             # moving-scale arms (Dynamic NTK/YaRN): random positions per bucket and window, each
                             # scored at its own length; 0 = every position its own forward (exact; slow, cost printed)
-    **forms.DEFAULTS,       # the attention-entropy diagnostic (lab/forms.py)
-    **retrieval.DEFAULTS,   # the passkey test and the retrieval rooms (lab/retrieval.py)
-    **compare.DEFAULTS,     # named contrasts, equivalence margins, --combine over bases (lab/compare.py)
+    **forms.DEFAULTS,       # the attention-entropy diagnostic (lab/measure/forms.py)
+    **retrieval.DEFAULTS,   # the passkey test and the retrieval rooms (lab/measure/retrieval.py)
+    **compare.DEFAULTS,     # named contrasts, equivalence margins, --combine over bases (lab/verdicts/compare.py)
     out_dir='out/eval',
     device='auto', dtype='auto', progress=True,
     workers=0,              # processes of one thread measuring arms side by side on a CPU (0: one per core, on Linux)
@@ -93,7 +94,7 @@ def measure_run(arm, r, run, cfg, device, ctx):
         model.set_rope_scaling(arm['scaling'])  # the switch: the same weights, new rotation frequencies
     model.to(device).eval()
     plan = scoring_plan(model, T, cfg['samples'])  # the runs of forward lengths with the same RoPE tables
-    form = arm_form(model, arm, plan, ctx, B)  # causal attention, a position map or a crop (lab/forms.py)
+    form = arm_form(model, arm, plan, ctx, B)  # causal attention, a position map or a crop (lab/measure/forms.py)
     where = [list(range(T)) if form.n0 >= T else list(range(form.n0)) + [p for p in d if p >= form.n0]
              for d in run['design']]
     loss = np.full((len(where), T), np.nan)
@@ -126,7 +127,7 @@ def measure_arm(arm, run, cfg, device, ctx):
 def write_outputs(cfg, run, results, pos_cols, ent_cols, timing, t0):
     """summary.json / .md and the CSVs, atomically, then the PNGs."""
     out_dir, arms = cfg['out_dir'], run['arms']
-    s = summary_settings(cfg, run, results, compare.margins(cfg), PROTOCOL, timing)  # the run's record (lab/summary.py)
+    s = summary_settings(cfg, run, results, compare.margins(cfg), PROTOCOL, timing)  # the run's record (lab/verdicts/summary_json.py)
     summary = dict(settings=s, arms=results)
     import plot
     md = summary_markdown(summary)
@@ -156,7 +157,7 @@ def write_outputs(cfg, run, results, pos_cols, ent_cols, timing, t0):
 
 def prepare(cfg):
     """Check every setting, arm, the data and the windows before anything runs; returns the run's inputs."""
-    check_eval_settings(cfg)  # ranges, margins, split, out_dir (lab/checks.py)
+    check_eval_settings(cfg)  # ranges, margins, split, out_dir (lab/engine/checks.py)
     arms, base, T = plan_arms(cfg)
     contrasts = parse_contrasts(cfg['contrasts'], [a['name'] for a in arms])
     first = (arms or [base])[0]

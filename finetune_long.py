@@ -8,7 +8,7 @@ briefly at the longer length with train.py's engine.
     python finetune_long.py --init_from=resume --out_dir=out/ft-yarn   # continue an interrupted run (or sweep)
 
 Several arms (--rope_type=linear,ntk,yarn:beta_fast=8, --plain=True) or seeds (--seeds=1337,1338) write one folder
-per run under out_dir and out_dir/arms.json (lab/sweep.py); every arm starts from the same weights with the same seed,
+per run under out_dir and out_dir/arms.json (lab/engine/sweep.py); every arm starts from the same weights with the same seed,
 data order and steps. --rope_type=keep fine-tunes the init checkpoint's own rope_scaling (a search_longrope.py run).
 --pose=True trains on PoSE windows (Zhu et al. 2023: lab/pose.py): pose_len tokens whose position ids skip forward.
 """
@@ -16,13 +16,13 @@ data order and steps. --rope_type=keep fine-tunes the init checkpoint's own rope
 import os
 
 from configurator import ConfigError, get_config
-from lab.cli import cli
-from lab.device import ddp_ranks
-from lab import sweep
+from lab.engine.cli import cli
+from lab.engine.device import ddp_ranks
+from lab.engine import sweep
 from data.common import load_checkpoint, model_from_checkpoint
 from rope_config import all_type_keys
-from lab.ddp import in_group
-from lab.checks import check_settings
+from lab.engine.ddp import in_group
+from lab.engine.checks import check_settings
 from train import DEFAULTS as TRAIN_DEFAULTS, load_data, run_config, train
 
 DEFAULTS = dict(

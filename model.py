@@ -59,7 +59,7 @@ class GPTConfig:
                  f"registers it (lab.alibi for pos_emb='alibi', lab.copy_mix for 'smear_keys')")):
             if bad:
                 raise ValueError(why)
-        self.rope_scaling = check_scaling(self.rope_scaling, self.rope_base)  # HF forms too (lab/hf_config.py)
+        self.rope_scaling = check_scaling(self.rope_scaling, self.rope_base)  # HF forms too (lab/hf/config.py)
         layer_specs(self)  # the pattern, and the layers the scaling aims at (rope_scaling['layers']), checked
 
 

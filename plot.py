@@ -11,14 +11,14 @@ loads a model or a checkpoint), so `python eval.py --plot_only=True --out_dir=<d
   finetune_curves.png    loss beyond L vs fine-tune step (when the arms have fine-tune logs)
   clip_sweep.png         loss and passkey against the pairs left rotating (a p-RoPE sweep at inference, issue 33)
   headline.png           the story's arms, zero-shot and fine-tuned side by side; families.png /
-                         retrieval_families.png one small panel per family of arms, loss and passkey (lab/figures.py);
+                         retrieval_families.png one small panel per family of arms, loss and passkey (lab/pictures/figures.py);
                          verdicts.png the forest plot of the verdicts, verdict_grid.png every room's verdicts at
-                         once (lab/verdict_plots.py);
-                         retrieval_heatmaps.png depth x distance per headline arm (lab/retrieval_plots.py)
+                         once (lab/pictures/verdict_plots.py);
+                         retrieval_heatmaps.png depth x distance per headline arm (lab/pictures/retrieval_plots.py)
 
 Zero-shot arms are dashed, fine-tuned arms solid (PoSE fine-tunes dash-dotted), in one colour per method (whatever
-the scale); the base model is black. The styles and the checked reading of eval's files are lab/plot_kit.py's;
-the retrieval rooms' pictures are lab/retrieval_plots.py's, rope_ramp and finetune_curves lab/method_plots.py's; the Markdown tables (summary.md, bases.md) lab/report.py's.
+the scale); the base model is black. The styles and the checked reading of eval's files are lab/pictures/plot_kit.py's;
+the retrieval rooms' pictures are lab/pictures/retrieval_plots.py's, rope_ramp and finetune_curves lab/pictures/method_plots.py's; the Markdown tables (summary.md, bases.md) lab/verdicts/summary_md.py's.
 """
 import os
 
@@ -28,18 +28,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from data.common import DataError, atomic_write  # noqa: E402
-from lab.plot_kit import RC, read_columns, read_summary, save, styles  # noqa: E402  (eval's files, the look)
+from lab.pictures.plot_kit import RC, read_columns, read_summary, save, smooth, styles  # noqa: E402  (eval's files, the look)
 from rope import critical_dimension  # noqa: E402
-
-
-def smooth(y, w):
-    """Centred moving average of width w over the scored (finite) positions (shorter at the ends)."""
-    ok = np.isfinite(y)
-    if w <= 1:
-        return y
-    k = np.ones(w)
-    num, den = np.convolve(np.where(ok, y, 0.0), k, 'same'), np.convolve(ok.astype(float), k, 'same')
-    return np.where(ok, num / np.maximum(den, 1), np.nan)
 
 
 def length_lines(ax, s, arms, theory):
@@ -135,10 +125,10 @@ def plot_all(out_dir, log_x=False, smooth=0, only=None):
         raise ValueError(f"smooth={smooth} is wider than the {summary['settings']['T']} positions evaluated; pass "
                          f"--smooth <= {summary['settings']['T']} (0: T/32)")
     w = smooth or max(1, summary['settings']['T'] // 32)
-    from lab.retrieval_plots import plot_heatmaps, plot_retrieval, plot_retrieval_depth, plot_rooms  # (use this file)
-    from lab.method_plots import plot_clip_sweep, plot_finetune, plot_ramp  # per pair, the fine-tunes, the clip sweep
-    from lab.figures import plot_families, plot_headline, plot_retrieval_families  # (issue 34's)
-    from lab.verdict_plots import plot_verdict_grid, plot_verdicts
+    from lab.pictures.retrieval_plots import plot_heatmaps, plot_retrieval, plot_retrieval_depth, plot_rooms  # (use this file)
+    from lab.pictures.method_plots import plot_clip_sweep, plot_finetune, plot_ramp  # per pair, the fine-tunes, the clip sweep
+    from lab.pictures.figures import plot_families, plot_headline, plot_retrieval_families  # (issue 34's)
+    from lab.pictures.verdict_plots import plot_verdict_grid, plot_verdicts
     steps = [('loss_vs_position.png', lambda: plot_positions(out_dir, summary, w, log_x, 'loss')),
              ('rope_ramp.png', lambda: plot_ramp(out_dir, summary)),
              ('attention_entropy.png', lambda: plot_positions(out_dir, summary, w, log_x, 'entropy')),

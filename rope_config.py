@@ -1,9 +1,9 @@
 """
 rope.py's formulas put to work: the one table of rope types (ROPE_SCALING: each type's keys, compute function and
 check), the check of a rope config against it (Hugging Face key names, HF's 4.x / 5.x dicts too; whole config.json
-files: lab/hf_config.py), the per-layer pattern, and rope_inv_freq (check, then dispatch through the table). As in
+files: lab/hf/config.py), the per-layer pattern, and rope_inv_freq (check, then dispatch through the table). As in
 Hugging Face, the formulas stay pure in one module and the registry that validates and dispatches sits beside it
-(rope.py imports neither). Arm specs ('yarn:beta_fast=8') and their names live in lab/specs.py; the per-pair table in lab/rope_table.py.
+(rope.py imports neither). Arm specs ('yarn:beta_fast=8') and their names live in lab/measure/arm_specs.py; the per-pair table in lab/rope_table.py.
 """
 import math
 import reprlib
@@ -140,7 +140,7 @@ def _check_factors(v, bad):
 def check_scaling(scaling, base=None):
     """Validate a rope_scaling dict (Hugging Face key names); return a normalized copy with defaults filled
     in, or None for plain RoPE. Raises ValueError naming the bad field and what it accepts.
-    Hugging Face's own forms are accepted too (lab/hf_config.py reads whole configs): 4.x 'type' for rope_type, and 5.x rope_parameters
+    Hugging Face's own forms are accepted too (lab/hf/config.py reads whole configs): 4.x 'type' for rope_type, and 5.x rope_parameters
     with partial_rotary_factor (1 only) and rope_theta inside, which must equal `base` (the model's rope_base)."""
     if scaling is None:
         return None
@@ -150,7 +150,7 @@ def check_scaling(scaling, base=None):
         scaling, theta = _hf_rope_dict(scaling)
         if theta is not None and theta != base:
             fix = (f"but rope_base = {base:g}; set rope_base={theta:g} or drop rope_theta" if base is not None else
-                   "and the base lives in rope_base here; read the dict with lab.hf_config.from_hf, which returns "
+                   "and the base lives in rope_base here; read the dict with lab.hf.config.from_hf, which returns "
                    "(rope_scaling, rope_theta)")
             raise ValueError(f"rope_scaling carries rope_theta = {theta:g} (Hugging Face's rope_parameters form) {fix}")
     t = scaling.get('rope_type')

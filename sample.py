@@ -22,10 +22,10 @@ import sys
 
 import torch
 
-from lab.arms import lineage_of
+from lab.measure.arms import lineage_of
 from configurator import ConfigError, get_config
-from lab.cli import cli
-from lab.device import autocast_context, pick_device
+from lab.engine.cli import cli
+from lab.engine.device import autocast_context, pick_device
 from data.sources import get_tokenizer
 from lab import kv_cache
 import lab.alibi, lab.copy_mix, lab.sinks, lab.temperature  # noqa: E401,F401  register their attention classes, so every checkpoint loads
@@ -33,7 +33,7 @@ from lab.position_maps import is_position_map_spec, mapped_attention, parse_posi
 from data.common import model_from_checkpoint
 from data.common import load_checkpoint
 from rope_config import is_dynamic
-from lab.specs import parse_arm, scaling_name
+from lab.measure.arm_specs import parse_arm, scaling_name
 
 DEFAULTS = dict(
     ckpt='',                 # a run folder (or its ckpt.pt) written by train.py or finetune_long.py

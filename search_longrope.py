@@ -26,7 +26,7 @@ set). Candidates that are not non-decreasing or were scored before are rejected 
 new, and the best score cannot get worse from one generation to the next.
 Budgets: the defaults are the demo's (16 + 5 x 8 = 56 candidates on 16 windows, under a minute on 2 cores);
 config/search_longrope_ref.py is the reference's (population 64, 32 parents, 40 generations: 64 + 40 x 32 = 1344).
-Hugging Face's longrope has no n-hat: lab/hf_export.py refuses a run with start_token_idx > 0.
+Hugging Face's longrope has no n-hat: lab/hf/export.py refuses a run with start_token_idx > 0.
 
 Outputs in out_dir: search.jsonl (one row per generation: best loss, where it came from, cost so far),
 search_state.json (every candidate and its score, rewritten atomically after each generation; --init_from=resume
@@ -44,14 +44,14 @@ import numpy as np
 
 
 from configurator import ConfigError, get_config
-from lab.cli import cli
-from lab.checks import check_out_dir
-from lab.device import setup_device
+from lab.engine.cli import cli
+from lab.engine.checks import check_out_dir
+from lab.engine.device import setup_device
 from data.common import DataError, atomic_write_text, check_vocab, doc_windows, load_checkpoint, read_json, train_len
 from lab.longrope_search import UPPER, longrope_scaling, needle_rows, parse_start_tokens, search, seed_curves
-from lab.scoring import score
+from lab.measure.scoring import score
 from data.common import model_from_checkpoint
-from lab.specs import parse_arms
+from lab.measure.arm_specs import parse_arms
 from finetune_long import extended_model
 from train import DEFAULTS as TRAIN_DEFAULTS, estimate_loss, load_data, train
 

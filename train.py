@@ -25,14 +25,14 @@ import torch
 from tqdm import tqdm
 
 from configurator import ConfigError, get_config
-from lab.cli import cli
+from lab.engine.cli import cli
 from data.common import (atomic_torch_save, atomic_write_text, check_vocab, data_dir_of, doc_windows, fetch_windows,
                          load_checkpoint, load_meta, load_split, model_args, model_from_checkpoint)
 import lab.alibi, lab.copy_mix, lab.sinks, lab.temperature  # noqa: E401,F401  register their attention classes, so every model builds and loads
-from lab import batches, bench  # batches: PoSE windows and synthetic copies
-from lab.ddp import StopOnSignal, from_rank0, in_group, rng_states  # several processes, Ctrl-C
-from lab.device import ddp_ranks, setup_device  # cpu / cuda / mps, autocast, torchrun's ranks
-from lab.checks import check_model, check_settings, check_start  # what a run refuses before it starts
+from lab.engine import batches, bench  # batches: PoSE windows and synthetic copies
+from lab.engine.ddp import StopOnSignal, from_rank0, in_group, rng_states  # several processes, Ctrl-C
+from lab.engine.device import ddp_ranks, setup_device  # cpu / cuda / mps, autocast, torchrun's ranks
+from lab.engine.checks import check_model, check_settings, check_start  # what a run refuses before it starts
 from model import GPT, GPTConfig
 
 DEFAULTS = dict(
@@ -49,7 +49,7 @@ DEFAULTS = dict(
     batch_size=32,                # sequences per micro-batch per process
     block_size=128,               # training length L
     gradient_accumulation_steps=1,  # micro-batches per optimizer step, summed over all processes
-    **batches.DEFAULTS,           # PoSE (pose, pose_len, pose_chunks) and synthetic copies (copy_*): lab/batches.py
+    **batches.DEFAULTS,           # PoSE (pose, pose_len, pose_chunks) and synthetic copies (copy_*): lab/engine/batches.py
     # model
     n_layer=4, n_head=4, n_embd=128, dropout=0.0, bias=False, layers=None,  # layers: per-layer positions (model.py)
     pos_emb='rope',               # rope | sinusoidal | learned | alibi | none
@@ -111,7 +111,7 @@ def load_data(cfg, T):
 def batch_function(cfg, meta, data, L, gen, device):
     """The run's batches, through one hook: (get_batch(it) -> this process's micro-batches [(x, y, position ids or
     None)] of optimizer step it, the window length trained, a note for the start line). nanoGPT's random windows of
-    block_size tokens, or lab/batches.py's when PoSE or synthetic copies are on. Every process draws the whole step
+    block_size tokens, or lab/engine/batches.py's when PoSE or synthetic copies are on. Every process draws the whole step
     from gen and keeps its own micro-batches (rank, rank + world, ...): DDP sees the single-process data."""
     if cfg['pose'] or cfg['copy_share'] or cfg['copy_fixed_iters'] or cfg['mixed_short']:
         return batches.for_run(cfg, meta, data, L, gen, device)
@@ -184,7 +184,7 @@ def setup_run(cfg, model=None, lineage=None, ckpt=None):
     """Everything a run needs (a Run), validated before anything is written: device, data, model, optimizer, batches
     and the state to continue from."""
     rank, world, local_rank = ddp_ranks()
-    check_settings(cfg, world)  # ranges, and the out_dir writable (lab/checks.py)
+    check_settings(cfg, world)  # ranges, and the out_dir writable (lab/engine/checks.py)
     check_start(cfg)  # init_from is scratch or resume; no run in out_dir is replaced unasked
     resume, out_dir, T = cfg['init_from'] == 'resume', cfg['out_dir'], cfg['block_size']
     device, device_type, dtype, ctx = setup_device(cfg)

@@ -8,7 +8,7 @@ rope_types = ','.join([
 ])
 eval_len = 1024
 num_windows = 32
-_Y8 = 'yarn_s8_beta_fast8_zero-shot'  # arm ids (lab/arms.py arm_id): 'yarn s=8 β_fast=8 zero-shot'
+_Y8 = 'yarn_s8_beta_fast8_zero-shot'  # arm ids (lab/measure/arms.py arm_id): 'yarn s=8 β_fast=8 zero-shot'
 contrasts = '; '.join(f"{a} | {b}" for a, b in [
     (_Y8, 'linear_s8_zero-shot'),
     (_Y8, 'yarn_s8_beta_fast8_attention_factor1_zero-shot'),

@@ -14,7 +14,7 @@ num_windows = 32
 retrieval_examples = 16  # the dev run's budget (issue 30): 16 examples per room and distance bucket (was 32)
 moving_examples = 8      # Dynamic NTK / YaRN score rows past L (a forward per token) for the first 8 of those windows
 out_dir = 'out/char-eval'
-_Y8 = 'yarn_s8_beta_fast8_zero-shot'  # arm ids (lab/arms.py arm_id): 'yarn s=8 β_fast=8 zero-shot'
+_Y8 = 'yarn_s8_beta_fast8_zero-shot'  # arm ids (lab/measure/arms.py arm_id): 'yarn s=8 β_fast=8 zero-shot'
 contrasts = '; '.join(f"{a} | {b}" for a, b in [
     (_Y8, 'linear_s8_zero-shot'),                                    # YaRN vs PI, zero-shot
     ('yarn_s4_beta_fast8_ft100', 'linear_s4_ft100'),                 # YaRN vs PI, fine-tuned

@@ -13,6 +13,6 @@ eval_len = 1024
 num_windows = 32
 retrieval_examples = 16
 out_dir = 'out/char-eval-clip-sweep'
-_ID = lambda k: f"proportional_s1_p{k / 16:g}_zero-shot"  # the arm ids (lab.arms.arm_id)
+_ID = lambda k: f"proportional_s1_p{k / 16:g}_zero-shot"  # the arm ids (lab.measure.arms.arm_id)
 contrasts = '; '.join([f"{_ID(k)} | base_L128" for k in _KEEP] +  # each k against plain RoPE (all 16 pairs)
                       [f"{_ID(k)} | {_ID(k + 2)}" for k in (4, 6, 8)])  # two pairs more, around the critical dimension

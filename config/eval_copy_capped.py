@@ -8,7 +8,7 @@ factor = 4.0
 eval_len = 1024
 num_windows = 32
 out_dir = 'out/char-eval-capped'
-# arm ids (lab/arms.py arm_id): 'yarn s=4 β_fast=8 copy≤120 ft100' -> 'yarn_s4_beta_fast8' + _C
+# arm ids (lab/measure/arms.py arm_id): 'yarn s=4 β_fast=8 copy≤120 ft100' -> 'yarn_s4_beta_fast8' + _C
 _C = '_copy_le120_ft100'
 contrasts = '; '.join(f"{a} | {b}" for a, b in [
     (f"yarn_s4_beta_fast8{_C}", 'yarn_s4_beta_fast8_ft100'),   # what keeping the copy skill changes

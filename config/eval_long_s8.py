@@ -9,7 +9,7 @@ rope_types = 'linear,yarn:beta_fast=8'                  # zero-shot at s = T/L =
 eval_len = 1024
 num_windows = 32
 out_dir = 'out/char-eval-s8'
-_Y4, _Y8 = 'yarn_s4_beta_fast8_ft100', 'yarn_s8_beta_fast8_ft100'  # arm ids (lab/arms.py arm_id), as in summary.md
+_Y4, _Y8 = 'yarn_s4_beta_fast8_ft100', 'yarn_s8_beta_fast8_ft100'  # arm ids (lab/measure/arms.py arm_id), as in summary.md
 retune = '; '.join([
     f"{_Y4} | dynamic_yarn:factor=4:beta_fast=8",
     f"{_Y4} | yarn:factor=8:beta_fast=8",

@@ -1,6 +1,6 @@
 """
 Teaching a small model to copy from its context, so that retrieval past L can be measured at all: synthetic copies
-mixed into the training windows, and smeared keys. One room; lab/batches.py uses it through `settings` and `mix`.
+mixed into the training windows, and smeared keys. One room; lab/engine/batches.py uses it through `settings` and `mix`.
 
 Copies: in a share of the windows a random string is written twice at a random distance (`insert_repeats`); a warm-up
 of copy_fixed_iters steps writes one random string twice at a fixed offset, which a model learns fast as a

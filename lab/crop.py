@@ -53,7 +53,7 @@ def check_window(window):
 def window_logits(model, window):
     """fn(layer, q, k, s, e) -> the layer's own scaled float32 scores of queries s..e-1 against keys 0..e-1 (causal,
     ALiBi's bias, ...), -inf also where j <= i - window: query i sees keys i - window < j <= i. The score function of
-    window_attention; also what lab.diagnostics.attention_entropy / eval's entropy_at take as `logits`."""
+    window_attention; also what lab.measure.diagnostics.attention_entropy / eval's entropy_at take as `logits`."""
     window = check_window(window)
 
     def logits(layer, q, k, s, e):
@@ -114,12 +114,12 @@ def check_positions(positions, n_rows, limit, what):
 
 @torch.no_grad()
 def truncated_scores(model, rows, positions, window, ctx=None, batch_size=8, preds=False):
-    """The truncated crop in lab.scoring.score's format: for every p in positions[r], the NLL of rows[r, p + 1] (and whether
+    """The truncated crop in lab.measure.scoring.score's format: for every p in positions[r], the NLL of rows[r, p + 1] (and whether
     the argmax is that target) from a forward over ONLY rows[r, max(0, p - window + 1) : p + 1], a fresh input at
     position ids 0..n-1 (n = min(p + 1, window)). Crops of one length share a forward (all of length `window` in
     big batches, see crop_batches); p < window is the model's ordinary forward over the whole prefix.
     rows: LongTensor [R, n_tokens]; positions: R int lists, each p <= n_tokens - 2. Returns (loss, hit): R float /
-    bool numpy arrays, in the order of positions[r] (and with preds=True the argmax tokens, as lab.scoring.score)."""
+    bool numpy arrays, in the order of positions[r] (and with preds=True the argmax tokens, as lab.measure.scoring.score)."""
     window = check_window(window)
     ctx = nullcontext() if ctx is None else ctx
     check_positions(positions, rows.size(0), rows.size(1) - 1, "each p needs its target p + 1 in the row")
@@ -143,10 +143,10 @@ def truncated_scores(model, rows, positions, window, ctx=None, batch_size=8, pre
 
 @torch.no_grad()
 def truncated_entropy(model, x, positions, window, ctx=None, batch_size=8, chunk=256):
-    """eval's attention-entropy diagnostic (lab.diagnostics.entropy_at) for the truncated crop: the mean entropy (over
+    """eval's attention-entropy diagnostic (lab.measure.diagnostics.entropy_at) for the truncated crop: the mean entropy (over
     layers, heads and rows of x) of query p's attention in the forward over x[:, max(0, p - window + 1) : p + 1]
     (its last query). x: LongTensor [B, T]. Returns a float array [T], NaN where not asked."""
-    from lab.diagnostics import attention_entropy
+    from lab.measure.diagnostics import attention_entropy
     window = check_window(window)
     ctx = nullcontext() if ctx is None else ctx
     check_positions([positions], 1, x.size(1), "a query position of x")
@@ -175,7 +175,7 @@ def is_crop_spec(entry):
 def parse_crop(entry, L):
     """--rope_types entry -> crop dicts, one per form: 'crop' -> [{'window': L, 'form': 'sliding'}, {..., 'form':
     'truncated'}]; 'crop:window=64', 'crop:form=truncated', 'crop:window=64:form=sliding'."""
-    from lab.specs import spec_settings
+    from lab.measure.arm_specs import spec_settings
     name, *pairs = entry.strip().split(':')
     if name != 'crop':
         raise ValueError(f"arm {entry!r} is not a crop spec; write crop[:window=W][:form={'|'.join(FORMS)}|both]")

@@ -35,7 +35,7 @@ from tqdm import tqdm
 
 from rope import plain_inv_freq
 from rope_config import scaled_theta
-from lab.specs import parse_arms
+from lab.measure.arm_specs import parse_arms
 
 UPPER = 1.25                  # factors lie in [1, UPPER x s] (the paper's search space; the released code: 1 + s)
 START_TOKENS = '0,1,2,4,8,12,16,20,24,28,32,64,128,256'  # the paper's n-hat candidates
@@ -218,12 +218,12 @@ def search(cfg, state, seeds, loss_of, save, start_tokens=(0,)):
 
 def needle_rows(data, starts, T, L, vocab_size, eot, seed):
     """LongRoPE2's objective (Shang et al. 2025, "needle-driven" perplexity): the loss on the answer tokens of needles
-    planted past L, not on every token. One multi-key needle example (lab.retrieval.needle_examples: 4 records of
+    planted past L, not on every token. One multi-key needle example (lab.measure.retrieval.needle_examples: 4 records of
     4 random key and 4 value tokens, fewer when L < 40, one asked at the end) per window start, the distance of the asked record cycling
     over the buckets at >= L; rows padded with eot to one length (causal: padding after a row changes none of it).
-    Returns (rows LongTensor [n, T'], positions [n lists]: where lab.scoring.score scores the value tokens)."""
+    Returns (rows LongTensor [n, T'], positions [n lists]: where lab.measure.scoring.score scores the value tokens)."""
     import torch
-    from lab.retrieval import needle_examples
+    from lab.measure.retrieval import needle_examples
     buckets, examples = needle_examples(data, starts, T, L, vocab_size, eot, seed, needles=max(1, min(4, L // 8 - 1)))
     far = [b for b, (_, lo, _) in enumerate(buckets) if lo >= L]
     if not far:

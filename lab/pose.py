@@ -13,7 +13,7 @@ train_preprocess_function_pose), which builds two chunks:
 - labels = input_ids, shifted inside the model: each token's target is the next token of the assembled sequence, so
   chunk 1's last token is trained to predict chunk 2's first one (across the skipped text).
 
-Here the raw span is L_x = T tokens read from inside one training document (lab.batches.Batches), plus one token for the
+Here the raw span is L_x = T tokens read from inside one training document (lab.engine.batches.Batches), plus one token for the
 last target: the reference reads up to 5 W tokens from the start of each document (tokenizer truncation at
 model_max_position_embeddings * 5), this lab reads T from a random place in a document. `pose_draw` draws (l, v, u)
 from a torch.Generator; `pose_offsets` and `pose_positions` turn them into where the W + 1 tokens sit in the raw span

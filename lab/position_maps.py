@@ -30,7 +30,7 @@ import torch
 from lab.attention import chunked_attention, sink_of
 from model import CausalSelfAttention, allowed
 from rope import apply_rope, rope_cos_sin
-from lab.specs import spec_settings
+from lab.measure.arm_specs import spec_settings
 
 
 def rerope_positions(pos, w):

@@ -27,7 +27,7 @@ import torch
 
 from configurator import ConfigError
 from lab.copy_mix import SmearedKeyAttention
-from lab.specs import parse_value
+from lab.measure.arm_specs import parse_value
 from model import ATTENTION, CausalSelfAttention
 
 SHAPES = {  # shape -> ({key: (type, default or None = from L, meaning)}, factor(p, n, L, cfg) for positions p)

@@ -1,4 +1,4 @@
-"""What every case of the tests/test_bad_input_*.py tables checks: a script's main, run through lab.cli.cli (in
+"""What every case of the tests/test_bad_input_*.py tables checks: a script's main, run through lab.engine.cli.cli (in
 this process; in a child process where a write must fail), exits non-zero without a traceback, its last line on stderr
 names the setting or the file, and no file or folder under the watched paths is created, changed or removed. Also the
 shared inputs: a finished two-seed fine-tune and damaged copies of the fixture dataset."""
@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-import lab.cli
+import lab.engine.cli
 from conftest import ROOT
 
 FT = ['--max_iters=2', '--eval_interval=2', '--eval_iters=1', '--batch_size=2', '--progress=False', '--device=cpu']
@@ -35,12 +35,12 @@ def snapshot(*roots):
 
 
 def call(main, argv, capsys):
-    """main(argv) through lab.cli.cli in this process: (exit code, stderr). An exception cli does not turn into
+    """main(argv) through lab.engine.cli.cli in this process: (exit code, stderr). An exception cli does not turn into
     one line (a traceback for the user) propagates and fails the test."""
     saved, sys.argv = sys.argv, ['script', *map(str, argv)]
     capsys.readouterr()
     try:
-        lab.cli.cli(main)
+        lab.engine.cli.cli(main)
         code = 0
     except SystemExit as e:
         code = e.code

@@ -50,7 +50,7 @@ KINDS = {  # file -> {name: kind}; a name not listed is an error, 'story' is wri
     'eval.py': dict(DEFAULTS='story', FILES=P, PROTOCOL='story', measure_run='story', measure_arm='story',
                     write_outputs='story', prepare='story', main='story'),
     'plot.py': {**{n: P for n in 'SOURCES OPTIONAL'.split()},
-                **{n: 'story' for n in 'smooth length_lines curves panels plot_positions '
+                **{n: 'story' for n in 'length_lines curves panels plot_positions '
                                        'plot_all'.split()}},
     'configurator.py': dict(ConfigError=V, check_seed=V, get_config=P),
 }

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 import lab.alibi as alibi_mod
-from lab.diagnostics import attention_entropy
+from lab.measure.diagnostics import attention_entropy
 from model import GPT, GPTConfig
 from lab.alibi import alibi_bias, alibi_slopes
 from lab.attention import chunked_attention

@@ -1,4 +1,4 @@
-"""lab/arms.py, eval.py's planner (issue 29, "arms have identities, not names"): the base is found by its path, seeds
+"""lab/measure/arms.py, eval.py's planner (issue 29, "arms have identities, not names"): the base is found by its path, seeds
 group only when everything but the seed agrees, and every arm has an ASCII id that --contrasts and --retune take.
 Each test failed on the planner before (arms.py at commit 1378a1a): see the docstrings."""
 import os
@@ -10,7 +10,7 @@ import torch
 
 import eval as ev
 from badinput import two_seeds  # noqa: F401  (tiny_run's linear s=4 fine-tune, seeds 1 and 2: ft/seed1, ft/seed2)
-from lab.arms import arm_id, arm_ids, parse_contrasts, plan_arms
+from lab.measure.arms import arm_id, arm_ids, parse_contrasts, plan_arms
 
 
 def plan(**kw):

@@ -1,6 +1,6 @@
-"""Three fixed defects. B5: lab.cli.cli shows a traceback for a bug (Python's own ValueError from a main, with no
+"""Three fixed defects. B5: lab.engine.cli.cli shows a traceback for a bug (Python's own ValueError from a main, with no
 file or line in its message) and keeps one line for the project's errors. B6: data.common.doc_windows draws
-windows that share no token (the demo's 32 evaluation windows held 3 overlapping pairs). B8: lab/bench.py's MFU is per
+windows that share no token (the demo's 32 evaluation windows held 3 overlapping pairs). B8: lab/engine/bench.py's MFU is per
 device (the tokens of every process were counted against one device's peak)."""
 import os
 import subprocess
@@ -11,18 +11,18 @@ import types
 import numpy as np
 import pytest
 
-import lab.cli
+import lab.engine.cli
 from conftest import ROOT
 from data.common import DataError, doc_windows
-from lab import bench
+from lab.engine import bench
 
 
 # ----------------------------------------------------------------------------- B5: cli, bugs against bad inputs
 
 def run_main(tmp_path, body, env=None):
-    """A script in the repository's own style (main(argv) run through lab.cli.cli), in a child process."""
+    """A script in the repository's own style (main(argv) run through lab.engine.cli.cli), in a child process."""
     script = tmp_path / 'script.py'
-    script.write_text(f"import sys\nsys.path.insert(0, {ROOT!r})\nfrom configurator import ConfigError\nfrom lab.cli import cli\n\n\n"
+    script.write_text(f"import sys\nsys.path.insert(0, {ROOT!r})\nfrom configurator import ConfigError\nfrom lab.engine.cli import cli\n\n\n"
                       f"def main(argv):\n{textwrap.indent(body, '    ')}\n\nif __name__ == '__main__':\n    cli(main)\n")
     return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
                           env=dict(os.environ, OMP_NUM_THREADS='1', **(env or {})))
@@ -70,10 +70,10 @@ def test_is_input_error_needs_a_raise_in_the_project():
 
     def deliberate():
         raise ValueError("factor=0.5 must be >= 1")
-    assert not lab.cli.is_input_error(caught(unpack))
-    assert not lab.cli.is_input_error(caught(lambda: int('x')))
-    assert lab.cli.is_input_error(caught(deliberate))
-    assert lab.cli.is_input_error(DataError('made, never raised'))
+    assert not lab.engine.cli.is_input_error(caught(unpack))
+    assert not lab.engine.cli.is_input_error(caught(lambda: int('x')))
+    assert lab.engine.cli.is_input_error(caught(deliberate))
+    assert lab.engine.cli.is_input_error(DataError('made, never raised'))
 
 
 # ----------------------------------------------------------------------------- B6: windows that share no token

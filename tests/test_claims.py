@@ -1,4 +1,4 @@
-"""The record behind each claim (issue 31 item 6, lab/claims.py): every registered comparison recomputes from the
+"""The record behind each claim (issue 31 item 6, lab/verdicts/claims.py): every registered comparison recomputes from the
 summary it names to what that summary stores, its committed record in assets/claims/ is current, and the sentence that
 states it in README.md or docs/results.md still prints its difference and verdict; a doctored summary, a stale record
 or a changed sentence is reported."""
@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from lab import claims
+from lab.verdicts import claims
 
 
 @pytest.mark.parametrize('c', claims.CLAIMS, ids=[c['id'] for c in claims.CLAIMS])

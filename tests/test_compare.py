@@ -1,11 +1,11 @@
-"""Tests of lab/compare.py, eval.py's arms compared, on hand-built summary.json arms: exact means against the design's,
+"""Tests of lab/verdicts/compare.py, eval.py's arms compared, on hand-built summary.json arms: exact means against the design's,
 Holm within a column, the crop or another eval's arm as reference, contrasts over bases and break positions."""
 import os
 
 import numpy as np
 import pytest
 
-from lab import compare as C
+from lab.verdicts import compare as C
 
 approx = pytest.approx
 
@@ -119,10 +119,10 @@ def test_break_position_on_a_constructed_curve():
 
 
 def test_agreement_counts_what_two_runs_concluded_alike(tmp_path, capsys):
-    """lab.agreement on the committed demo (AMD) and its rerun on an Intel CPU, and on doctored copies."""
+    """lab.verdicts.agreement on the committed demo (AMD) and its rerun on an Intel CPU, and on doctored copies."""
     import copy
     import json
-    from lab import agreement
+    from lab.verdicts import agreement
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     a, b = (json.load(open(os.path.join(root, 'assets', f), encoding='utf-8'))
             for f in ('summary.json', 'xeon_demo_summary.json'))

@@ -11,7 +11,7 @@ import finetune_long
 import search_longrope
 import train
 from configurator import get_config
-from lab.checks import check_eval_settings
+from lab.engine.checks import check_eval_settings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = {'eval': ev.DEFAULTS, 'train': train.DEFAULTS, 'finetune': finetune_long.DEFAULTS,

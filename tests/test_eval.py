@@ -16,13 +16,13 @@ import torch.nn.functional as F
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 import eval as ev  # noqa: E402
-import lab.scoring as scoring  # noqa: E402
-import lab.summary as lab_summary  # noqa: E402
+import lab.measure.scoring as scoring  # noqa: E402
+import lab.verdicts.summary_json as lab_summary  # noqa: E402
 import train  # noqa: E402
 from data.common import doc_windows, fetch_windows, load_meta, load_split  # noqa: E402
-from lab.outcomes import summarize_retrieval  # noqa: E402
-from lab.retrieval import passkey_examples, retrieval_scores  # noqa: E402
-from lab.stats import mean_ci, t975, wilson  # noqa: E402
+from lab.measure.outcomes import summarize_retrieval  # noqa: E402
+from lab.measure.retrieval import passkey_examples, retrieval_scores  # noqa: E402
+from lab.verdicts.stats import mean_ci, t975, wilson  # noqa: E402
 from model import GPT, GPTConfig  # noqa: E402
 from data.common import model_from_checkpoint
 from data.common import load_checkpoint

@@ -80,7 +80,7 @@ def test_a_dataset_with_other_characters_is_refused(lab, tmp_path):
 def test_a_fine_tune_with_copies_is_named_by_its_mix():
     """A fine-tune trained with synthetic copies is another arm than the text-only one ('default copy≤120 ft10'), so
     both can be evaluated side by side; a base's own mix does not enter its name."""
-    from lab.arms import ckpt_arm
+    from lab.measure.arms import ckpt_arm
 
     def ckpt(share, cap, tuned=True):
         lineage = dict(train_len=16, seq_len=64, base_checkpoint='base', finetune_steps=10, pose=None) if tuned else None
@@ -136,7 +136,7 @@ def test_combine_bases_reads_each_summary_and_refuses_other_windows(lab, tmp_pat
 def test_run_folder_finds_the_fine_tunes_out_dir(tmp_path):
     """A multi-arm fine-tune keeps seeds under arm folders (char-ft/default/seed1337), a one-arm fine-tune right under
     its out_dir (char-ft-plain400/seed1337); both are named by the folder holding arms.json; a lone run by its own."""
-    from lab.arms import run_folder
+    from lab.measure.arms import run_folder
     for d in ('char-ft/default/seed1337', 'char-ft-plain400/seed1337', 'char-longrope-s8'):
         (tmp_path / d).mkdir(parents=True)
     for d in ('char-ft', 'char-ft-plain400'):
@@ -182,7 +182,7 @@ def test_arms_measured_side_by_side_equal_one_after_another(lab, tmp_path):
 
 def test_the_costliest_arms_are_measured_first():
     """Moving-scale arms first (LongRoPE, dynamic by its short/long switch, is two runs: not moving), then by seeds."""
-    from lab.workers import cost
+    from lab.measure.workers import cost
     arms = [dict(scaling=None, runs=[1]), dict(scaling={'rope_type': 'longrope'}, runs=[1]),
             dict(scaling={'rope_type': 'dynamic_yarn'}, runs=[1]), dict(scaling={'rope_type': 'yarn'}, runs=[1, 2, 3]),
             dict(scaling=None, crop={'form': 'truncated'}, runs=[1])]
@@ -198,7 +198,7 @@ def _die_on_b(arm):
 def test_a_killed_worker_stops_the_eval_instead_of_hanging():
     """multiprocessing.Pool waits forever for a task whose worker died; the executor raises instead."""
     from concurrent.futures.process import BrokenProcessPool
-    from lab.workers import map_arms
+    from lab.measure.workers import map_arms
     arms = [{'x': x, 'scaling': None, 'runs': [1]} for x in 'abc']
     with pytest.raises(BrokenProcessPool):
         map_arms(_die_on_b, arms, (), workers=2, progress=False)
@@ -209,7 +209,7 @@ def test_workers_without_fork_is_one_line_or_one_process(monkeypatch):
     """Off Linux the default is one process; an explicit --workers=2 where fork does not exist is refused in one line."""
     import multiprocessing
     from configurator import ConfigError
-    from lab import workers
+    from lab.measure import workers
     monkeypatch.setattr(workers.sys, 'platform', 'win32')
     monkeypatch.setattr(multiprocessing, 'get_all_start_methods', lambda: ['spawn'])
     assert workers.worker_count(0, 'cpu', 5) == 1 and workers.worker_count(2, 'cuda', 5) == 1
@@ -240,7 +240,7 @@ def test_moving_examples_scores_the_first_windows_past_L_and_pairs_on_them(lab, 
         else:
             assert ex == want and b['n'] == 4
     assert all(None not in r['per_example']['exact'][0] for r in base['retrieval'])  # a static arm scores them all
-    from lab.compare import paired
+    from lab.verdicts.compare import paired
     x, y = paired(dyn, base, past[-1], 'exact_match')
     assert x.shape == y.shape == (1, 2)
     row = part['settings']['vs_best']['exact_match'][past[-1]]['arms']

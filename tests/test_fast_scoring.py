@@ -1,13 +1,13 @@
 """Issue 30's faster scoring, each checked against the slow path it replaces: forward(at=) (the last layer runs only
 the wanted queries) equals a full forward at those positions for causal, smeared-key and ALiBi attention, with and
-without position ids and a dynamic scale; lab.scoring.score uses it and scores as before."""
+without position ids and a dynamic scale; lab.measure.scoring.score uses it and scores as before."""
 import numpy as np
 import pytest
 import torch
 
 import lab.alibi  # noqa: F401  registers pos_emb='alibi'
 import lab.copy_mix  # noqa: F401  registers attention='smear_keys'
-from lab.scoring import score, scoring_plan
+from lab.measure.scoring import score, scoring_plan
 from model import GPT, GPTConfig
 
 V = 37

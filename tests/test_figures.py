@@ -1,4 +1,4 @@
-"""Issue 34's pictures (lab/figures.py, lab/verdict_plots.py, lab/redraw.py), drawn from the committed demo run
+"""Issue 34's pictures (lab/pictures/figures.py, lab/pictures/verdict_plots.py, lab/pictures/redraw.py), drawn from the committed demo run
 (assets/summary.json and its CSVs) as `eval.py --plot_only=True` draws them: the headline, the families, the forest
 plot, the verdict grid, the heatmaps, the claims; no label on a curve; every committed PNG redrawable."""
 import copy
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import plot
-from lab.figures import METHOD_COLORS, headline_arms, plot_headline, spread
-from lab.verdict_plots import plot_verdicts, verdict_rows
+from lab.pictures.figures import METHOD_COLORS, headline_arms, plot_headline, spread
+from lab.pictures.verdict_plots import plot_verdicts, verdict_rows
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ASSETS = os.path.join(ROOT, 'assets')
@@ -29,17 +29,17 @@ def drawn(tmp_path_factory):
     """{picture: (its collisions, its PNG bytes)} of every picture plot_all draws for the demo, drawn once for the
     tests below (each module's save() wrapped, so each figure is checked as drawn)."""
     import importlib
-    import lab.plot_kit
+    import lab.pictures.plot_kit
     out_dir, found = tmp_path_factory.mktemp('demo'), {}
     for name in ('summary.json', 'position_loss.csv', 'retrieval.csv', 'attention_entropy.csv', 'finetune_curves.csv'):
         shutil.copy(os.path.join(ASSETS, name), out_dir / name)
 
     def grab(fig, path):
         bad = collisions(fig)
-        found[os.path.basename(path)] = (bad, lab.plot_kit.save(fig, path)[1])
+        found[os.path.basename(path)] = (bad, lab.pictures.plot_kit.save(fig, path)[1])
         return path, found[os.path.basename(path)][1]
     with pytest.MonkeyPatch.context() as mp:
-        for m in ('plot', 'lab.figures', 'lab.verdict_plots', 'lab.retrieval_plots', 'lab.method_plots'):
+        for m in ('plot', 'lab.pictures.figures', 'lab.pictures.verdict_plots', 'lab.pictures.retrieval_plots', 'lab.pictures.method_plots'):
             mp.setattr(importlib.import_module(m), 'save', grab)
         written = plot.plot_all(str(out_dir))  # what --plot_only does: every picture from the files
     assert sorted(found) == sorted(os.path.basename(p) for p in written)
@@ -97,7 +97,7 @@ def test_both_pictures_draw_and_skip_when_their_data_is_absent(demo, drawn):
 
 
 def test_families_are_small_multiples_with_distinct_lines(demo, drawn):
-    from lab.figures import FAMILIES, family_panels
+    from lab.pictures.figures import FAMILIES, family_panels
     summary = demo[1]
     panels = family_panels(summary)
     shown = [a['name'] for _, lines in panels for a, _ in lines[2:]]
@@ -117,7 +117,7 @@ def test_families_are_small_multiples_with_distinct_lines(demo, drawn):
 
 def test_retrieval_heatmaps_count_every_example_once(demo, drawn):
     import matplotlib.pyplot as plt
-    from lab.retrieval_plots import depth_edges, depth_panel
+    from lab.pictures.retrieval_plots import depth_edges, depth_panel
     summary = demo[1]
     s = summary['settings']
     arm = next(a for a in summary['arms'] if a['name'] == 'rerope w=64 zero-shot')
@@ -130,7 +130,7 @@ def test_retrieval_heatmaps_count_every_example_once(demo, drawn):
 
 
 def test_retrieval_by_family_uses_the_loss_panels(demo, drawn):
-    from lab.figures import family_panels, plot_retrieval_families
+    from lab.pictures.figures import family_panels, plot_retrieval_families
     summary = demo[1]
     assert len(drawn['retrieval_families.png'][1]) > 100_000
     assert all(a.get('retrieval') for _, lines in family_panels(summary) for a, _ in lines)  # every demo arm has one
@@ -187,7 +187,7 @@ def test_no_label_sits_on_a_curve_or_on_another_label(drawn):
 
 
 def test_the_verdict_grid_holds_every_room_verdict(demo):
-    from lab.verdict_plots import grid_rows
+    from lab.pictures.verdict_plots import grid_rows
     s = demo[1]['settings']
     panels = {title: (kinds, dict(rows)) for title, kinds, rows in grid_rows(demo[1])}
     kinds, rows = panels['each arm − crop w=128 (sliding)']
@@ -206,7 +206,7 @@ def test_the_verdict_grid_holds_every_room_verdict(demo):
 
 def test_the_claims_plot_shows_every_claim_record(tmp_path):
     import glob
-    from lab.verdict_plots import claim_rows, plot_claims
+    from lab.pictures.verdict_plots import claim_rows, plot_claims
     records = [json.load(open(p)) for p in glob.glob(os.path.join(ASSETS, 'claims', '*.json'))]
     panels = dict(claim_rows(os.path.join(ASSETS, 'claims')))
     assert sum(len(r) for r in panels.values()) == len(records) >= 29
@@ -219,11 +219,11 @@ def test_the_claims_plot_shows_every_claim_record(tmp_path):
 
 
 def test_every_committed_picture_redraws_from_committed_files(tmp_path):
-    from lab import redraw
+    from lab.pictures import redraw
     assert redraw.check() == []  # each PNG in assets/ has a recipe, each recipe's summary is committed
     (tmp_path / 'stray.png').write_bytes(b'x')
     assert redraw.check(str(tmp_path))[0] == \
-        "assets/stray.png has no recipe in lab/redraw.py (add its study to PLAN, or remove the picture)"
+        "assets/stray.png has no recipe in lab/pictures/redraw.py (add its study to PLAN, or remove the picture)"
     shutil.copy(os.path.join(ASSETS, 'slow_pairs_summary.json'), tmp_path)  # kept without its position CSV
     written = redraw.redraw(['slow_pairs'], assets=str(tmp_path))
     assert [os.path.basename(p) for p in written] == ['slow_pairs_families.png']

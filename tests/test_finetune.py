@@ -146,7 +146,7 @@ def test_base_checkpoint_and_data_are_stored_absolute(tiny_run, tmp_path, monkey
     ck = load_checkpoint(str(tmp_path / 'ft'))
     assert ck['lineage']['base_checkpoint'] == tiny_run and os.path.isabs(ck['dataset']['data_dir'])
     monkeypatch.chdir(tmp_path)
-    from lab import arms
+    from lab.measure import arms
     found, base, _ = arms.plan_arms(dict(__import__('eval').DEFAULTS, ckpt=str(tmp_path / 'ft'), rope_types='ntk'))
     assert base['checkpoint'] == tiny_run and [a['kind'] for a in found] == ['fine-tuned', 'zero-shot']
 

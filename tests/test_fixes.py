@@ -12,7 +12,7 @@ import pytest
 import eval as ev
 import search_longrope as sl
 from conftest import ROOT, run
-from lab.specs import parse_arms
+from lab.measure.arm_specs import parse_arms
 
 SMALL = ['--factor=4', '--search_population=4', '--search_parents=2', '--search_windows=1', '--batch_size=1',
          '--eval_iters=1', '--progress=False', '--device=cpu', "--search_seeds=linear,yarn"]

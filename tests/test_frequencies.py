@@ -9,7 +9,7 @@ import torch
 import lab.sinks  # noqa: F401  registers 'sinks' / 'smear_keys_sinks'
 from lab.attention import chunked_attention
 from lab.crop import window_attention
-from lab.diagnostics import attention_entropy
+from lab.measure.diagnostics import attention_entropy
 from lab.position_maps import check_position_map, dca_positions, mapped_attention, mapped_logits, position_map_name
 from model import GPT, GPTConfig
 from rope import base_bound, clipped_inv_freq, critical_dimension, plain_inv_freq, proportional_inv_freq
@@ -62,8 +62,8 @@ def test_clip_stops_the_pairs_that_never_turned_in_L():
 
 
 def test_arm_names():
-    from lab.arms import arm_id
-    from lab.specs import parse_arms
+    from lab.measure.arms import arm_id
+    from lab.measure.arm_specs import parse_arms
     names = [n for n, _ in parse_arms('abf:new_base=1e5,abf,proportional:partial_rotary_factor=0.25:factor=1,clip',
                                       4.0, 128)]
     assert names == ["abf s=4 b'=1e5", "abf s=4 b'=1e6", 'proportional s=1 p=0.25', 'clip s=4']
@@ -223,7 +223,7 @@ def test_search_with_the_needle_objective_scores_the_answer_tokens(tiny_run, tmp
     import search_longrope as sl
     from data.common import doc_windows, load_checkpoint, load_meta, load_split, model_from_checkpoint
     from lab.longrope_search import needle_rows
-    from lab.specs import parse_arms
+    from lab.measure.arm_specs import parse_arms
     small = ['--factor=4', '--search_population=6', '--search_parents=2', '--search_windows=3', '--batch_size=2',
              '--eval_iters=1', '--progress=False', '--device=cpu', '--search_generations=1']
     best, state = sl.main([f'--init_from={tiny_run}', f'--out_dir={tmp_path / "s"}', '--search_objective=needle',
@@ -240,7 +240,7 @@ def test_search_with_the_needle_objective_scores_the_answer_tokens(tiny_run, tmp
     want = torch.cat([nll[r, w] for r, w in enumerate(where)]).mean().item()
     assert math.isclose(state['references']['linear s=4'], want, rel_tol=1e-4)
     assert best['loss'] == min(c['loss'] for c in state['candidates']) and math.isfinite(best['loss'])
-    from lab.arms import ckpt_arm
+    from lab.measure.arms import ckpt_arm
     run = load_checkpoint(str(tmp_path / 's'))
     assert run['lineage']['search_objective'] == 'needle'
     assert ckpt_arm(str(tmp_path / 's'), run)['name'].startswith('longrope s=4') and \
@@ -252,7 +252,7 @@ def test_search_with_the_needle_objective_scores_the_answer_tokens(tiny_run, tmp
 def test_mixed_windows_alternate_L_and_the_long_length():
     """LongRoPE2's mixed-window fine-tune: mixed_short of the steps train windows of L tokens, evenly spread."""
     import numpy as np
-    from lab.batches import Batches
+    from lab.engine.batches import Batches
     data = np.arange(5000, dtype=np.uint16) % 50
     b = Batches(data, 128, 2, torch.Generator().manual_seed(0), 'cpu', short=(32, 0.5))
     assert [b.step(1, it=it)[0][0].size(1) for it in range(6)] == [128, 32, 128, 32, 128, 32]
@@ -267,7 +267,7 @@ def test_mixed_fine_tune_runs_and_refuses_what_it_cannot_mix(tiny_run, tmp_path)
     finetune_long.main([f'--init_from={tiny_run}', '--rope_type=yarn', '--factor=4', '--mixed_short=0.5',
                         f'--out_dir={tmp_path / "m"}', *ft])
     ck = load_checkpoint(str(tmp_path / 'm'))
-    from lab.arms import ckpt_arm
+    from lab.measure.arms import ckpt_arm
     assert ck['iter_num'] == 4 and ckpt_arm(str(tmp_path / 'm'), ck)['name'] == 'yarn s=4 mixed ft4'
     with pytest.raises(ValueError, match='finetune_long.py sets each arm'):
         finetune_long.main([f'--init_from={tiny_run}', '--rope_type=yarn', "--rope_scaling={'rope_type': 'clip'}",
@@ -311,14 +311,14 @@ def test_frequency_arms_and_sink_bases_in_an_eval(char_data, tmp_path):
     rows = list(csv.DictReader(open(tmp_path / 'e' / 'position_loss.csv')))
     base, dca = (np.array([float(r[n]) for r in rows[:10]]) for n in ('base (L=16)', 'dca S=12 w=2 zero-shot'))
     assert np.allclose(base, dca, atol=1e-5) and 'Sink strength' in open(tmp_path / 'e' / 'summary.md').read()
-    from lab.method_plots import sweep_arms
+    from lab.pictures.method_plots import sweep_arms
     assert [k for k, _ in sweep_arms(s)] == [4, 8, 16] and (tmp_path / 'e' / 'clip_sweep.png').stat().st_size > 10000
 
 
 def test_hugging_face_export_of_the_frequency_types():
     """ABF exports as plain RoPE at the raised base; stopped pairs are refused (GPT-NeoX's partial rotation is another
     function)."""
-    from lab.hf_export import check_exportable, hf_rope
+    from lab.hf.export import check_exportable, hf_rope
     abf = check_scaling({'rope_type': 'abf', 'new_base': 1e6, 'factor': 4.0}, 1e4)
     assert hf_rope(32, 1e4, abf, 128, 512) == ({'rope_type': 'default', 'rope_theta': 1e6, 'partial_rotary_factor': 1.0},
                                                512)

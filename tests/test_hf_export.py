@@ -1,4 +1,4 @@
-"""lab/hf_export.py (a run as a GPT-NeoX folder) and lab.hf_config.from_hf (Hugging Face's rope configs read back).
+"""lab/hf/export.py (a run as a GPT-NeoX folder) and lab.hf.config.from_hf (Hugging Face's rope configs read back).
 Without transformers: the config and the weight names, shapes and layout against the issue's table for every
 exportable rope type, the frequencies HF is told to compute against rope_config.rope_inv_freq, refusals in one line.
 With transformers (skipped otherwise): every exportable type loaded by AutoModelForCausalLM (no custom code), logits
@@ -11,13 +11,13 @@ import pytest
 import torch
 
 from conftest import run
-from lab import hf_export
-from lab.hf_export import export, read_safetensors_header
+from lab.hf import export as hf_export
+from lab.hf.export import export, read_safetensors_header
 from model import GPT, GPTConfig
 from data.common import model_args
 from rope_config import check_scaling, rope_inv_freq
-from lab.hf_config import from_hf
-from lab.specs import parse_arm
+from lab.hf.config import from_hf
+from lab.measure.arm_specs import parse_arm
 
 L, C, H = 16, 32, 2  # tiny: head_dim 16 (8 pairs); 2L = 32 tokens
 ITOS = ['\x00', '\n', ' ', ':', 'A', 'B', 'C', 'E', 'M', 'O', 'R'] + [chr(c) for c in range(ord('a'), ord('z') + 1)]
@@ -208,12 +208,12 @@ def test_refusals_are_one_line_and_name_the_way_out(tmp_path):
 
 def test_command_line_writes_a_folder_and_overwrites_only_when_asked(tmp_path):
     folder = write_run(tmp_path / 'run', tiny())
-    r = run(['-m', 'lab.hf_export', f'--ckpt={folder}', f'--out_dir={tmp_path / "hf"}', '--rope_type=yarn:beta_fast=8',
+    r = run(['-m', 'lab.hf.export', f'--ckpt={folder}', f'--out_dir={tmp_path / "hf"}', '--rope_type=yarn:beta_fast=8',
              '--factor=4'], timeout=120)
     assert r.returncode == 0 and "rope_type 'yarn'" in r.stdout, r.stderr
     with open(tmp_path / 'hf' / 'config.json') as f:
         assert json.load(f)['rope_parameters']['beta_fast'] == 8.0
-    r = run(['-m', 'lab.hf_export', f'--ckpt={folder}', f'--out_dir={tmp_path / "hf"}'], timeout=120)
+    r = run(['-m', 'lab.hf.export', f'--ckpt={folder}', f'--out_dir={tmp_path / "hf"}'], timeout=120)
     assert r.returncode == 2 and r.stderr.count('\n') == 1 and r.stderr.startswith('error: ')
 
 

@@ -11,8 +11,8 @@ import torch.nn.functional as F
 
 from conftest import run
 from lab.crop import window_attention
-from lab.hf_config import from_hf_layers, to_hf_layers
-from lab.hf_export import check_exportable
+from lab.hf.config import from_hf_layers, to_hf_layers
+from lab.hf.export import check_exportable
 from lab.kv_cache import KVCache
 from lab.position_maps import mapped_attention
 from model import GPT, GPTConfig, layer_specs
@@ -262,5 +262,5 @@ def test_a_patterned_run_trains_resumes_exactly_and_drops_its_rope(char_data, tm
                         f"--out_dir={tmp_path / 'drope'}", '--progress=False', '--device=cpu'])
     d = load_checkpoint(str(tmp_path / 'drope'))
     assert d['model_args']['layers'] == '2*nope' and d['lineage']['finetune_steps'] == 2
-    from lab.arms import ckpt_arm
+    from lab.measure.arms import ckpt_arm
     assert ckpt_arm(str(tmp_path / 'drope'), d)['name'] == 'drope ft2'

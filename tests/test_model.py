@@ -1,5 +1,5 @@
 """model.py: shapes, per-token loss, running past the training length, switching RoPE scaling, RoPE tables off the
-hot path, the attention seams (qkv/logits/attend), attention entropy (lab/diagnostics.py), smeared keys
+hot path, the attention seams (qkv/logits/attend), attention entropy (lab/measure/diagnostics.py), smeared keys
 (lab/copy_mix.py, attention='smear_keys')."""
 import math
 
@@ -11,7 +11,7 @@ import lab.copy_mix  # noqa: F401  registers attention='smear_keys'
 import model as model_mod
 import rope
 import rope_config
-from lab.diagnostics import attention_entropy
+from lab.measure.diagnostics import attention_entropy
 from model import GPT, GPTConfig, sinusoidal_table
 from data.common import model_from_checkpoint, model_args
 from data.common import load_checkpoint

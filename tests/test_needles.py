@@ -6,8 +6,8 @@ import torch
 import torch.nn.functional as F
 
 from conftest import at_positions
-from lab.outcomes import room_scores, summarize_retrieval
-from lab.retrieval import needle_examples, separator_token
+from lab.measure.outcomes import room_scores, summarize_retrieval
+from lab.measure.retrieval import needle_examples, separator_token
 from test_retrieval import L, T, corpus, scorer  # noqa: F401  (corpus: the fixture)
 
 

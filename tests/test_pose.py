@@ -9,10 +9,10 @@ import torch
 
 import finetune_long
 import train as train_mod
-from lab.arms import ckpt_arm
+from lab.measure.arms import ckpt_arm
 from configurator import ConfigError
 from data.common import load_meta
-from lab.batches import Batches
+from lab.engine.batches import Batches
 from lab.pose import PoseDraw, pose_draw, pose_offsets, pose_positions
 from model import GPT, GPTConfig
 from data.common import load_checkpoint

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 import eval as ev
 import finetune_long
-from lab.diagnostics import attention_entropy
+from lab.measure.diagnostics import attention_entropy
 from lab.position_maps import far_logits, mapped_attention, mapped_logits
 from lab.position_maps import check_position_map, parse_position_map, position_map_name, position_map_positions
 from model import GPT, GPTConfig
@@ -348,7 +348,7 @@ def map_eval(tiny_run, tmp_path_factory):
 
 
 def test_eval_map_arms_names_fields_and_colours(map_eval):
-    from lab import plot_kit
+    from lab.pictures import plot_kit
     arms = {a['name']: a for a in map_eval['arms']}
     assert list(arms) == ['base (L=32)', 'rerope w=128 no-log zero-shot', 'rerope w=16 zero-shot',
                           'leaky_rerope w=16 k=4 zero-shot', 'self_extend w=8 G=4 zero-shot']

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import torch
 
-import lab.cli
+import lab.engine.cli
 import finetune_long
 import train
 from conftest import ROOT
@@ -57,7 +57,7 @@ def small_run(char_data, tmp_path_factory):
     return str(out)
 
 
-def call(main, argv, capsys, runner=lab.cli.cli):
+def call(main, argv, capsys, runner=lab.engine.cli.cli):
     """A script's main through its command-line wrapper, in this process: (exit code, stderr, stdout)."""
     saved = sys.argv
     sys.argv = ['script', *argv]
@@ -322,8 +322,8 @@ def test_bad_inputs_one_line_nonzero_exit_nothing_changed(char_data, small_run, 
         ('prepare', prep('--bogus'), '--bogus'),
         ('prepare', prep()[:-1] + [str(a_file)], 'is a file'),
     ]
-    mains = {'train': (train.main, lab.cli.cli), 'finetune': (finetune_long.main, lab.cli.cli),
-             'eval': (importlib.import_module('eval').main, lab.cli.cli),
+    mains = {'train': (train.main, lab.engine.cli.cli), 'finetune': (finetune_long.main, lab.engine.cli.cli),
+             'eval': (importlib.import_module('eval').main, lab.engine.cli.cli),
              'prepare': (prepare_char.main, run_prepare)}
     watched = (char_data, small_run, *bad_data.values(), str(tmp_path))
     before = hashes(*watched)

@@ -1,14 +1,14 @@
-"""Tests of lab/report.py, summary.md and bases.md from hand-made summaries with known tables, and of the room rule:
-lab.report imports no script (plot.py, eval.py) and no matplotlib."""
+"""Tests of lab/verdicts/summary_md.py, summary.md and bases.md from hand-made summaries with known tables, and of the room rule:
+lab.verdicts.summary_md imports no script (plot.py, eval.py) and no matplotlib."""
 import subprocess
 import sys
 
 from conftest import ROOT
-from lab.report import bases_markdown, summary_markdown
+from lab.verdicts.summary_md import bases_markdown, summary_markdown
 
 
 def test_report_imports_no_script():
-    code = "import sys, lab.report; print(sorted({'plot', 'eval', 'matplotlib'} & set(sys.modules)))"
+    code = "import sys, lab.verdicts.summary_md; print(sorted({'plot', 'eval', 'matplotlib'} & set(sys.modules)))"
     r = subprocess.run([sys.executable, '-c', code], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout.strip() == '[]', r.stdout + r.stderr
 
@@ -64,7 +64,7 @@ def test_bases_markdown_cells():
 def test_emitted_shares_sort_the_needles_first_tokens():
     """Past L (distance_lo >= L) only: 4 records, asked ranks [0, 3, 1, 2] and per seed the emitted ranks; a right
     first token counts as asked even when the asked record is the oldest; -1 is none."""
-    from lab.report import emitted_shares
+    from lab.verdicts.summary_md import emitted_shares
     past = dict(distance_lo=16, per_example=dict(rank=[0, 3, 1, 2], emitted=[[0, 0, 3, -1], [0, 3, None, 2]]))
     inside = dict(distance_lo=0, per_example=dict(rank=[1], emitted=[[0]]))
     got = emitted_shares([inside, past], L=16, k=4)
@@ -75,7 +75,7 @@ def test_emitted_shares_sort_the_needles_first_tokens():
 def test_small_effects_are_shown_play_by_play():
     """A loss effect of -0.01 past L against the crop, over 4 windows of two plays: play a's windows differ by -0.02
     and -0.02, play b's by 0 and 0; the table gives each play's mean and the overall row with its verdict."""
-    from lab.report import per_play_table
+    from lab.verdicts.summary_md import per_play_table
     arm = lambda name, v: dict(name=name, per_window={'16-64': [v]}, per_window_design={'16-64': [v]})  # noqa: E731
     arms = [arm('A', [0.98, 0.98, 1.0, 1.0]), arm('crop', [1.0] * 4)]
     row = dict(a='A', b='crop', diff=-0.01, verdict='unresolved')

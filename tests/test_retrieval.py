@@ -1,7 +1,7 @@
-"""Tests of lab/retrieval.py's rooms (issue 20) with known answers: a model that copies (it looks up the longest
+"""Tests of lab/measure/retrieval.py's rooms (issue 20) with known answers: a model that copies (it looks up the longest
 suffix of its input earlier in the row) must score 100% exact on the passkey and the needles and gain on recall; a
 model that ignores its context (unigram logits) scores no exact match and no gain. No training, no eval.py run:
-the fixture corpus at character level, and a scorer with lab.scoring.score's convention."""
+the fixture corpus at character level, and a scorer with lab.measure.scoring.score's convention."""
 import json
 import os
 
@@ -11,8 +11,9 @@ import torch
 import torch.nn.functional as F
 
 from conftest import at_positions
-from lab.outcomes import room_scores, score_rows, summarize_retrieval
-from lab.retrieval import (distance_buckets, make_rooms, needle_examples, newline_tokens, passkey_depth_examples,
+from lab.measure.outcomes import room_scores, score_rows, summarize_retrieval
+from lab.measure.placement import distance_buckets
+from lab.measure.retrieval import (make_rooms, needle_examples, newline_tokens, passkey_depth_examples,
                            passkey_examples, recall_examples, retrieval_scores, separator_token, text_lines)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -75,7 +76,7 @@ class Unigram(torch.nn.Module):
 
 
 def scorer(model, batch_size=8, seen=None):
-    """lab.scoring.score's convention for a static arm: rows in chunks of batch_size, one forward per chunk up to its
+    """lab.measure.scoring.score's convention for a static arm: rows in chunks of batch_size, one forward per chunk up to its
     last scored position; (loss, hit) as lists of arrays. `seen` collects each chunk's forward length."""
     @torch.no_grad()
     def score(rows, positions, preds=False):
@@ -290,8 +291,8 @@ def test_rows_are_sorted_by_length_and_scored_in_place(corpus):
 
 
 def test_eval_score_runs_the_rooms(corpus):
-    """Through lab.scoring.score itself (a static plan, then every token at its own length): the oracle's outcomes."""
-    import lab.scoring as scoring
+    """Through lab.measure.scoring.score itself (a static plan, then every token at its own length): the oracle's outcomes."""
+    import lab.measure.scoring as scoring
     val, V, starts = corpus['val'], corpus['V'], corpus['starts'][:4]
     buckets, ex = needle_examples(val, starts, T, L, V, 0, 5, queries=2)
     pb, pe = passkey_examples(val, starts, [16, 32, 64], 64, 16, 6, 2, V, 0, 7)
@@ -339,7 +340,7 @@ def test_make_rooms_as_eval_uses_them(corpus):
 
 def test_depth_plot(tmp_path):
     """retrieval_depth.png from a summary.json alone: the base, the best zero-shot and the best fine-tune beyond L."""
-    import lab.retrieval_plots as retrieval_plots
+    import lab.pictures.retrieval_plots as retrieval_plots
     import plot
     rng = np.random.default_rng(0)
 

@@ -7,13 +7,13 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import lab.rope_table  # noqa: E402
-import lab.specs  # noqa: E402
+import lab.measure.arm_specs  # noqa: E402
 import rope  # noqa: E402
 import rope_config  # noqa: E402
 from rope import apply_rope, rope_cos_sin, rotations_within, wavelengths, yarn_correction_range  # noqa: E402
 from rope_config import ROPE_TYPES, check_scaling, is_dynamic, rope_inv_freq  # noqa: E402
 from lab.rope_table import bands, freq_ratio  # noqa: E402
-from lab.specs import parse_arm, parse_arms  # noqa: E402
+from lab.measure.arm_specs import parse_arm, parse_arms  # noqa: E402
 
 D, B, L = 128, 10000.0, 4096
 PLAIN = rope_inv_freq(D, B)[0]
@@ -320,7 +320,7 @@ def test_longrope_arm_specs_and_names():
     arms = parse_arms('longrope,yarn', 4, 128, flags=flags)  # lists come as flags (finetune_long.py --long_factor=[...])
     assert [n for n, _ in arms] == ['longrope s=4', 'yarn s=4 β_fast=8']
     assert arms[0][1] == check_scaling(lr_cfg(short_factor=[1.0] * 4))
-    assert lab.specs.scaling_name(lr_cfg(attention_factor=1.0)) == 'longrope s=4 attention_factor=1'
+    assert lab.measure.arm_specs.scaling_name(lr_cfg(attention_factor=1.0)) == 'longrope s=4 attention_factor=1'
 
 
 def test_longrope_start_tokens_keep_plain_rope():

@@ -4,8 +4,8 @@ import pytest
 import torch
 
 import lab.rope_table
-import lab.specs
-from lab.specs import parse_arm, parse_arms, slug
+import lab.measure.arm_specs
+from lab.measure.arm_specs import parse_arm, parse_arms, slug
 from rope_config import ROPE_TYPES, all_type_keys, check_scaling, rope_inv_freq, type_keys
 from test_rope import cfg
 

@@ -1,12 +1,12 @@
-"""lab/ruler.py's rooms (issue 31 item 3): needles in an untrained format, multi-value needles and variable tracking,
+"""lab/measure/ruler.py's rooms (issue 31 item 3): needles in an untrained format, multi-value needles and variable tracking,
 checked on the fixture corpus for their layout, and with a copying stand-in model for what their outcomes and
 confusion tables show. The corpus fixture and the stand-in scorers come from test_retrieval.py."""
 import numpy as np
 import pytest
 
-from lab import ruler
-from lab.outcomes import room_scores, summarize_retrieval
-from lab.retrieval import DEFAULTS, make_rooms, separator_token
+from lab.measure import ruler
+from lab.measure.outcomes import room_scores, summarize_retrieval
+from lab.measure.retrieval import DEFAULTS, make_rooms, separator_token
 from test_retrieval import L, T, CopyOracle, corpus, scorer  # noqa: F401  (corpus: the fixture)
 
 

@@ -1,24 +1,14 @@
-"""Tests of lab/stats.py against hand-computed numbers and textbook values (t tables, closed-form t CDFs for
+"""Tests of lab/verdicts/stats.py against hand-computed numbers and textbook values (t tables, closed-form t CDFs for
 df = 1, 2, 3, 4, exact binomial sums, Holm by hand): the lab's use of scipy.stats gives those numbers. numpy and
 scipy, well under a second; no torch."""
-import importlib.util
 import math
-import os
 
 import numpy as np
 import pytest
 
-# lab/stats.py needs numpy + scipy only: load it by path so this file does not pay for lab/__init__.py, which imports
-# torch (lab.copy_mix) -- ~3 s of a < 1 s test. Same file that `from lab.stats import ...` gives everyone else.
-_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'lab', 'stats.py')
-_spec = importlib.util.spec_from_file_location('lab_stats_standalone', _PATH)
-S = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(S)
-(align_seeds, clustered_wilson, compare_family, holm, mcnemar_exact, mean_ci, paired_diff, seeds_mean_ci, t975,
- t_p, t_quantile, verdict, wilson) = (S.align_seeds, S.clustered_wilson, S.compare_family, S.holm, S.mcnemar_exact,
-                                      S.mean_ci, S.paired_diff, S.seeds_mean_ci, S.t975, S.t_p, S.t_quantile,
-                                      S.verdict, S.wilson)
-newcombe_paired = S.newcombe_paired
+from lab.verdicts import stats
+from lab.verdicts.stats import (align_seeds, clustered_wilson, compare_family, holm, mcnemar_exact, mean_ci,  # no torch
+                                newcombe_paired, paired_diff, seeds_mean_ci, t975, t_p, t_quantile, verdict, wilson)
 
 approx = pytest.approx
 T2_975 = 0.95 / math.sqrt(2 * 0.975 * 0.025)  # df = 2 closed form: t_p = (2p - 1) / sqrt(2 p (1 - p)) = 4.302653
@@ -52,7 +42,7 @@ def test_scipy_t_and_binomial_give_hand_values():
     assert t_p(1.0, 1) == approx(0.5, abs=1e-15)  # Cauchy: 1 - 2 atan(1) / pi
     assert t_p(math.sqrt(2), 2) == approx(1 - math.sqrt(2) / 2, abs=1e-15)  # 1 - t / sqrt(2 + t^2)
     assert mcnemar_exact(3, 7) == approx(2 * (1 + 10 + 45 + 120) / 1024, abs=1e-15)  # 0.34375
-    assert S.Z975 == approx(1.959964, abs=5e-7)
+    assert stats.Z975 == approx(1.959964, abs=5e-7)
     for bad in (lambda: t_p(1.0, 0), lambda: t_quantile(0.9, 0), lambda: t_quantile(1.0, 3),
                 lambda: t_quantile(0.0, 3), lambda: t_p(float('nan'), 3)):
         with pytest.raises(ValueError):

@@ -11,7 +11,7 @@ from data.common import load_meta
 from data.common import load_checkpoint
 from configurator import ConfigError
 from data.common import DataError, doc_windows
-from lab.checks import check_settings
+from lab.engine.checks import check_settings
 from train import DEFAULTS, batch_function, get_config, get_lr, train
 
 
@@ -132,7 +132,7 @@ def test_logged_tokens_per_second_is_the_rate_since_the_last_log(monkeypatch):
 
 
 def test_number_formats_say_what_runs():
-    from lab.device import autocast_context
+    from lab.engine.device import autocast_context
     dtype, ctx = autocast_context('cpu', 'bfloat16', training=True)  # runs bf16 on the CPU, as printed
     with ctx:
         assert dtype == 'bfloat16' and (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.bfloat16
@@ -214,7 +214,7 @@ def seeded(seed):
 
 
 def test_copy_mix_in_batches_share_zero_unchanged(char_data):
-    from lab.batches import Batches
+    from lab.engine.batches import Batches
     from lab.copy_mix import settings
     copy_mix = lambda cfg, meta: settings(cfg, meta, cfg['block_size'])  # the window trained: block_size here
     meta, data = load_meta(char_data), np.arange(5000, dtype=np.uint16) % 60
@@ -231,7 +231,7 @@ def test_copy_mix_in_batches_share_zero_unchanged(char_data):
 
 
 def test_copy_fixed_iters_warm_up_then_the_mix(char_data):
-    from lab.batches import Batches
+    from lab.engine.batches import Batches
     from lab.copy_mix import settings
     meta, data = load_meta(char_data), np.arange(5000, dtype=np.uint16) % 60
     mix = settings(dict(DEFAULTS, block_size=32, copy_fixed_iters=2, copy_span_hi=16), meta, 32)  # warm-up only, then plain text

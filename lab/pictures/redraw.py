@@ -1,14 +1,14 @@
 """
 Every picture committed in assets/, redrawn from the committed CSV/JSON alone (no model, no checkpoint):
 
-  python -m lab.redraw           # redraw them all (32 s on 2 cores)
-  python -m lab.redraw --check   # every committed PNG has a recipe below and every recipe's files are committed
+  python -m lab.pictures.redraw           # redraw them all (32 s on 2 cores)
+  python -m lab.pictures.redraw --check   # every committed PNG has a recipe below and every recipe's files are committed
 
 The demo's run (assets/summary.json and its CSVs) is drawn by plot.plot_all, as `eval.py --plot_only=True` draws it.
 Every other study is its eval's summary.json kept as assets/<study>_summary.json (and, where it is kept,
 <study>_position_loss.csv): plot_all draws the pictures PLAN names for it in a scratch folder, and each is written
 as assets/<study>_<picture>; a study without its position CSV gets families.png from its per-bucket means and
-intervals. assets/claims.png is the forest plot of every record in assets/claims (lab.claims).
+intervals. assets/claims.png is the forest plot of every record in assets/claims (lab.verdicts.claims).
 """
 import argparse
 import glob
@@ -17,7 +17,7 @@ import shutil
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ASSETS = os.path.join(ROOT, 'assets')
 DEMO = ('loss_vs_position.png', 'rope_ramp.png', 'attention_entropy.png', 'retrieval.png', 'retrieval_depth.png',
         'retrieval_rooms.png', 'finetune_curves.png', 'headline.png', 'verdicts.png', 'verdict_grid.png',
@@ -51,9 +51,9 @@ def check(assets=ASSETS):
     """Problems, one line each: a committed PNG no recipe draws, a recipe whose summary is not committed."""
     drawn = {n for _, names, _ in recipes(assets) for n in names.values()} | {'claims.png'}
     committed = {os.path.basename(p) for p in glob.glob(os.path.join(assets, '*.png'))}
-    return ([f"assets/{n} has no recipe in lab/redraw.py (add its study to PLAN, or remove the picture)"
+    return ([f"assets/{n} has no recipe in lab/pictures/redraw.py (add its study to PLAN, or remove the picture)"
              for n in sorted(committed - drawn)] +
-            [f"lab/redraw.py draws assets/{n}, which is not committed: run python -m lab.redraw"
+            [f"lab/pictures/redraw.py draws assets/{n}, which is not committed: run python -m lab.pictures.redraw"
              for n in sorted(drawn - committed)] +
             [f"{p} is not committed, so the pictures of {study or 'the demo'} cannot be redrawn"
              for study, _, files in recipes(assets) for p in files.values() if not os.path.exists(p)])
@@ -64,7 +64,7 @@ def redraw(only=None, assets=ASSETS):
     returns the paths written."""
     import plot
     from data.common import atomic_write
-    from lab.verdict_plots import write_claims_png
+    from lab.pictures.verdict_plots import write_claims_png
     written = []
     for study, names, files in recipes(assets):
         if only and (study or 'demo') not in only:

@@ -2,9 +2,9 @@
 Take a run to Hugging Face: write a run folder as a GPT-NeoX folder that transformers loads with no custom code
 (AutoModelForCausalLM.from_pretrained(folder)), RoPE scaling included.
 
-    python -m lab.hf_export --ckpt=out/char-base --out_dir=out/hf/char-base
-    python -m lab.hf_export --ckpt=out/bpe-ft/yarn_s4_beta_fast8 --out_dir=out/hf/bpe-yarn
-    python -m lab.hf_export --ckpt=out/char-base --rope_type=yarn:beta_fast=8 --factor=4 --out_dir=out/hf/char-yarn
+    python -m lab.hf.export --ckpt=out/char-base --out_dir=out/hf/char-base
+    python -m lab.hf.export --ckpt=out/bpe-ft/yarn_s4_beta_fast8 --out_dir=out/hf/bpe-yarn
+    python -m lab.hf.export --ckpt=out/char-base --rope_type=yarn:beta_fast=8 --factor=4 --out_dir=out/hf/char-yarn
 
 The folder: config.json (GPTNeoXForCausalLM), model.safetensors (written here with torch and the standard library),
 generation_config.json, README.md (how to load, encode and decode), and the tokenizer: GPT-2's vocab.json and
@@ -33,14 +33,14 @@ import sys
 import torch
 
 from configurator import ConfigError, get_config
-from lab.cli import cli
+from lab.engine.cli import cli
 from data.common import atomic_write, atomic_write_text, load_checkpoint, train_len
 from data.sources import CHAR_EOT, GPT2_EOT, gpt2_files_on_disk
 import lab.alibi, lab.copy_mix, lab.sinks, lab.temperature  # noqa: E401,F401  register their attention classes, so every checkpoint loads
 from data.common import checkpoint_args, model_from_checkpoint
 from rope import plain_inv_freq
 from rope_config import DYNAMIC_TYPES, ROPE_SCALING, LayerSpec, parse_layers, rope_inv_freq, scaled_theta
-from lab.specs import ALIASES, parse_arm, scaling_name
+from lab.measure.arm_specs import ALIASES, parse_arm, scaling_name
 
 DEFAULTS = dict(
     ckpt='',             # a run folder (or its ckpt.pt) written by train.py, finetune_long.py or search_longrope.py
@@ -76,7 +76,7 @@ def check_exportable(args):
     specs = parse_layers(args.get('layers'), args['n_layer'], args['rope_base'], args['block_size'])
     if any(s != LayerSpec(True, None, args['rope_base']) for s in specs):
         raise ValueError(f"layers={args['layers']!r} (per-layer NoPE, windows or bases) has no GPT-NeoX counterpart, "
-                         f"which rotates every layer alike; lab.hf_config.to_hf_layers gives its transformers 5 "
+                         f"which rotates every layer alike; lab.hf.config.to_hf_layers gives its transformers 5 "
                          f"per-layer form (layer_types, rope_parameters by type) for a port by hand")
     t = (args.get('rope_scaling') or {}).get('rope_type', 'default')
     if t in REFUSED:
@@ -268,7 +268,7 @@ def readme(src, folder, config, name, tok_lines, tok_from, char):
                  "decode = lambda t: ''.join(itos[i] for i in t.tolist())",
                  "print(decode(model.generate(encode('ROMEO:'), max_new_tokens=200, do_sample=False)[0]))"]
     lines = [f"# {os.path.basename(os.path.normpath(folder))}: a run of the long-context lab as GPT-NeoX", "",
-             f"Exported by `python -m lab.hf_export` from `{src}`. RoPE as run: {name}; here rope_type "
+             f"Exported by `python -m lab.hf.export` from `{src}`. RoPE as run: {name}; here rope_type "
              f"'{rp['rope_type']}', rope_theta {rp['rope_theta']:g}, max_position_embeddings {M}.", "",
              "```python", *code, "```", "", *tok_lines]
     if rp['rope_type'] == 'dynamic' or rp['rope_type'] == 'longrope' and rp['short_factor'] != rp['long_factor']:
@@ -324,7 +324,7 @@ def export(ckpt_path, out_dir, overwrite=False, rope_type='', factor=0.0):
     for stale in set(FILES) - set(files) - {'model.safetensors'}:  # a previous export's files we do not write now
         if os.path.isfile(os.path.join(out_dir, stale)):
             os.remove(os.path.join(out_dir, stale))
-    write_safetensors(os.path.join(out_dir, 'model.safetensors'), weights, {'source': 'longctx lab.hf_export'})
+    write_safetensors(os.path.join(out_dir, 'model.safetensors'), weights, {'source': 'longctx lab.hf.export'})
     for name, content in files.items():
         path = os.path.join(out_dir, name)
         if isinstance(content, bytes):

@@ -13,9 +13,9 @@ import matplotlib.ticker  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from lab.plot_kit import MARKERS, RC, RIGHT, note, read_csv, save, styles  # noqa: E402
+from lab.pictures.plot_kit import MARKERS, RC, RIGHT, note, read_csv, save, styles  # noqa: E402
 from lab.rope_table import bands, freq_ratio  # noqa: E402
-from lab.specs import scaling_name  # noqa: E402
+from lab.measure.arm_specs import scaling_name  # noqa: E402
 from rope_config import rope_inv_freq  # noqa: E402
 
 BAND_COLORS = {'high': '#d8f0d8', 'middle': '#fdf1c7', 'low': '#d9e8f7'}

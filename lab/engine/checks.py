@@ -1,5 +1,5 @@
 """
-What the scripts refuse before they run, each as one line naming the setting and the fix (lab.cli prints it
+What the scripts refuse before they run, each as one line naming the setting and the fix (lab.engine.cli prints it
 and exits 2): numbers out of range, a folder that cannot be written; train.py's start (an unknown init_from, a run
 already in out_dir, a model that does not fit the data); eval.py's settings, and its data once the arms are known
 (a vocabulary that does not match, a smoothing wider than the window, more windows than the held-out text holds).

@@ -3,18 +3,18 @@ How an arm runs when eval.py scores it, and the measurements beside its loss tha
 causal attention, a position map on the arm's RoPE (lab/position_maps.py: ReRoPE, Leaky ReRoPE, Self-Extend), or a
 crop to its window (lab/crop.py: masked, or truncated, a fresh forward per position); and over any of them but the
 truncated crop, a query temperature (lab/temperature.py). Beside the loss: the attention
-entropy diagnostic (lab/diagnostics.py), the passkey test and the retrieval rooms (lab/retrieval.py).
+entropy diagnostic (lab/measure/diagnostics.py), the passkey test and the retrieval rooms (lab/measure/retrieval.py).
 """
 from types import SimpleNamespace
 
 import numpy as np
 
 from lab.crop import truncated_entropy, truncated_scores, window_attention, window_logits
-from lab.diagnostics import entropy_at
-from lab.outcomes import room_scores
+from lab.measure.diagnostics import entropy_at
+from lab.measure.outcomes import room_scores
 from lab.position_maps import mapped_attention, mapped_logits
-from lab.retrieval import retrieval_scores
-from lab.scoring import grid_positions, score
+from lab.measure.retrieval import retrieval_scores
+from lab.measure.scoring import grid_positions, score
 from lab.temperature import tempered, tempered_logits
 
 # eval.py's settings of these measurements (its DEFAULTS include them)

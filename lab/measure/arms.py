@@ -20,7 +20,7 @@ from data.common import DataError, data_dir_of, load_checkpoint, read_json, read
 from lab.crop import crop_name, is_crop_spec, parse_crop, self_crop_arms
 from lab.position_maps import POSITION_MAPS, is_position_map_spec, parse_position_map, position_map_name
 from rope_config import ROPE_TYPES, is_dynamic
-from lab.specs import ALIASES, parse_arm, rope_tag, scaling_name, slug
+from lab.measure.arm_specs import ALIASES, parse_arm, rope_tag, scaling_name, slug
 from lab.temperature import parse_temperature, split_temperature, with_temperature
 
 # What an arm is: the fields its identity is made of, in the order a difference between two runs is reported.
@@ -374,7 +374,7 @@ def finetune_log(arm):
 
 def parse_contrasts(text, names):
     """'arm A | arm B; arm C | arm D' -> [(A, B), ...] by display name; each arm given by its id
-    ('yarn_s4_beta_fast8_ft100', lab.arms.arm_ids) or its display name ('yarn s=4 β_fast=8 ft100')."""
+    ('yarn_s4_beta_fast8_ft100', lab.measure.arms.arm_ids) or its display name ('yarn s=4 β_fast=8 ft100')."""
     ids = dict(zip(arm_ids(names), names))
     pairs = []
     for item in [x.strip() for x in text.split(';') if x.strip()]:

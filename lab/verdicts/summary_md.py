@@ -1,11 +1,11 @@
 """
 summary.md and bases.md: an eval's summary.json (eval.py) and a combine's bases.json (eval.py --combine) as Markdown
-tables, one row an arm or a contrast; marks and verdicts come from lab.compare's results in them. Reads and draws
+tables, one row an arm or a contrast; marks and verdicts come from lab.verdicts.compare's results in them. Reads and draws
 nothing (the pictures are plot.py's).
 """
 import numpy as np
 
-from lab.compare import paired
+from lab.verdicts.compare import paired
 
 
 def header(first, cols):
@@ -101,7 +101,7 @@ def emitted_shares(buckets, L, k):
 
 
 def choice_shares(buckets, L, labels):
-    """lab/ruler.py's rooms: the share of each choice label (and 'none') emitted over the buckets past L."""
+    """lab/measure/ruler.py's rooms: the share of each choice label (and 'none') emitted over the buckets past L."""
     return _shares(buckets, L, labels, lambda pe, i, e: e)
 
 
@@ -141,7 +141,7 @@ def per_play_table(s, arms, small=0.05):
 
 def comparable_mean(arm, ref, column):
     """A sampled arm's bucket mean on the exact rows' scale: ref's exact mean plus the paired difference arm - ref on
-    the positions both were scored at (lab.compare.paired's design means; the difference of their means)."""
+    the positions both were scored at (lab.verdicts.compare.paired's design means; the difference of their means)."""
     design = lambda a: np.mean(np.array(a['per_window_design'][column], dtype=float))  # noqa: E731
     return float(ref['buckets'][column] + design(arm) - design(ref))
 
@@ -228,7 +228,7 @@ def summary_markdown(summary):
 
 def bases_markdown(out):
     """bases.md: each named contrast (and every arm against the crop) per column, its mean difference over the base
-    models with its random-factor interval (lab.compare.across_bases), the verdict, and on how many bases that base's
+    models with its random-factor interval (lab.verdicts.compare.across_bases), the verdict, and on how many bases that base's
     own verdict agrees."""
     m = out['margins']
     lines = [f"# The same comparisons on {len(out['bases'])} base models", '',

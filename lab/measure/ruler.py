@@ -1,7 +1,7 @@
 """
-RULER's harder needles (Hsieh et al. 2024) in miniature, beside lab/retrieval.py's rooms and built like them (the same
+RULER's harder needles (Hsieh et al. 2024) in miniature, beside lab/measure/retrieval.py's rooms and built like them (the same
 windows, distance buckets, one example per window and bucket from the room's own seed stream, scored by
-lab.outcomes.room_scores). They separate what the lab's base was trained to do from finding information:
+lab.measure.outcomes.room_scores). They separate what the lab's base was trained to do from finding information:
 
   word_needle_examples   the multi-key needle in a format the base never trained on: records " <word> is <digits>",
                          keys words of the held-out play, values digit strings, a separator of several tokens (the
@@ -11,11 +11,12 @@ lab.outcomes.room_scores). They separate what the lab's base was trained to do f
                          token with the query, so that one literal match (copying K) is not enough
 
 Each example records `choices`, the first token of the answer and of the wrong values a shortcut would copy, so that
-room_scores records which one the model starts to write (lab.outcomes.emitted_choice).
+room_scores records which one the model starts to write (lab.measure.outcomes.emitted_choice).
 """
 import numpy as np
 
-from lab.retrieval import _check_fit, _room_rng, _window, distance_buckets, needle_examples, separator_token
+from lab.measure.placement import check_fit, distance_buckets, room_rng, window_tokens
+from lab.measure.retrieval import needle_examples, separator_token
 
 
 def encode(meta, text):
@@ -48,7 +49,7 @@ def digit_tokens(meta):
 
 
 def word_needle_examples(val, starts, T, L, meta, seed, needles=4, key_len=6, value_len=5, mid=' is '):
-    """The multi-key needle (lab.retrieval.needle_examples: the asked record's rank uniform at every distance, the
+    """The multi-key needle (lab.measure.retrieval.needle_examples: the asked record's rank uniform at every distance, the
     value scored after the key and separator) with records ' <word> is <digits>': keys drawn uniformly from the
     play's words (play_words; each occurs once in the row, so a word that the text around it uses is drawn again),
     values value_len digit tokens whose first digits differ between the records (so the first token emitted names
@@ -148,16 +149,16 @@ def _room_examples(val, starts, T, L, meta, seed, room, n_rec, span, lo, kl, vl,
     if sep is None:
         raise ValueError(f"{room}: the vocabulary has no one-token ':' to separate keys from values")
     buckets = distance_buckets(L, T, span, lo)
-    _check_fit(buckets, f"a {room} query of {span} tokens", L)
+    check_fit(buckets, f"a {room} query of {span} tokens", L)
     if n_rec * (kl + 1 + vl) > L - span:
         raise ValueError(f"{room}: {n_rec} records of {kl + 1 + vl} tokens and a query of {span} do not fit inside "
                          f"L={L}; use fewer or shorter records")
-    rng = _room_rng(seed, room)
+    rng = room_rng(seed, room)
     tokens = np.array([t for t in range(meta['vocab_size']) if t not in (meta['eot_token'], sep)])
     examples = []
     for b, (_, a, z, limit) in enumerate(buckets):
         for s in starts:
-            window = _window(val, s, limit)
+            window = window_tokens(val, s, limit)
             for _ in range(10000):
                 ex = _records(rng, window, tokens, a, z, limit, n_rec, span, kl, vl, sep, scored, build)
                 if ex is not None:
@@ -234,7 +235,7 @@ RANDOM = dict(distractors=2, key_len=4, value_len=4)  # the trained alphabet's r
 
 def rooms(cfg, val, starts, T, L, meta):
     """eval.py's rooms of this file from its settings (word_needles, mv_values, tracking; 0 / False: left out), as
-    lab.retrieval.make_rooms' extra: [(name, build, settings)]."""
+    lab.measure.retrieval.make_rooms' extra: [(name, build, settings)]."""
     seed, out, n, v = cfg['seed'], [], cfg['word_needles'], cfg['mv_values']
     if n:
         out.append(('needles_words', lambda: word_needle_examples(val, starts, T, L, meta, seed, n, **WORD),

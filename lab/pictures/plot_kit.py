@@ -1,5 +1,5 @@
 """
-What plot.py and lab/retrieval_plots.py share: reading eval.py's files (every CSV and summary.json is checked as it is
+What plot.py and lab/pictures/retrieval_plots.py share: reading eval.py's files (every CSV and summary.json is checked as it is
 read; a missing, torn or hand-edited file is one DataError or ValueError naming the file, the field and the fix), and
 the look of the pictures (font sizes, one colour per method family, line styles by kind of arm, PNG bytes).
 """
@@ -135,3 +135,42 @@ def save(fig, path):
 def note(ax, x, y, text, **kw):
     """text at data x, hanging from height y (a fraction of the axes)."""
     ax.text(x, y, text, transform=ax.get_xaxis_transform(), va='top', **kw)
+
+
+def smooth(y, w):
+    """Centred moving average of width w over the scored (finite) positions (shorter at the ends)."""
+    ok = np.isfinite(y)
+    if w <= 1:
+        return y
+    k = np.ones(w)
+    num, den = np.convolve(np.where(ok, y, 0.0), k, 'same'), np.convolve(ok.astype(float), k, 'same')
+    return np.where(ok, num / np.maximum(den, 1), np.nan)
+
+
+def references(arms):
+    """(the first base, its sliding crop control), either None when the eval has none."""
+    return (next((a for a in arms if a['kind'] == 'base'), None),
+            next((a for a in arms if (a.get('crop') or {}).get('form') == 'sliding' and a['kind'] != 'fine-tuned'
+                  and not a.get('self_crop_of')), None))
+
+
+def headline_arms(summary):
+    """{'zero-shot': [(role, arm)], 'fine-tuned': [(role, arm)]}: the base and its crop in both, then the first
+    zero-shot PI, NTK-aware, YaRN (β_fast = 8 when there is one) and ReRoPE; the fine-tuned PI, YaRN and plain
+    control with the most steps (no PoSE, no temperature). Roles key METHOD_COLORS."""
+    arms = summary['arms']
+    plain = [a for a in arms if not a.get('crop') and not a.get('temperature') and not a.get('pose')]
+    ref = [(r, a) for r, a in zip(('base', 'crop'), references(arms)) if a]
+
+    def pick(kind, role):
+        got = [a for a in plain if a['kind'] == kind and (
+            (a.get('position_map') or {}).get('method') == role if role == 'rerope' else
+            not a.get('position_map') and a.get('rope_type') == role)]
+        if kind == 'fine-tuned':
+            got = sorted(got, key=lambda a: -a['finetune_steps'])
+        return next((a for a in got if 'β_fast=8' in a['name']), got[0] if got else None)
+    out = {}
+    for kind, roles in (('zero-shot', ('linear', 'ntk', 'yarn', 'rerope')), ('fine-tuned', ('linear', 'yarn', 'default'))):
+        chosen = [(r, pick(kind, r)) for r in roles]
+        out[kind] = ref + [(r, a) for r, a in chosen if a]
+    return out

@@ -3,13 +3,14 @@ The retrieval rooms' pictures, drawn by plot.plot_all with plot.py's styles from
 
   retrieval.png          passkey test: in-context gain and exact match per distance bucket
   retrieval_depth.png    depth passkey: exact match per (depth, distance) cell, for the base and the best arms
-  retrieval_rooms.png    the needle rooms, trained format beside untrained (lab/ruler.py): exact match and what is emitted
+  retrieval_rooms.png    the needle rooms, trained format beside untrained (lab/measure/ruler.py): exact match and what is emitted
 """
 import os
 
 import numpy as np
 
-from lab.plot_kit import MARKERS, RC, RIGHT, plt, read_csv, save, styles  # (and the Agg backend)
+from lab.pictures.plot_kit import (MARKERS, RC, RIGHT, headline_arms, method_of, plt, read_csv, save,  # (Agg)
+                                   styles)
 import matplotlib  # noqa: E402
 
 
@@ -31,7 +32,6 @@ def plot_retrieval(out_dir, summary, most=9):
         buckets = list(dict.fromkeys(r['bucket'] for r in rows))
         names = list(dict.fromkeys(r['arm'] for r in rows))
         if len(names) > most:  # a thicket: the headline's arms only (every arm: retrieval_families.png)
-            from lab.figures import headline_arms
             names = [n for n in dict.fromkeys(a['name'] for v in headline_arms(summary).values() for _, a in v)
                      if n in names] or names[:most]
         los = [int(b.split('-')[0]) for b in buckets]
@@ -100,10 +100,9 @@ def depth_panel(ax, a, room, edges, L, fontsize=9):
 
 def plot_heatmaps(out_dir, summary, room='passkey_depth'):
     """retrieval_heatmaps.png: the field's needle-in-a-haystack picture, one depth x distance panel per arm the
-    headline figure shows (lab.figures.headline_arms: the base, the crop, PI, NTK-aware, YaRN, ReRoPE, the
+    headline figure shows (lab.pictures.plot_kit.headline_arms: the base, the crop, PI, NTK-aware, YaRN, ReRoPE, the
     fine-tunes) and Self-Extend and Dynamic YaRN; None when the eval has no depth passkey or fewer than two of the
     headline's arms."""
-    from lab.figures import headline_arms, method_of
     s = summary['settings']
     shown = {a['name']: a for v in headline_arms(summary).values() for _, a in v if a.get(room)}
     for m in ('self_extend', 'dynamic_yarn'):  # the other zero-shot arms the docs discuss, the first of each
@@ -137,7 +136,7 @@ def plot_heatmaps(out_dir, summary, room='passkey_depth'):
 
 
 def plot_retrieval_depth(out_dir, summary, room='passkey_depth', most=3):
-    """retrieval_depth.png: exact match per (depth, distance) cell of the depth passkey (lab.retrieval), from
+    """retrieval_depth.png: exact match per (depth, distance) cell of the depth passkey (lab.measure.retrieval), from
     summary.json's settings[room] and arms[i][room] buckets (per_example exact [seeds][examples], depth [examples]).
     One panel per arm shown, at most `most`: the base, and the zero-shot and the fine-tuned arm best beyond L. Depth
     bins 0, L/2, L, 2L, ... T; a cell: its exact match over examples and seeds, and n; grey: no example."""
@@ -174,9 +173,9 @@ EMITTED_COLORS = {'asked': '#2ca02c', 'first': '#2ca02c', 'answer': '#2ca02c', '
 
 def plot_rooms(out_dir, summary):
     """retrieval_rooms.png: the needle rooms side by side, the trained format beside what the base never trained on
-    (lab/ruler.py). Top: exact match by distance bucket per arm, 95% intervals; bottom: what each arm starts to write
-    after the key past L (lab.report's emitted shares: the right value in green, a shortcut's in red/orange)."""
-    from lab.report import CHOICES, choice_shares, emitted_shares
+    (lab/measure/ruler.py). Top: exact match by distance bucket per arm, 95% intervals; bottom: what each arm starts to write
+    after the key past L (lab.verdicts.summary_md's emitted shares: the right value in green, a shortcut's in red/orange)."""
+    from lab.verdicts.summary_md import CHOICES, choice_shares, emitted_shares
     s, arms = summary['settings'], summary['arms']
     rooms = [(r, t) for r, t in ROOMS if arms and arms[0].get(r)]
     st, L = styles(arms), s['L']

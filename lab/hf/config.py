@@ -1,7 +1,7 @@
 """
 Hugging Face's rope settings read into this lab's: one rope dict or a whole config.json (from_hf), and the per-layer
 form of transformers 5 (from_hf_layers: layer_types with rope_parameters keyed by layer type, a sliding window, NoPE
-layers) as this lab's layer pattern. lab/hf_export.py writes the other way.
+layers) as this lab's layer pattern. lab/hf/export.py writes the other way.
 """
 from model import layer_specs
 from rope_config import SCALE_LAYERS, _hf_rope_dict, check_scaling, parse_layers
@@ -25,7 +25,7 @@ def from_hf(d):
         rp = d.get('rope_scaling') or d.get('rope_parameters') or {}
         if not isinstance(rp, dict) or any(isinstance(v, dict) for v in rp.values()):
             raise ValueError("the config's rope parameters are not one flat dict (one per layer type?); "
-                             "read per-layer configs with lab.hf_config.from_hf_layers")
+                             "read per-layer configs with lab.hf.config.from_hf_layers")
         rp = {k: v for k, v in rp.items() if v is not None}
         for key, tops in (('rope_theta', ('rope_theta', 'rotary_emb_base')),
                           ('partial_rotary_factor', ('partial_rotary_factor', 'rotary_pct'))):

@@ -1,10 +1,10 @@
 """
 A record behind each claim (issue 31 item 6; modded-nanogpt keeps one statistics file per record): every comparison
 that README.md or docs/results.md states in numbers is listed in CLAIMS with the summary it comes from, and
-`python -m lab.claims` writes assets/claims/<id>.json for each, holding the command, commit, torch version and
+`python -m lab.verdicts.claims` writes assets/claims/<id>.json for each, holding the command, commit, torch version and
 machine that made the summary (its provenance), the comparison recomputed with this version's code from the values
 the summary stores, and those raw values, unit by unit (windows or examples, seeds), so that a reader can redo the
-test with any tool; assets/claims/README.md lists them. `python -m lab.claims --check` recomputes every claim and
+test with any tool; assets/claims/README.md lists them. `python -m lab.verdicts.claims --check` recomputes every claim and
 compares it with its record and with the sentence that states it (tests/test_claims.py does the same).
 
 A claim: id, file (a summary.json under assets/), table (contrasts, vs_self, or vs_crop:<crop arm>), kind (loss,
@@ -20,10 +20,10 @@ import sys
 import numpy as np
 
 from data.common import atomic_write_text
-from lab.compare import ROOMS, family, unit_values
-from lab.report import units
+from lab.verdicts.compare import ROOMS, family, unit_values
+from lab.verdicts.summary_md import units
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT = os.path.join(ROOT, 'assets', 'claims')
 TEST = 'assets/test_summary.json'
 Y8, Y8FT, PLAIN = 'yarn s=8 β_fast=8 zero-shot', 'yarn s=4 β_fast=8 ft100', 'default ft100'
@@ -81,7 +81,7 @@ CLAIMS = [  # the test split's claims, in the order docs/results.md states them
           kind='exact_match'),
     claim('dynamic-vs-static-yarn-passkey-512', DY, Y8, '512-1024', '−4 [−19, +11] unresolved', table='contrasts',
           kind='exact_match'),
-    # the rooms in formats the base never trained on (lab/ruler.py)
+    # the rooms in formats the base never trained on (lab/measure/ruler.py)
     claim('rerope-word-needles-vs-crop-512', RR, CROP, '512-1024', '+0 [−4, +4] equivalent to the crop on the word',
           (RM, 'ReRoPE +0 [−4, +4] equivalent to the crop'), table=VS_CROP, kind='needles_words'),
     claim('rerope-multi-value-vs-crop-512', RR, CROP, '512-1024', '+0 [−4, +4] equivalent on the multi-value',
@@ -110,7 +110,7 @@ def stored(s, c):
 
 
 def recompute(s, c):
-    """The comparison recomputed from the summary's per-window / per-example values with lab.compare: the whole
+    """The comparison recomputed from the summary's per-window / per-example values with lab.verdicts.compare: the whole
     family of its table column (Holm counts every pair in it)."""
     results, st, (table, _, ref) = s['arms'], s['settings'], c['table'].partition(':')
     if table == 'contrasts':
@@ -147,7 +147,7 @@ def record(c):
                 result={k: r[k] for k in KEYS}, margin=st['margins']['exact_match' if exact else 'loss'],
                 provenance=st.get('provenance') or dict(torch=st.get('torch'), note='this summary predates the '
                                                         'provenance record: its command is in the Makefile'),
-                values=raw(s, c), recompute=f"python -m lab.claims --check {c['id']}")
+                values=raw(s, c), recompute=f"python -m lab.verdicts.claims --check {c['id']}")
 
 
 def problems(c, rec=None):
@@ -160,7 +160,7 @@ def problems(c, rec=None):
                    f"{old['verdict']}")
     path = os.path.join(OUT, f"{c['id']}.json")
     if not os.path.exists(path) or _read(path) != json.loads(json.dumps(rec)):
-        out.append(f"{c['id']}: assets/claims/{c['id']}.json is missing or stale; run python -m lab.claims")
+        out.append(f"{c['id']}: assets/claims/{c['id']}.json is missing or stale; run python -m lab.verdicts.claims")
     fmt = units(c['kind'])[1]
     shown = fmt(r['diff']).replace('-', '−')
     for doc, quote in c['said']:
@@ -180,8 +180,8 @@ def _read(path):
 def index(records):
     lines = ['# The record behind each claim', '',
              'Each comparison that README.md or docs/results.md states in numbers, recomputed from the summary it names '
-             'by `python -m lab.claims` (this file and one JSON per claim: the command, commit, torch and machine '
-             'behind the summary, the test, and the raw per-window or per-example values). `python -m lab.claims '
+             'by `python -m lab.verdicts.claims` (this file and one JSON per claim: the command, commit, torch and machine '
+             'behind the summary, the test, and the raw per-window or per-example values). `python -m lab.verdicts.claims '
              '--check` recomputes them all.', '',
              '| claim | A − B | column | difference [95%] | verdict | from | commit |', '|---|---|---|---|---|---|---|']
     for r in records:
@@ -201,7 +201,7 @@ def main(argv):
     args = ap.parse_args(argv)
     todo = [c for c in CLAIMS if not args.ids or c['id'] in args.ids]
     if args.ids and len(todo) < len(set(args.ids)):
-        sys.exit(f"error: no claim named {sorted(set(args.ids) - {c['id'] for c in CLAIMS})}; see lab/claims.py")
+        sys.exit(f"error: no claim named {sorted(set(args.ids) - {c['id'] for c in CLAIMS})}; see lab/verdicts/claims.py")
     records = [record(c) for c in todo]
     if args.check:
         bad = [p for c, r in zip(todo, records) for p in problems(c, r)]
@@ -212,7 +212,7 @@ def main(argv):
         atomic_write_text(os.path.join(OUT, f"{r['id']}.json"), json.dumps(r, indent=1, ensure_ascii=False) + '\n')
     if not args.ids:
         atomic_write_text(os.path.join(OUT, 'README.md'), index(records))
-    from lab.verdict_plots import write_claims_png  # their forest plot, assets/claims.png
+    from lab.pictures.verdict_plots import write_claims_png  # their forest plot, assets/claims.png
     write_claims_png(OUT)
     print(f"wrote {len(records)} claim records to {os.path.relpath(OUT, ROOT)} and their picture, assets/claims.png")
     return 0

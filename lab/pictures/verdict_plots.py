@@ -7,10 +7,10 @@ The verdicts as pictures (issue 34), drawn like every picture from files alone:
   verdict_grid.png  every room at once: one row per comparison, one column per room (loss, passkey, depth passkey,
                     the needle rooms, recall, tracking) at its last bucket, the cell coloured by the verdict and
                     holding the difference, so one look says where an arm wins and where it merely ties
-  claims.png        (lab.redraw) the forest plot of every claims record in assets/claims: what README.md and
+  claims.png        (lab.pictures.redraw) the forest plot of every claims record in assets/claims: what README.md and
                     docs/results.md state in numbers, each with its interval and margin
 
-The verdict words are lab.stats's: better / worse (the interval excludes 0 and is not inside the margin),
+The verdict words are lab.verdicts.stats's: better / worse (the interval excludes 0 and is not inside the margin),
 equivalent (the interval inside ± the margin), unresolved (neither).
 """
 import glob
@@ -19,8 +19,8 @@ import os
 
 import numpy as np
 
-from lab.plot_kit import RC, plt, save  # (and the Agg backend)
-from lab.report import KIND_NAMES, units
+from lab.pictures.plot_kit import RC, plt, save  # (and the Agg backend)
+from lab.verdicts.summary_md import KIND_NAMES, units
 
 VERDICT_MARKS = {'better': dict(marker='o', color='#2ca02c', mfc='#2ca02c'),
                  'worse': dict(marker='s', color='#d62728', mfc='#d62728'),
@@ -181,7 +181,7 @@ def plot_verdict_grid(out_dir, summary):
 
 
 def claim_rows(claims_dir):
-    """[(kind, [(label, diff, ci, verdict, margin)])] of every claims record in claims_dir (lab.claims' JSON), loss-like
+    """[(kind, [(label, diff, ci, verdict, margin)])] of every claims record in claims_dir (lab.verdicts.claims' JSON), loss-like
     kinds (nats) first, then the exact-match kinds (points)."""
     records = [json.load(open(p, encoding='utf-8')) for p in sorted(glob.glob(os.path.join(claims_dir, '*.json')))]
     out = {}

@@ -12,19 +12,17 @@ per-example [seeds][examples] lists of paired tests.
   recall_examples         a held-out line of the text at a random depth and again at distance d, against a control
                           with the line only at the later place (natural text, no random tokens)
 
-make_rooms builds the last three for eval.py (their settings included); lab/outcomes.py scores any of them.
+make_rooms builds the last three for eval.py (their settings included); lab/measure/outcomes.py scores any of them.
 Distance buckets (distance_buckets): [lo, 3L/4) and [3L/4, L - span] with the whole row, scored tokens included,
 inside the first L tokens; then [L, 2L), [2L, 4L), ... up to T - span. A row holds only the tokens up to its last
 scored target, and room_scores scores every row of a room in one call, sorted by length, so that rows of similar
-length share forwards. score(rows, positions) -> (loss, hit) is lab.scoring.score bound to an arm; the rooms never call a
+length share forwards. score(rows, positions) -> (loss, hit) is lab.measure.scoring.score bound to an arm; the rooms never call a
 model themselves.
 """
 import numpy as np
 
-from configurator import ConfigError
-from data.common import doc_windows
-from lab.outcomes import room_scores
-from lab.scoring import bucket_ends
+from lab.measure.outcomes import room_scores
+from lab.measure.placement import check_fit, distance_buckets, room_rng, window_tokens
 
 # eval.py's settings of the rooms (its DEFAULTS include them)
 DEFAULTS = dict(
@@ -36,18 +34,14 @@ DEFAULTS = dict(
     needles=4,              # multi-key needles: records per window, one (and two) asked (0 = skip)
     needle_key=4, needle_value=4,  # tokens of a needle's key and value
     recall_len=16,          # natural-text recall: tokens of the held-out line repeated (0 = skip)
-    word_needles=4,         # lab/ruler.py: needles ' <word> is <digits>', the untrained format: records (0 = skip)
+    word_needles=4,         # lab/measure/ruler.py: needles ' <word> is <digits>', the untrained format: records (0 = skip)
     mv_values=3,            # multi-value needles: values of the asked key (0 = skip)
     tracking=True,          # variable tracking: A:K ... K:V ... A: asks for V
 )
-ROOM_SEEDS = {'passkey_depth': 11, 'needles': 12, 'recall': 13,  # each room its own stream of the eval seed
-              'needles_words': 14, 'needles_mv': 15, 'tracking': 16}
-
-
 def passkey_examples(val, starts, ends, T, L, K, pos, vocab_size, eot, seed):
     """The passkey test: in each window a random string of K tokens (never eot) at pos, then the same string again at
     pos + d; and a control with the string only at pos + d (no earlier copy), so that the gain isolates retrieval.
-    Distance buckets [K, L), [L, 2L), ... up to the bucket ends (lab.scoring.bucket_ends): in [K, L) both copies and the scored tokens lie inside the first L tokens.
+    Distance buckets [K, L), [L, 2L), ... up to the bucket ends (lab.measure.scoring.bucket_ends): in [K, L) both copies and the scored tokens lie inside the first L tokens.
     Returns buckets [(label, lo, hi)] and examples [dict(bucket, distance, depth, first, repeat, key, seq, control,
     start)]."""
     rng = np.random.default_rng(seed)
@@ -72,7 +66,7 @@ def passkey_examples(val, starts, ends, T, L, K, pos, vocab_size, eot, seed):
 def retrieval_scores(score, buckets, examples, K, cue, scored=None):
     """Per distance bucket, each example's outcomes: exact (greedy reproduces every token after the cue, given the
     true prefix) and gain = control loss - repeat loss over the scored tokens (same string, same place, no earlier
-    copy in the control). score(rows, positions) -> (loss, hit) is lab.scoring.score bound to an arm: it scores each token
+    copy in the control). score(rows, positions) -> (loss, hit) is lab.measure.scoring.score bound to an arm: it scores each token
     as the model generates it (a dynamic arm at the scale it has when emitting that token). Returns per bucket
     dict(bucket, distance_lo, distance_hi, exact [N] bools, gain [N], repeat_loss, control_loss, depth [N],
     distance [N]) (room_scores on the passkey's scored positions)."""
@@ -80,40 +74,7 @@ def retrieval_scores(score, buckets, examples, K, cue, scored=None):
                                         for e in examples], scored)
 
 
-# ----------------------------------------------------------------------------- the rooms' shared parts
-
-
-def distance_buckets(L, T, span, lo):
-    """The distance buckets of a room whose rows need `span` tokens from the query (the repeat) on, the last scored
-    target included, and distances >= lo: [lo, 3L/4) and [3L/4, L - span] inside L (the whole row in the first L
-    tokens; 96-127 at L = 128 is where an effective length shorter than L shows), then [L, 2L), [2L, 4L), ... the
-    last ending at T - span (a row ends by T, as the passkey's). Empty buckets are left out. Returns
-    [(label, a, b, limit)]: distances a <= d < b, every row of the bucket at most `limit` tokens long. Labels: the
-    distances that occur inside L ('12-95', '96-116'), the bucket's nominal range beyond ('128-256')."""
-    spans, e = [(0, 3 * L // 4, L), (3 * L // 4, L, L)], L
-    while e < T:
-        spans.append((e, min(2 * e, T), T))
-        e *= 2
-    out = []
-    for a, b, limit in spans:
-        a2, b2 = max(a, lo), min(b, limit - span + 1)
-        if a2 < b2:
-            out.append((f"{a2}-{b2 - 1}" if limit == L else f"{a}-{b}", a2, b2, limit))
-    return out
-
-
-def _window(val, s, n):
-    return np.array(val[s:s + n], dtype=np.int64)
-
-
-def _room_rng(seed, room):
-    return np.random.default_rng([seed, ROOM_SEEDS[room]])
-
-
-def _check_fit(buckets, what, L):
-    if not any(limit == L for *_, limit in buckets):
-        raise ValueError(f"{what} does not fit inside L={L}: no distance bucket lies inside the training length; "
-                         f"use shorter strings")
+# ----------------------------------------------------------------------------- the passkey's placement
 
 
 def _two_copies(rng, window, string, d, limit, cue, bucket, extra, with_control=True):
@@ -156,14 +117,14 @@ def passkey_depth_examples(val, starts, T, L, K, cue, vocab_size, eot, seed, con
     if not 0 < cue < K:
         raise ValueError(f"passkey depth test: cue={cue} must be in 1..K-1 (K={K})")
     buckets = distance_buckets(L, T, K, K)
-    _check_fit(buckets, f"a passkey of {K} tokens", L)
-    rng = _room_rng(seed, 'passkey_depth')
+    check_fit(buckets, f"a passkey of {K} tokens", L)
+    rng = room_rng(seed, 'passkey_depth')
     tokens = np.array([t for t in range(vocab_size) if t != eot])
     examples = []
     for b, (_, lo, hi, limit) in enumerate(buckets):
         for s in starts:
             d, key = int(rng.integers(lo, hi)), rng.choice(tokens, K)
-            examples.append(_two_copies(rng, _window(val, s, limit), key, d, limit, cue, b, dict(start=s), control))
+            examples.append(_two_copies(rng, window_tokens(val, s, limit), key, d, limit, cue, b, dict(start=s), control))
     return [bk[:3] for bk in buckets], examples
 
 
@@ -187,7 +148,7 @@ def needle_examples(val, starts, T, L, vocab_size, eot, seed, needles=4, queries
     the examples past 512: "copy the oldest value" scored there without matching a key). Returns buckets
     [(label, lo, hi)] and examples [dict(bucket, distance, depth, query, rank, seq, where, needles=[dict(pos, key,
     value, queried)])]: distance, depth and rank (records before it) of the first asked needle; seq ends at the last
-    value token. Other formats (lab/ruler.py): draw(rng, k) -> (keys [k, key_len], values [k, value_len]) draws the
+    value token. Other formats (lab/measure/ruler.py): draw(rng, k) -> (keys [k, key_len], values [k, value_len]) draws the
     records' tokens (default: uniform over the vocabulary but eot and sep), mid the tokens between key and value
     (default [sep]), room the name of the seed stream."""
     if not (1 <= queries <= needles and key_len >= 1 and value_len >= 1):
@@ -196,17 +157,17 @@ def needle_examples(val, starts, T, L, vocab_size, eot, seed, needles=4, queries
     mid = ([] if sep is None else [sep]) if mid is None else list(mid)
     rec = key_len + len(mid) + value_len  # a record, needle or query
     buckets = distance_buckets(L, T, queries * rec, queries * rec)
-    _check_fit(buckets, f"a query of {queries} record(s) of {rec} tokens", L)
+    check_fit(buckets, f"a query of {queries} record(s) of {rec} tokens", L)
     if needles * rec > L - queries * rec:
         raise ValueError(f"needles: {needles} records of {rec} tokens and a query of {queries * rec} do not fit "
                          f"inside L={L}; use fewer or shorter records")
-    rng = _room_rng(seed, room)
+    rng = room_rng(seed, room)
     tokens = np.array([t for t in range(vocab_size) if t != eot and t != sep])
     draw = draw or (lambda rng, k: (rng.choice(tokens, (k, key_len)), rng.choice(tokens, (k, value_len))))
     examples = []
     for b, (_, lo, hi, limit) in enumerate(buckets):
         for s in starts:
-            window = _window(val, s, limit)
+            window = window_tokens(val, s, limit)
             for _ in range(10000):
                 ex = _draw_needles(rng, window, draw, lo, hi, limit, needles, queries, key_len, value_len, mid, rec)
                 if ex is not None:
@@ -309,15 +270,15 @@ def recall_examples(val, starts, T, L, K, cue, newlines, eot, seed):
     if not len(lines):
         raise ValueError(f"recall test: the held-out text has no line of {K} tokens or more; use a shorter length")
     buckets = distance_buckets(L, T, K, K)
-    _check_fit(buckets, f"a line of {K} tokens", L)
-    rng = _room_rng(seed, 'recall')
+    check_fit(buckets, f"a line of {K} tokens", L)
+    rng = room_rng(seed, 'recall')
     examples = []
     for b, (_, lo, hi, limit) in enumerate(buckets):
         for s in starts:
-            window, d = _window(val, s, limit), int(rng.integers(lo, hi))
+            window, d = window_tokens(val, s, limit), int(rng.integers(lo, hi))
             for _ in range(1000):
                 at = int(lines[rng.integers(len(lines))])
-                line = _window(val, at, K)
+                line = window_tokens(val, at, K)
                 if not _contains(window, line):
                     break
             else:
@@ -338,7 +299,7 @@ def make_rooms(val, starts, T, L, meta, seed, cue, examples, depth_len=12, needl
     {name: dict(buckets, examples, settings)} with name in passkey_depth, needles, needles_mq (two keys asked one
     after the other), recall, and settings the room's entry for summary.json's settings; skipped = {name: reason}
     for the rooms that do not fit (a short L, a cue not below the length): strict=True raises ValueError instead.
-    extra: more rooms [(name, build() -> (buckets, examples), knobs)], e.g. lab.ruler.rooms'."""
+    extra: more rooms [(name, build() -> (buckets, examples), knobs)], e.g. lab.measure.ruler.rooms'."""
     V, eot, rooms, skipped = meta['vocab_size'], meta['eot_token'], {}, {}
 
     def room(name, build, **knobs):
@@ -367,28 +328,3 @@ def make_rooms(val, starts, T, L, meta, seed, cue, examples, depth_len=12, needl
     for name, build, knobs in extra:
         room(name, build, **knobs)
     return rooms, skipped
-
-
-# ----------------------------------------------------------------------------- outcomes
-
-
-def eval_rooms(cfg, val, docs, T, L, meta):
-    """eval.py's retrieval rooms from its settings: the passkey test on its own windows (drawn with seed + 1) and
-    make_rooms' depth passkey, needles and recall on the same windows; a room that does not fit is skipped with a line
-    saying why. ConfigError when the passkey cannot fit in L. Returns (passkey windows, passkey buckets, passkey
-    examples, the other rooms, {skipped room: why})."""
-    K, cue, pos, R = cfg['retrieval_len'], cfg['retrieval_cue'], cfg['retrieval_pos'], cfg['retrieval_examples']
-    if R and (cue >= K or pos + 2 * K > L):
-        raise ConfigError(f"passkey test: retrieval_cue={cue} must be < retrieval_len={K}, and retrieval_pos + "
-                          f"2 x retrieval_len = {pos + 2 * K} must fit in L={L}; change them or set retrieval_examples=0")
-    from lab import ruler  # (it builds on this file)
-    ret_starts = doc_windows(docs, T + 1, R, cfg['seed'] + 1) if R else []
-    buckets, examples = passkey_examples(val, ret_starts, bucket_ends(L, T), T, L, K, pos, meta['vocab_size'],
-                                         meta['eot_token'], cfg['seed'])
-    rooms, skipped = make_rooms(val, ret_starts, T, L, meta, cfg['seed'], cue, R, depth_len=cfg['depth_len'],
-                                needles=cfg['needles'], key_len=cfg['needle_key'], value_len=cfg['needle_value'],
-                                recall_len=cfg['recall_len'], strict=False,
-                                extra=ruler.rooms(cfg, val, ret_starts, T, L, meta)) if R else ({}, {})
-    for name, why in skipped.items():
-        print(f"eval: skipped the {name} test: {why}")
-    return ret_starts, buckets, examples, rooms, skipped

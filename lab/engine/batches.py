@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from configurator import ConfigError
-from lab.device import ddp_ranks
+from lab.engine.device import ddp_ranks
 from data.common import to_device
 from lab import copy_mix
 from lab.pose import pose_draw, pose_offsets, pose_positions

@@ -38,7 +38,7 @@ def attention_entropy(model, idx, chunk=256, logits=None, first_key=False):
 def entropy_at(model, x, positions, n0, chunk, ctx, logits=None):
     """Mean attention entropy and weight on the first token (over layers, heads, windows) per query position, each
     query scored as the model runs when generating: positions below n0 from one forward, any later p by a forward of
-    p + 1 tokens (lab.scoring.score). -> (entropy [T], first-token weight [T]), NaN where not scored."""
+    p + 1 tokens (lab.measure.scoring.score). -> (entropy [T], first-token weight [T]), NaN where not scored."""
     out, first = np.full(x.size(1), np.nan), np.full(x.size(1), np.nan)
     near = [p for p in positions if p < n0]
     with ctx:

@@ -1,14 +1,14 @@
 """
-The retrieval rooms' outcomes (lab/retrieval.py makes the examples): room_scores scores every row of a room with an
+The retrieval rooms' outcomes (lab/measure/retrieval.py makes the examples): room_scores scores every row of a room with an
 arm in one call, sorted by length so that rows of similar length share forwards, and summarize_retrieval turns the
 per-bucket outcomes of every seed into intervals (seeds and examples: clustered Wilson, t over seeds x examples) and
 the per-example [seeds][examples] lists of the paired tests. score(rows, positions) -> (loss, hit) is
-lab.scoring.score bound to an arm; nothing here calls a model itself.
+lab.measure.scoring.score bound to an arm; nothing here calls a model itself.
 """
 import numpy as np
 import torch
 
-from lab.stats import clustered_wilson, seeds_mean_ci
+from lab.verdicts.stats import clustered_wilson, seeds_mean_ci
 
 
 def score_rows(score, rows, positions, preds=False):
@@ -45,7 +45,7 @@ def emitted_record(example, pred):
 
 
 def emitted_choice(example, pred):
-    """Which of an example's choices [(label, first token)] (lab/ruler.py: the answer first, then the values a
+    """Which of an example's choices [(label, first token)] (lab/measure/ruler.py: the answer first, then the values a
     shortcut would copy) the argmax at the first scored position starts to write; 'none' when it is none of them."""
     return next((label for label, tok in example['choices'] if tok == int(pred[0])), 'none')
 
@@ -98,7 +98,7 @@ def _mean(values):
 def summarize_retrieval(per_seed):
     """One arm's buckets of a room from its seeds' room_scores (or retrieval_scores): exact match and, with a
     control, the gain, with 95% intervals in which the seeds count as repeated looks at the same examples (a 3-seed
-    arm is N examples seen three times, not 3N: lab.stats.clustered_wilson / seeds_mean_ci); without one, the mean
+    arm is N examples seen three times, not 3N: lab.verdicts.stats.clustered_wilson / seeds_mean_ci); without one, the mean
     loss of the scored tokens. per_example holds the outcomes [seeds][examples] for paired tests (exact, and gain or
     loss) and each example's depth and distance [examples] (the same examples for every seed and arm). Examples
     an arm did not score (None, room_scores' scored) stay None there; n and the intervals are of the scored ones."""
@@ -124,7 +124,7 @@ def summarize_retrieval(per_seed):
             per.update(depth=list(rows[0]['depth']), distance=list(rows[0]['distance']))
         if 'rank' in rows[0]:  # the needles: the asked record's rank, and per seed the rank of the record emitted
             per.update(rank=list(rows[0]['rank']), emitted=[list(r['emitted']) for r in rows])
-        elif 'emitted' in rows[0]:  # lab/ruler.py's rooms: per seed the choice emitted
+        elif 'emitted' in rows[0]:  # lab/measure/ruler.py's rooms: per seed the choice emitted
             per.update(emitted=[list(r['emitted']) for r in rows])
         e['per_example'] = per
         out.append(e)

@@ -36,7 +36,7 @@ def cli(main):
         sys.exit(130)
 
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the repository
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository
 
 
 def is_input_error(e):

@@ -6,10 +6,10 @@ The pictures a person reads at a glance (issue 34), drawn like every picture fro
                 labelled at its end, one colour per method (METHOD_COLORS) in both panels
   families.png  loss against position, one small panel per family of arms (frequency scalings, dynamic types,
                 attention maps, fine-tunes, the 2025-26 designs), the base and the crop in every panel; from the
-                per-bucket means and intervals of summary.json where a study's position CSV is not kept (lab.redraw)
+                per-bucket means and intervals of summary.json where a study's position CSV is not kept (lab.pictures.redraw)
   retrieval_families.png  the passkey by distance in the same panels
 
-Each is skipped (None) when its arms are not in the eval. The verdicts' pictures are lab/verdict_plots.py's.
+Each is skipped (None) when its arms are not in the eval. The verdicts' pictures are lab/pictures/verdict_plots.py's.
 """
 import os
 
@@ -18,7 +18,8 @@ matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from lab.plot_kit import METHOD_COLORS, RC, method_of as kit_method, read_columns, save  # noqa: E402
+from lab.pictures.plot_kit import (METHOD_COLORS, RC, headline_arms, method_of as kit_method, read_columns,  # noqa: E402
+                                   references, save, smooth)
 
 METHOD_COLORS = dict(METHOD_COLORS, other='#444444')  # (an arm of no known method, in the families)
 LABELS = {'base': 'plain RoPE (the base)', 'crop': 'the crop (last L tokens)', 'linear': 'PI', 'ntk': 'NTK-aware',
@@ -28,37 +29,7 @@ FAMILIES = ('frequency scalings, zero-shot', 'dynamic types, zero-shot', 'attent
             'the 2025-26 designs')
 
 
-def references(arms):
-    """(the first base, its sliding crop control), either None when the eval has none."""
-    return (next((a for a in arms if a['kind'] == 'base'), None),
-            next((a for a in arms if (a.get('crop') or {}).get('form') == 'sliding' and a['kind'] != 'fine-tuned'
-                  and not a.get('self_crop_of')), None))
-
-
-def headline_arms(summary):
-    """{'zero-shot': [(role, arm)], 'fine-tuned': [(role, arm)]}: the base and its crop in both, then the first
-    zero-shot PI, NTK-aware, YaRN (β_fast = 8 when there is one) and ReRoPE; the fine-tuned PI, YaRN and plain
-    control with the most steps (no PoSE, no temperature). Roles key METHOD_COLORS."""
-    arms = summary['arms']
-    plain = [a for a in arms if not a.get('crop') and not a.get('temperature') and not a.get('pose')]
-    ref = [(r, a) for r, a in zip(('base', 'crop'), references(arms)) if a]
-
-    def pick(kind, role):
-        got = [a for a in plain if a['kind'] == kind and (
-            (a.get('position_map') or {}).get('method') == role if role == 'rerope' else
-            not a.get('position_map') and a.get('rope_type') == role)]
-        if kind == 'fine-tuned':
-            got = sorted(got, key=lambda a: -a['finetune_steps'])
-        return next((a for a in got if 'β_fast=8' in a['name']), got[0] if got else None)
-    out = {}
-    for kind, roles in (('zero-shot', ('linear', 'ntk', 'yarn', 'rerope')), ('fine-tuned', ('linear', 'yarn', 'default'))):
-        chosen = [(r, pick(kind, r)) for r in roles]
-        out[kind] = ref + [(r, a) for r, a in chosen if a]
-    return out
-
-
 def smoothed(y, w):
-    from plot import smooth  # the story's smoothing (plot.py), one definition
     return smooth(np.asarray(y, dtype=float), w)
 
 
@@ -120,7 +91,7 @@ def plot_headline(out_dir, summary, w):
 
 
 def method_of(arm):
-    """The colour key of an arm (lab.plot_kit.method_of), 'other' where the kit has none."""
+    """The colour key of an arm (lab.pictures.plot_kit.method_of), 'other' where the kit has none."""
     return kit_method(arm) or 'other'
 
 
@@ -164,7 +135,7 @@ def family_panels(summary, most=6):
 def plot_families(out_dir, summary, w, buckets=False):
     """families.png: loss against position, one small panel per family of arms (FAMILIES), the base and the crop in
     each; with buckets, each arm's per-bucket mean and 95% interval from summary.json instead of the smoothed
-    position_loss.csv (a committed study keeps no position CSV, lab.redraw); None with no arm but references."""
+    position_loss.csv (a committed study keeps no position CSV, lab.pictures.redraw); None with no arm but references."""
     panels = family_panels(summary)
     if not panels:
         return None

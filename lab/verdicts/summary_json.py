@@ -19,14 +19,14 @@ import numpy as np
 import torch
 
 from configurator import ConfigError
-from lab.checks import check_out_dir
+from lab.engine.checks import check_out_dir
 from data.common import atomic_write_text, read_json
-from lab.compare import across_bases, compare, first_difference, vs_best, vs_reference, vs_self
-from lab.report import bases_markdown, summary_markdown
-from lab.outcomes import summarize_retrieval
-from lab.scoring import bucket_ends
-from lab.specs import scaling_extras
-from lab.stats import seeds_mean_ci
+from lab.verdicts.compare import across_bases, compare, first_difference, vs_best, vs_reference, vs_self
+from lab.verdicts.summary_md import bases_markdown, summary_markdown
+from lab.measure.outcomes import summarize_retrieval
+from lab.measure.scoring import bucket_ends
+from lab.measure.arm_specs import scaling_extras
+from lab.verdicts.stats import seeds_mean_ci
 
 
 def bucket_windows(losses, mask, lo, hi):
@@ -51,7 +51,7 @@ def first_token_buckets(per_run, L, ends):
 def summarize_arm(arm, per_run, run, ent):
     """One arm's summary.json entry. Bucket means are exact (every position) where the arm was scored everywhere,
     else the design estimate (stratified sampled positions); the 95% interval carries windows and seeds
-    (lab.stats.seeds_mean_ci). per_window / per_window_design keep [seed][window] values for paired tests."""
+    (lab.verdicts.stats.seeds_mean_ci). per_window / per_window_design keep [seed][window] values for paired tests."""
     L, T = run['L'], run['T']
     ends = bucket_ends(L, T)
     losses = np.stack([p['loss'] for p in per_run])
@@ -183,7 +183,7 @@ def summary_settings(cfg, run, results, margins, protocol, timing):
 def provenance(argv):
     """Where a summary came from (issue 31's record behind each claim): the command, the commit and whether tracked
     files differed from it, the date, torch, Python and the machine."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
     def git(*args):
         try:
@@ -218,7 +218,7 @@ def rejudge(folder, out_dir, margins):
     pairs = [(r['a'], r['b']) for r in next(iter(next(iter((st.get('contrasts') or {}).values()), {}).values()), [])]
     try:
         st.update(margins=margins, **comparisons(results, pairs, margins),
-                  rejudged=dict(source=folder, statistics='lab.stats: Newcombe intervals for 0/1 outcomes'))
+                  rejudged=dict(source=folder, statistics='lab.verdicts.stats: Newcombe intervals for 0/1 outcomes'))
     except (KeyError, TypeError) as e:
         raise ConfigError(f"{folder}/summary.json lacks the per-window or per-example values a comparison needs "
                           f"({e!r}); it is older than the paired tests: evaluate again instead") from None
@@ -232,7 +232,7 @@ def rejudge(folder, out_dir, margins):
 
 def combine_bases(folders, out_dir, margins):
     """--combine: each folder's summary.json (the same eval, on another base model) -> the named contrasts and every
-    arm against the crop, bases as a paired random factor (lab.compare.across_bases), in out_dir/bases.json and .md."""
+    arm against the crop, bases as a paired random factor (lab.verdicts.compare.across_bases), in out_dir/bases.json and .md."""
     dirs = [d.strip() for d in folders.split(',') if d.strip()]
     if len(dirs) < 2:
         raise ConfigError(f"combine={folders!r} names {len(dirs)} eval folder(s); give two or more, "

@@ -1,14 +1,14 @@
 """
 The arms compared: eval.py's summary.json arms as table columns (each loss bucket and each retrieval room's distance
-bucket) of paired comparisons (lab/stats.py's paired tests, Holm per column, the four verdicts): named contrasts,
+bucket) of paired comparisons (lab/verdicts/stats.py's paired tests, Holm per column, the four verdicts): named contrasts,
 every arm against the column's best or a reference arm (the crop), against an arm of another eval of the same
 windows, the same contrasts over several base models, and where a loss-by-position curve breaks.
-Only numpy, the standard library and lab/stats.py are used.
+Only numpy, the standard library and lab/verdicts/stats.py are used.
 """
 
 import numpy as np
 
-from lab.stats import compare_family, holm, newcombe_paired, paired_diff, seed_pairs, verdict
+from lab.verdicts.stats import compare_family, holm, newcombe_paired, paired_diff, seed_pairs, verdict
 
 # eval.py's settings of the verdicts (its DEFAULTS include them)
 DEFAULTS = dict(
@@ -26,10 +26,10 @@ def margins(cfg):
     return {'loss': cfg['margin_loss'], 'exact_match': cfg['margin_exact']}
 
 
-# kind of a compared column -> (the arm's field, the per-example outcome): the passkey and the rooms of lab/retrieval
+# kind of a compared column -> (the arm's field, the per-example outcome): the passkey and the rooms of lab/measure/retrieval.py
 ROOMS = {'exact_match': ('retrieval', 'exact'), 'passkey_depth': ('passkey_depth', 'exact'),
          'needles': ('needles', 'exact'), 'needles_mq': ('needles_mq', 'exact'), 'recall_gain': ('recall', 'gain'),
-         'needles_words': ('needles_words', 'exact'), 'needles_mv': ('needles_mv', 'exact'),  # lab/ruler.py's
+         'needles_words': ('needles_words', 'exact'), 'needles_mv': ('needles_mv', 'exact'),  # lab/measure/ruler.py's
          'tracking': ('tracking', 'exact')}
 
 
@@ -75,7 +75,7 @@ def mean_of(arm, kind, column):
 
 def family(by, pairs, kind, column, margins):
     """One table column's paired comparisons of arm pairs [(a, b), ...], Holm-corrected together
-    (lab.stats.compare_family): rows with a, b, diff = a - b, ci, p, p_holm and the verdict of a against b. Arms with
+    (lab.verdicts.stats.compare_family): rows with a, b, diff = a - b, ci, p, p_holm and the verdict of a against b. Arms with
     several seeds each are paired by seed value (their 'seeds' lists), never by list position: ValueError when two
     such arms ran different seeds."""
     fam = [(f"{x} vs {y}", *paired(by[x], by[y], column, kind), (by[x].get('seeds'), by[y].get('seeds')))
@@ -127,7 +127,7 @@ def across_bases(summaries, margins):
     """Contrasts measured on several base models (each summary.json an eval of the same windows and examples on
     another base): every named contrast and every arm against each crop found on every base. Bases are a paired
     random factor and windows (or examples) the units: D[base, unit] = A - B (each arm's seeds averaged), diff its
-    mean, se^2 = var(unit means over bases)/N + var(base means)/bases (lab.stats.paired_diff with the bases as
+    mean, se^2 = var(unit means over bases)/N + var(base means)/bases (lab.verdicts.stats.paired_diff with the bases as
     paired seeds; Welch-Satterthwaite df), so that base-to-base variation counts and three bases that happen to agree
     do not give a zero-width interval (the former t over the bases' three diffs did: ci [d, d], p = 0). For 0/1
     outcomes the interval is widened to cover Newcombe's on the pooled outcomes of every base. Holm within the

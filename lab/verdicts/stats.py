@@ -2,12 +2,12 @@
 Statistics for the lab's comparisons. The room holds 95% intervals of one arm's mean (Student t, also over seeds x
 units) and of a proportion (Wilson, also clustered over seeds), the exact McNemar test, Holm's step-down adjustment,
 and the paired comparison of two arms measured on the same units (eval windows or passkey examples, in the same
-order), with or without several seeds (paired by seed value, never by list position); lab/compare.py applies them
+order), with or without several seeds (paired by seed value, never by list position); lab/verdicts/compare.py applies them
 to eval.py's arms.
 The rule for a comparison of arm A to arm B (diff = A - B) within one table column (one family of comparisons):
 'better' / 'worse' when the Holm-adjusted paired p-value is < 0.05 (the sign of the difference says which, given
 whether higher is better); 'equivalent' when the whole 95% paired interval lies inside [-margin, +margin];
-'unresolved' otherwise. lab/compare.py and the retrieval room import this room; scipy.stats supplies the
+'unresolved' otherwise. lab/verdicts/compare.py and the retrieval room import this room; scipy.stats supplies the
 distributions (Student t, normal, binomial), numpy the rest.
 """
 import math

@@ -13,10 +13,10 @@ import os
 from dataclasses import dataclass
 
 from configurator import ConfigError, check_seed, get_config
-from lab.device import autocast_context, ddp_ranks, pick_device
+from lab.engine.device import autocast_context, ddp_ranks, pick_device
 from data.common import DataError, atomic_write_text, check_vocab, load_checkpoint, read_json, train_len
-from lab import batches
-from lab.specs import parse_arms, scaling_name, slug
+from lab.engine import batches
+from lab.measure.arm_specs import parse_arms, scaling_name, slug
 from data.common import checkpoint_args
 from rope_config import all_type_keys, rope_inv_freq
 

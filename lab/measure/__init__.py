@@ -1,0 +1,15 @@
+"""
+How an arm is measured (eval.py's machinery; nothing here is a method):
+
+  arm_specs    arm specs, the short strings scripts take ('yarn:beta_fast=8'), readable names and folder slugs
+  arms         eval.py's arms: identities, ids, seed groups, the base, zero-shot / mapped / retuned arms
+  forms        how an arm runs at evaluation (causal, a position map, a crop) and the measurements beside its loss
+  scoring      the protocol: each position scored as generated, constant runs, the sampled design
+  placement    what the retrieval rooms share: distance buckets, each room's seed stream, the fit inside L
+  retrieval    the retrieval rooms' examples: passkey, depth passkey, needles, recall
+  ruler        RULER's harder needles: an untrained format, several values, variable tracking
+  rooms        eval.py's rooms from its settings (retrieval's and ruler's, on the same windows)
+  outcomes     the rooms scored with an arm, and their outcomes over seeds
+  diagnostics  attention entropy and the weight on the first token (the sink strength)
+  workers      arms measured side by side in worker processes (one thread each)
+"""
