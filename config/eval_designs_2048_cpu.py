@@ -2,7 +2,7 @@
 # retrieval cell: the demo's base with YaRN (s = 16) and the temperature shapes, DroPE's longest recalibration with its
 # temperature, the NoPE and hybrid bases; every arm against the base's crop.
 # python eval.py config/eval_designs_2048_cpu.py   (make designs-2048; after make drope, the bases and temperature-knobs)
-_C = 0.1  # DroPE's c, from make temperature-knobs (assets/temperature_knobs_summary.md)
+_C = 0.1  # DroPE's c, from make temperature-knobs (assets/studies/temperature_knobs/summary.md)
 ckpt = 'out/char-base-copy,out/char-drope1000-lr1e-3,out/char-nope-copy,out/char-hybrid-copy'
 base = 'out/char-base-copy'
 rope_types = ','.join(['default', 'crop:form=sliding', 'yarn:beta_fast=8',

@@ -6,7 +6,7 @@
 #   the new bases, each the demo's recipe with one change: NoPE, 3 windowed RoPE : 1 global NoPE, Gemma 3's
 #   local/global bases, SSMax trained in; and the demo's YaRN fine-tune with the log-n and Llama 4 temperatures on top.
 # python eval.py config/eval_designs_cpu.py   (make designs; needs make demo's base and the four new bases)
-_S = 0.16  # SSMax's s: make temperature-knobs' lowest whole-window loss (the grid's edge; assets/temperature_knobs_summary.md)
+_S = 0.16  # SSMax's s: make temperature-knobs' lowest whole-window loss (the grid's edge; assets/studies/temperature_knobs/summary.md)
 ckpt = ','.join(['out/char-base-copy', 'out/char-nope-copy', 'out/char-hybrid-copy', 'out/char-local-global-copy',
                  'out/char-ssmax-copy'] +  # and the demo's YaRN fine-tune (3 seeds), with temperatures on top
                 [f'out/char-ft/yarn_s4_beta_fast8/seed{s}' for s in (1337, 1338, 1339)])

@@ -13,7 +13,7 @@
 # vs 4.49 on the first copy. Short of the 90% target. --copy_share=1.0 reached 91.4% (n=128) but val 1.611.
 # Exact match by step (n=64): 625: 0%, 875: 5%, 1125: 20%, 1500: 58%, 1875: 64%, 2375: 81%, 3000: 86%.
 # MEASURED by `make demo` (2 threads, 2 idle cores; bit-reproducible run to run): 3000 steps in 864.5 s, val 1.5064;
-# passkey exact match 91% [76-97] (n=32) at distances 24-96 in the demo's eval (assets/summary.md).
+# passkey exact match 91% [76-97] (n=32) at distances 24-96 in the demo's eval (assets/demo/summary.md).
 out_dir = 'out/char-base-copy'
 dataset = 'shakespeare_char'
 block_size = 128

@@ -1,5 +1,5 @@
 """The record behind each claim (issue 31 item 6, lab/verdicts/claims.py): every registered comparison recomputes from the
-summary it names to what that summary stores, its committed record in assets/claims/ is current, and the sentence that
+summary it names to what that summary stores, its committed record in assets/test/claims/ is current, and the sentence that
 states it in README.md or docs/results.md still prints its difference and verdict; a doctored summary, a stale record
 or a changed sentence is reported."""
 import json
@@ -39,12 +39,12 @@ def test_a_record_carries_the_raw_values_and_where_they_came_from():
 @pytest.fixture
 def sandbox(tmp_path, monkeypatch):
     """A copy of the repository's claim files and the test summary, for doctoring."""
-    for d in ('assets/claims', 'docs'):
+    for d in ('assets/test/claims', 'docs'):
         shutil.copytree(f"{claims.ROOT}/{d}", tmp_path / d)
     shutil.copy(f"{claims.ROOT}/README.md", tmp_path / 'README.md')
     shutil.copy(f"{claims.ROOT}/{claims.TEST}", tmp_path / claims.TEST)
     monkeypatch.setattr(claims, 'ROOT', str(tmp_path))
-    monkeypatch.setattr(claims, 'OUT', str(tmp_path / 'assets' / 'claims'))
+    monkeypatch.setattr(claims, 'OUT', str(tmp_path / 'assets' / 'test' / 'claims'))
     claims.load.cache_clear()
     yield tmp_path
     claims.load.cache_clear()

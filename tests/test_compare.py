@@ -124,8 +124,8 @@ def test_agreement_counts_what_two_runs_concluded_alike(tmp_path, capsys):
     import json
     from lab.verdicts import agreement
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    a, b = (json.load(open(os.path.join(root, 'assets', f), encoding='utf-8'))
-            for f in ('summary.json', 'xeon_demo_summary.json'))
+    a, b = (json.load(open(os.path.join(root, 'assets', 'demo', f), encoding='utf-8'))
+            for f in ('summary.json', 'xeon_summary.json'))
     n, same, flipped, moved = agreement.agreement(a, b)
     assert (n, same) == (3422, 3216) and sum(moved.values()) == n - same
     assert flipped == [('contrast', 'loss', '512-1024', 'yarn s=4 β_fast=8 ft100', 'linear s=4 ft100')]
@@ -137,5 +137,5 @@ def test_agreement_counts_what_two_runs_concluded_alike(tmp_path, capsys):
     row['verdict'] = 'worse'
     n2, same2, flipped2, moved2 = agreement.agreement(a, c)
     assert (n2, same2, len(flipped2), dict(moved2)) == (own, own - 1, 1, {('better', 'worse'): 1})
-    assert agreement.main([os.path.join(root, 'assets', 'summary.json'), str(tmp_path / 'none.json')]) == 2
+    assert agreement.main([os.path.join(root, 'assets', 'demo', 'summary.json'), str(tmp_path / 'none.json')]) == 2
     assert 'cannot be read' in capsys.readouterr().err

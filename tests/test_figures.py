@@ -1,5 +1,5 @@
 """Issue 34's pictures (lab/pictures/figures.py, lab/pictures/verdict_plots.py, lab/pictures/redraw.py), drawn from the committed demo run
-(assets/summary.json and its CSVs) as `eval.py --plot_only=True` draws them: the headline, the families, the forest
+(assets/demo/summary.json and its CSVs) as `eval.py --plot_only=True` draws them: the headline, the families, the forest
 plot, the verdict grid, the heatmaps, the claims; no label on a curve; every committed PNG redrawable."""
 import copy
 import json
@@ -15,13 +15,14 @@ from lab.pictures.verdict_plots import plot_verdicts, verdict_rows
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ASSETS = os.path.join(ROOT, 'assets')
+DEMO = os.path.join(ASSETS, 'demo')  # the demo's eval, as eval.py leaves it (its committed files)
 
 
 @pytest.fixture
 def demo(tmp_path):
     for name in ('summary.json', 'position_loss.csv', 'retrieval.csv', 'attention_entropy.csv', 'finetune_curves.csv'):
-        shutil.copy(os.path.join(ASSETS, name), tmp_path / name)
-    return str(tmp_path), json.load(open(os.path.join(ASSETS, 'summary.json')))
+        shutil.copy(os.path.join(DEMO, name), tmp_path / name)
+    return str(tmp_path), json.load(open(os.path.join(DEMO, 'summary.json')))
 
 
 @pytest.fixture(scope='module')
@@ -32,7 +33,7 @@ def drawn(tmp_path_factory):
     import lab.pictures.plot_kit
     out_dir, found = tmp_path_factory.mktemp('demo'), {}
     for name in ('summary.json', 'position_loss.csv', 'retrieval.csv', 'attention_entropy.csv', 'finetune_curves.csv'):
-        shutil.copy(os.path.join(ASSETS, name), out_dir / name)
+        shutil.copy(os.path.join(DEMO, name), out_dir / name)
 
     def grab(fig, path):
         bad = collisions(fig)
@@ -77,7 +78,7 @@ def test_the_forest_plot_rows_are_the_verdicts(demo):
 
 
 def test_the_test_split_adds_each_arm_against_its_own_crop():
-    summary = json.load(open(os.path.join(ASSETS, 'test_summary.json')))
+    summary = json.load(open(os.path.join(ASSETS, 'test', 'summary.json')))
     own = {t: r for t, k, r in verdict_rows(summary) if t.startswith('each arm − its own crop')}
     want = summary['settings']['vs_self']['loss']['512-1024']
     assert [(n, v) for n, _, _, v in own['each arm − its own crop, loss, 512-1024']] == \
@@ -207,14 +208,14 @@ def test_the_verdict_grid_holds_every_room_verdict(demo):
 def test_the_claims_plot_shows_every_claim_record(tmp_path):
     import glob
     from lab.pictures.verdict_plots import claim_rows, plot_claims
-    records = [json.load(open(p)) for p in glob.glob(os.path.join(ASSETS, 'claims', '*.json'))]
-    panels = dict(claim_rows(os.path.join(ASSETS, 'claims')))
+    records = [json.load(open(p)) for p in glob.glob(os.path.join(ASSETS, 'test', 'claims', '*.json'))]
+    panels = dict(claim_rows(os.path.join(ASSETS, 'test', 'claims')))
     assert sum(len(r) for r in panels.values()) == len(records) >= 29
     by_id = {label.split(':')[0]: (d, v) for rows in panels.values() for label, d, _, v, _ in rows}
     assert by_id == {r['id']: (r['result']['diff'], r['result']['verdict']) for r in records}
     assert {label.split(':')[0] for label, *_ in panels['points']} == {
         r['id'] for r in records if r['comparison']['kind'] != 'loss'}
-    path, png = plot_claims(os.path.join(ASSETS, 'claims'), str(tmp_path / 'claims.png'))
+    path, png = plot_claims(os.path.join(ASSETS, 'test', 'claims'), str(tmp_path / 'claims.png'))
     assert png[:8] == b'\x89PNG\r\n\x1a\n' and plot_claims(str(tmp_path), str(tmp_path / 'x.png')) is None
 
 
@@ -223,9 +224,11 @@ def test_every_committed_picture_redraws_from_committed_files(tmp_path):
     assert redraw.check() == []  # each PNG in assets/ has a recipe, each recipe's summary is committed
     (tmp_path / 'stray.png').write_bytes(b'x')
     assert redraw.check(str(tmp_path))[0] == \
-        "assets/stray.png has no recipe in lab/pictures/redraw.py (add its study to PLAN, or remove the picture)"
-    shutil.copy(os.path.join(ASSETS, 'slow_pairs_summary.json'), tmp_path)  # kept without its position CSV
+        "assets/stray.png has no recipe in lab/pictures/redraw.py (add its folder to PLAN, or remove the picture)"
+    (tmp_path / 'studies' / 'slow_pairs').mkdir(parents=True)
+    shutil.copy(os.path.join(ASSETS, 'studies', 'slow_pairs', 'summary.json'),  # kept without its position CSV
+                tmp_path / 'studies' / 'slow_pairs')
     written = redraw.redraw(['slow_pairs'], assets=str(tmp_path))
-    assert [os.path.basename(p) for p in written] == ['slow_pairs_families.png']
+    assert written == [str(tmp_path / 'studies' / 'slow_pairs' / 'families.png')]
     assert open(written[0], 'rb').read(8) == b'\x89PNG\r\n\x1a\n'
     assert redraw.main(['nosuch']) == 2

@@ -7,7 +7,7 @@ The verdicts as pictures (issue 34), drawn like every picture from files alone:
   verdict_grid.png  every room at once: one row per comparison, one column per room (loss, passkey, depth passkey,
                     the needle rooms, recall, tracking) at its last bucket, the cell coloured by the verdict and
                     holding the difference, so one look says where an arm wins and where it merely ties
-  claims.png        (lab.pictures.redraw) the forest plot of every claims record in assets/claims: what README.md and
+  claims.png        (lab.pictures.redraw) the forest plot of every claims record in assets/test/claims: what README.md and
                     docs/results.md state in numbers, each with its interval and margin
 
 The verdict words are lab.verdicts.stats's: better / worse (the interval excludes 0 and is not inside the margin),
@@ -213,7 +213,7 @@ def plot_claims(claims_dir, path):
 
 
 def write_claims_png(claims_dir):
-    """claims.png beside claims_dir (assets/claims -> assets/claims.png), written atomically; its path."""
+    """claims.png beside claims_dir (assets/test/claims -> assets/test/claims.png), written atomically; its path."""
     from data.common import atomic_write
     path, png = plot_claims(claims_dir, os.path.join(os.path.dirname(claims_dir), 'claims.png'))
     atomic_write(path, lambda f: f.write(png))

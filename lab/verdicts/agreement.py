@@ -4,7 +4,7 @@ column's best, the named contrasts, each arm against each crop) is read from bot
 compares; the answer is the share that kept its word, the ones that reversed (better <-> worse), and how the rest
 moved. For a rerun on another machine, another torch, other seeds:
 
-  python -m lab.verdicts.agreement assets/summary.json assets/xeon_demo_summary.json
+  python -m lab.verdicts.agreement assets/demo/summary.json assets/demo/xeon_summary.json
 """
 import argparse
 import collections

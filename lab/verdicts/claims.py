@@ -1,10 +1,10 @@
 """
 A record behind each claim (issue 31 item 6; modded-nanogpt keeps one statistics file per record): every comparison
 that README.md or docs/results.md states in numbers is listed in CLAIMS with the summary it comes from, and
-`python -m lab.verdicts.claims` writes assets/claims/<id>.json for each, holding the command, commit, torch version and
+`python -m lab.verdicts.claims` writes assets/test/claims/<id>.json for each, holding the command, commit, torch version and
 machine that made the summary (its provenance), the comparison recomputed with this version's code from the values
 the summary stores, and those raw values, unit by unit (windows or examples, seeds), so that a reader can redo the
-test with any tool; assets/claims/README.md lists them. `python -m lab.verdicts.claims --check` recomputes every claim and
+test with any tool; assets/test/claims/README.md lists them. `python -m lab.verdicts.claims --check` recomputes every claim and
 compares it with its record and with the sentence that states it (tests/test_claims.py does the same).
 
 A claim: id, file (a summary.json under assets/), table (contrasts, vs_self, or vs_crop:<crop arm>), kind (loss,
@@ -24,8 +24,8 @@ from lab.verdicts.compare import ROOMS, family, unit_values
 from lab.verdicts.summary_md import units
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-OUT = os.path.join(ROOT, 'assets', 'claims')
-TEST = 'assets/test_summary.json'
+OUT = os.path.join(ROOT, 'assets', 'test', 'claims')
+TEST = 'assets/test/summary.json'
 Y8, Y8FT, PLAIN = 'yarn s=8 β_fast=8 zero-shot', 'yarn s=4 β_fast=8 ft100', 'default ft100'
 CROP = 'crop w=128 (sliding)'
 
@@ -160,7 +160,7 @@ def problems(c, rec=None):
                    f"{old['verdict']}")
     path = os.path.join(OUT, f"{c['id']}.json")
     if not os.path.exists(path) or _read(path) != json.loads(json.dumps(rec)):
-        out.append(f"{c['id']}: assets/claims/{c['id']}.json is missing or stale; run python -m lab.verdicts.claims")
+        out.append(f"{c['id']}: assets/test/claims/{c['id']}.json is missing or stale; run python -m lab.verdicts.claims")
     fmt = units(c['kind'])[1]
     shown = fmt(r['diff']).replace('-', '−')
     for doc, quote in c['said']:
@@ -186,10 +186,10 @@ def index(records):
              '| claim | A − B | column | difference [95%] | verdict | from | commit |', '|---|---|---|---|---|---|---|']
     for r in records:
         c, x, p = r['comparison'], r['result'], r['provenance']
-        fmt = units(c['kind'])[1]
+        fmt, src = units(c['kind'])[1], os.path.relpath(os.path.join(ROOT, r['file']), OUT)  # the summary, from here
         lines.append(f"| [{r['id']}]({r['id']}.json) | {c['a']} − {c['b']} | {c['kind']} {c['column']} | "
                      f"{fmt(x['diff'])} [{fmt(x['ci'][0])}, {fmt(x['ci'][1])}] | {x['verdict']} | "
-                     f"[{os.path.basename(r['file'])}](../{os.path.basename(r['file'])}) | "
+                     f"[{r['file']}]({src}) | "
                      f"{(p.get('commit') or 'not recorded')[:7]} |")
     return '\n'.join(lines) + '\n'
 
@@ -212,9 +212,9 @@ def main(argv):
         atomic_write_text(os.path.join(OUT, f"{r['id']}.json"), json.dumps(r, indent=1, ensure_ascii=False) + '\n')
     if not args.ids:
         atomic_write_text(os.path.join(OUT, 'README.md'), index(records))
-    from lab.pictures.verdict_plots import write_claims_png  # their forest plot, assets/claims.png
+    from lab.pictures.verdict_plots import write_claims_png  # their forest plot, assets/test/claims.png
     write_claims_png(OUT)
-    print(f"wrote {len(records)} claim records to {os.path.relpath(OUT, ROOT)} and their picture, assets/claims.png")
+    print(f"wrote {len(records)} claim records to {os.path.relpath(OUT, ROOT)} and their picture, assets/test/claims.png")
     return 0
 
 
