@@ -1,14 +1,19 @@
 # The CPU pipeline, one visible step per target; `make demo` runs them all (27 min 15 s and 27 min 39 s on 2 cores, 2026-12-01, each measured as one command from a clean clone).
 # Every step is a plain command you can copy and change. PY=python3 make demo to pick another interpreter.
+.DEFAULT_GOAL := help  # `make` alone lists the targets
 PY ?= $(shell command -v python >/dev/null && echo python || echo python3)
 
-.PHONY: quick demo install data train train-copy finetune pose longrope longrope-ref longrope4 eval eval-test eval-2048 bases-test knobs ape pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases test gpu-check drope nope-base hybrid-base local-global-base ssmax-base temperature-knobs designs drope-eval scale-layers hybrid-eval own-crops designs-2048 abf longrope2 prope-base clip-base sinks-base clip-sweep frequencies frequency-bases
+.PHONY: quick demo install data train-copy finetune pose longrope eval train eval-test bases-test knobs eval-2048 pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases ape longrope-ref longrope4 drope nope-base hybrid-base local-global-base ssmax-base abf longrope2 prope-base clip-base sinks-base clip-sweep frequencies frequency-bases temperature-knobs designs designs-2048 drope-eval scale-layers hybrid-eval own-crops gpu-check test help
+
+##@ story: the story in minutes
 
 quick:                # the story in minutes: a small base at L=128, plain RoPE vs PI / NTK-aware / YaRN zero-shot and fine-tuned 40 steps at 512 (one seed), loss against position to 4 x L (87 s and 97 s in two clean-clone runs on 2 idle cores)
 	$(MAKE) install data
 	$(PY) train.py config/train_quick.py --overwrite=True
 	$(PY) finetune_long.py config/finetune_quick.py --overwrite=True
 	$(PY) eval.py config/eval_quick.py
+
+##@ demo: the demo: `make demo` runs these in order, each a plain command you can copy and change
 
 demo: install data train-copy finetune pose longrope eval
 
@@ -17,9 +22,6 @@ install:              # what requirements.txt lists, unless it is already import
 
 data:                 # character-level Shakespeare, 4 plays held out (~5 s)
 	$(PY) data/shakespeare_char/prepare.py
-
-train:                # optional: the pure-text 0.8M-param RoPE GPT at L=128, 1500 steps (~7 min): the reference for text loss
-	$(PY) train.py config/train_shakespeare_char_cpu.py --overwrite=True
 
 train-copy:           # the demo's base: the same GPT, 3000 steps with synthetic copies mixed in, so it retrieves (11 min 13 s on 2 cores)
 	$(PY) train.py config/train_shakespeare_char_copy_cpu.py --overwrite=True
@@ -34,19 +36,26 @@ pose:                 # PoSE at L=128 (plain, YaRN s=4 beta_fast=8), same steps 
 longrope:             # LongRoPE's evolutionary search of per-pair factors and n-hat at s=8, 56 candidates on 16 training windows (32 s on 2 cores)
 	$(PY) search_longrope.py --init_from=out/char-base-copy --factor=8 --out_dir=out/char-longrope-s8 --overwrite=True
 
-longrope-ref:         # optional: the same search at the reference's budget (population 64, 40 generations: 1344 candidates, ~27 CPU-min; --init_from=resume extends a cut run)
-	$(PY) search_longrope.py config/search_longrope_ref.py --overwrite=True
-
-longrope4:            # optional: search at s=4, fine-tune the searched arm like the others (3 seeds), evaluate beside them (~5 min)
-	$(PY) search_longrope.py --init_from=out/char-base-copy --factor=4 --out_dir=out/char-longrope-s4 --overwrite=True
-	$(PY) finetune_long.py config/finetune_long_char_cpu.py --init_from=out/char-longrope-s4 --rope_type=keep --plain=False --out_dir=out/char-ft-longrope --overwrite=True
-	$(PY) eval.py --ckpt=out/char-base-copy,out/char-ft,out/char-ft-longrope --eval_len=1024 --num_windows=32 --out_dir=out/char-eval-longrope
-
 eval:                 # every arm under one protocol to 1024 = 8 x L: loss, ppl, eight retrieval tasks (16 examples a cell), crop verdicts, named contrasts, entropy, plots (8 min 24 s, two worker processes)
 	$(PY) eval.py config/eval_char_cpu.py
 
-eval-test:            # the test split (issue 31): 140 windows and 100 examples a cell that share no token with make eval's (run it after make eval), the headline arms and each against its own crop (32 min 16 s on 2 cores)
+train:                # optional: the pure-text 0.8M-param RoPE GPT at L=128, 1500 steps (~7 min): the reference for text loss
+	$(PY) train.py config/train_shakespeare_char_cpu.py --overwrite=True
+
+##@ test split: windows that share no token with the demo's, sized for the claims records (after make demo)
+
+eval-test:            # the test split: 140 windows and 100 examples a cell that share no token with make eval's (run it after make eval), the headline arms and each against its own crop (32 min 16 s on 2 cores)
 	$(PY) eval.py config/eval_test_cpu.py
+
+bases-test: out/char-eval-test/summary.json out/char-base-copy-1338/ckpt.pt out/char-base-copy-1339/ckpt.pt  # the test split on the three bases: its zero-shot arms on the two other bases, combined with make eval-test's (46 min 42 s on 2 cores, the two bases trained in it)
+	$(PY) eval.py config/eval_test_cpu.py config/eval_bases_test.py --base=out/char-base-copy-1338 --out_dir=out/char-eval-test-base1338
+	$(PY) eval.py config/eval_test_cpu.py config/eval_bases_test.py --base=out/char-base-copy-1339 --out_dir=out/char-eval-test-base1339
+	$(PY) eval.py --combine=out/char-eval-test,out/char-eval-test-base1338,out/char-eval-test-base1339 --out_dir=out/char-eval-test-bases
+
+out/char-eval-test/summary.json:  # the test split's eval, which `make bases-test` combines with its own (needs make demo's runs)
+	$(MAKE) eval-test
+
+##@ studies: the papers' claims in miniature, each reusing the demo's runs (docs/results.md reports each)
 
 knobs:                # the attention maps' knob grids on 16 TRAINING windows: Self-Extend (w, G), ReRoPE w, Leaky ReRoPE (w, k); loss and passkey (1 min 47 s)
 	$(PY) eval.py config/eval_knobs_cpu.py
@@ -58,7 +67,6 @@ pi-steps:             # optional: does PI catch up with more steps? PI s=4 fine-
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --rope_type=linear --plain=False --max_iters=400 --out_dir=out/char-ft-pi400 --overwrite=True
 	$(PY) eval.py --ckpt=out/char-base-copy,out/char-ft,out/char-ft-pi400 --eval_len=1024 --num_windows=32 --out_dir=out/char-eval-pi400 --contrasts="linear_s4_ft400 | linear_s4_ft100; linear_s4_ft400 | yarn_s4_beta_fast8_ft100; linear_s4_ft400 | default_ft100"
 
-# The papers' claims in miniature (issue 21; docs/results.md has one section per study). Each reuses the demo's runs.
 long-s8:              # train short, test long: PI and YaRN at s=8 fine-tuned at 512 (3 seeds) beside the s=4 ones; the s=4 fine-tunes run at s=8 and under Dynamic YaRN; YaRN s=2 over the plain control's 512 (24 min 29 s on 2 cores)
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --factor=8 --block_size=512 --plain=False --out_dir=out/char-ft-s8 --overwrite=True
 	$(PY) eval.py config/eval_long_s8.py
@@ -85,16 +93,21 @@ bases: out/char-eval/summary.json out/char-base-copy-1338/ckpt.pt out/char-base-
 	$(PY) eval.py config/eval_bases.py --base=out/char-base-copy-1339 --out_dir=out/char-eval-base1339
 	$(PY) eval.py --combine=out/char-eval,out/char-eval-base1338,out/char-eval-base1339 --out_dir=out/char-eval-bases
 
-bases-test: out/char-eval-test/summary.json out/char-base-copy-1338/ckpt.pt out/char-base-copy-1339/ckpt.pt  # the test split on the three bases: its zero-shot arms on the two other bases, combined with make eval-test's (issue 31; 46 min 42 s on 2 cores, the two bases trained in it)
-	$(PY) eval.py config/eval_test_cpu.py config/eval_bases_test.py --base=out/char-base-copy-1338 --out_dir=out/char-eval-test-base1338
-	$(PY) eval.py config/eval_test_cpu.py config/eval_bases_test.py --base=out/char-base-copy-1339 --out_dir=out/char-eval-test-base1339
-	$(PY) eval.py --combine=out/char-eval-test,out/char-eval-test-base1338,out/char-eval-test-base1339 --out_dir=out/char-eval-test-bases
+ape: out/char-base/ckpt.pt  # optional: the same model with sinusoidal positions and with ALiBi, evaluated past L (~22 min)
+	$(PY) train.py config/train_shakespeare_char_cpu.py --pos_emb=sinusoidal --out_dir=out/char-sinusoidal --overwrite=True
+	$(PY) train.py config/train_shakespeare_char_cpu.py --pos_emb=alibi --out_dir=out/char-alibi --overwrite=True
+	$(PY) eval.py --ckpt=out/char-base,out/char-sinusoidal,out/char-alibi --rope_types=crop:form=sliding --eval_len=1024 --num_windows=32 --out_dir=out/char-ape --contrasts="sinusoidal (L=128) | base (L=128); alibi (L=128) | base (L=128)"
+
+longrope-ref:         # optional: the same search at the reference's budget (population 64, 40 generations: 1344 candidates, ~27 CPU-min; --init_from=resume extends a cut run)
+	$(PY) search_longrope.py config/search_longrope_ref.py --overwrite=True
+
+longrope4:            # optional: search at s=4, fine-tune the searched arm like the others (3 seeds), evaluate beside them (~5 min)
+	$(PY) search_longrope.py --init_from=out/char-base-copy --factor=4 --out_dir=out/char-longrope-s4 --overwrite=True
+	$(PY) finetune_long.py config/finetune_long_char_cpu.py --init_from=out/char-longrope-s4 --rope_type=keep --plain=False --out_dir=out/char-ft-longrope --overwrite=True
+	$(PY) eval.py --ckpt=out/char-base-copy,out/char-ft,out/char-ft-longrope --eval_len=1024 --num_windows=32 --out_dir=out/char-eval-longrope
 
 out/char-base-copy-%/ckpt.pt:  # another copying base (seed %, the demo's recipe), trained once if it is missing (14-15 min)
 	$(PY) train.py config/train_shakespeare_char_copy_cpu.py --seed=$* --out_dir=out/char-base-copy-$* --overwrite=True
-
-out/char-eval-test/summary.json:  # the test split's eval, which `make bases-test` combines with its own (needs make demo's runs)
-	$(MAKE) eval-test
 
 out/char-eval/summary.json:  # the demo's eval, which `make bases` combines with its own; run once if it is missing (needs make demo's runs)
 	$(MAKE) eval
@@ -102,13 +115,8 @@ out/char-eval/summary.json:  # the demo's eval, which `make bases` combines with
 out/char-base/ckpt.pt:  # the pure-text RoPE base that `make ape` compares against, trained once if it is missing (~7 min)
 	$(PY) train.py config/train_shakespeare_char_cpu.py --overwrite=True
 
-ape: out/char-base/ckpt.pt  # optional: the same model with sinusoidal positions and with ALiBi, evaluated past L (~22 min)
-	$(PY) train.py config/train_shakespeare_char_cpu.py --pos_emb=sinusoidal --out_dir=out/char-sinusoidal --overwrite=True
-	$(PY) train.py config/train_shakespeare_char_cpu.py --pos_emb=alibi --out_dir=out/char-alibi --overwrite=True
-	$(PY) eval.py --ckpt=out/char-base,out/char-sinusoidal,out/char-alibi --rope_types=crop:form=sliding --eval_len=1024 --num_windows=32 --out_dir=out/char-ape --contrasts="sinusoidal (L=128) | base (L=128); alibi (L=128) | base (L=128)"
+##@ 2025-26 designs: each base is the demo's recipe with one change; each study reuses the demo's base and fine-tunes
 
-# The 2025-26 designs (issue 32; docs/results.md "The 2025-26 designs"). Each base is the demo's recipe (the copy mix,
-# smeared keys, 3000 steps) with one change; each study reuses the demo's base and fine-tunes.
 drope:                # DroPE on the demo's base: RoPE removed (layers 4*nope), recalibrated at L = 128 on the base's data mix for 30 / 100 / 300 / 1000 steps at lr 3e-4, and 1000 at lr 1e-3 decaying, 3 seeds each
 	$(PY) finetune_long.py config/finetune_drope_cpu.py --max_iters=30 --out_dir=out/char-drope30 --overwrite=True
 	$(PY) finetune_long.py config/finetune_drope_cpu.py --max_iters=100 --out_dir=out/char-drope100 --overwrite=True
@@ -139,7 +147,7 @@ longrope2:            # LongRoPE2 against LongRoPE at s=4, 2 x 2: the search sco
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --init_from=out/char-longrope2-s4 --rope_type=keep --plain=False --out_dir=out/char-ft-longrope2-nomix --overwrite=True
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --init_from=out/char-longrope2-s4 --rope_type=keep --plain=False --mixed_short=0.5 --out_dir=out/char-ft-longrope2 --overwrite=True
 
-prope-base:           # p-RoPE trained in (issue 33): only the fastest quarter of the pairs rotate (HF 'proportional', partial_rotary_factor 0.25, Gemma 4's global layers), the demo's recipe otherwise
+prope-base:           # p-RoPE trained in: only the fastest quarter of the pairs rotate (HF 'proportional', partial_rotary_factor 0.25, Gemma 4's global layers), the demo's recipe otherwise
 	$(PY) train.py config/train_shakespeare_char_copy_cpu.py "--rope_scaling={'rope_type': 'proportional', 'partial_rotary_factor': 0.25}" --out_dir=out/char-prope-copy --overwrite=True
 
 clip-base:            # clipped RoPE trained in (FoPE / HoPE): the pairs with a wavelength over L = 128 never rotate (pairs 6-15 of 16)
@@ -151,7 +159,7 @@ sinks-base:           # learned attention sinks trained in (gpt-oss: one logit p
 clip-sweep:           # which pairs matter: the demo's base with only its k fastest pairs rotating (k = 0..16, p-RoPE at inference), loss and retrieval at T = 1024 on the 32 dev windows, against the critical dimension (6 pairs)
 	$(PY) eval.py config/eval_clip_sweep_cpu.py
 
-frequencies:          # issue 33's arms under one protocol on the 32 dev windows at T = 1024: clipped and p-RoPE zero-shot, DCA beside ReRoPE / Self-Extend, ABF beside PI / YaRN, LongRoPE2's 2 x 2, the p-RoPE, clipped and sink bases; every arm also against its own crop (needs make demo, abf, longrope2)
+frequencies:          # the frequency designs under one protocol on the 32 dev windows at T = 1024: clipped and p-RoPE zero-shot, DCA beside ReRoPE / Self-Extend, ABF beside PI / YaRN, LongRoPE2's 2 x 2, the p-RoPE, clipped and sink bases; every arm also against its own crop (needs make demo, abf, longrope2)
 	$(PY) eval.py config/eval_frequencies_cpu.py
 
 frequency-bases:      # the p-RoPE, clipped and sink bases beside the demo's; then each against its own crop, the p-RoPE base with its rotating pairs PI'd (Gemma 4's factor 8), the sink base with YaRN (needs make demo, prope-base, clip-base, sinks-base)
@@ -182,6 +190,8 @@ own-crops:            # the NoPE and SSMax bases against their own crops (and No
 	$(PY) eval.py --base=out/char-nope-copy --rope_types=default,crop:form=sliding,qtemp:shape=logn --eval_len=1024 --num_windows=32 --retrieval_examples=16 --out_dir=out/char-eval-nope
 	$(PY) eval.py --base=out/char-ssmax-copy --rope_types=default,crop:form=sliding --eval_len=1024 --num_windows=32 --retrieval_examples=16 --out_dir=out/char-eval-ssmax
 
+##@ GPU: on one GPU (the CPU targets above scaled up)
+
 gpu-check:            # one GPU, sized for ~8 min (not yet timed on one): BPE data; the GPU recipe's 30M base in bf16 + compile (60 timed steps: tokens/s, MFU, peak memory; then 300 steps); PI, YaRN, plain fine-tuned 60 steps at 1024; a 7-arm eval. tests/test_gpu_check.py runs these lines tiny on the CPU
 	$(PY) data/shakespeare/prepare.py
 	$(PY) train.py config/train_shakespeare_gpu.py --bench=True --max_iters=60 --out_dir=out/gpu-check-bench
@@ -189,5 +199,10 @@ gpu-check:            # one GPU, sized for ~8 min (not yet timed on one): BPE da
 	$(PY) finetune_long.py config/finetune_long_gpu.py --init_from=out/gpu-check-base --rope_type=linear,yarn --max_iters=60 --warmup_iters=10 --out_dir=out/gpu-check-ft --overwrite=True
 	$(PY) eval.py --ckpt=out/gpu-check-base,out/gpu-check-ft --rope_types=default,ntk,yarn,dynamic_yarn --eval_len=1024 --num_windows=16 --retrieval_examples=16 --out_dir=out/gpu-check-eval
 
+##@ checks: the suite and this list
+
 test:                 # the test suite (what .ci/run runs)
 	$(PY) -m pytest -q tests
+
+help:                 # the targets by group, with what each runs and how long it took (`make` alone prints this)
+	@awk '/^##@/ { printf "\n%s\n", substr($$0, 5); next } /^[a-z][a-z0-9-]*:.*#/ { t = $$1; sub(/:.*/, "", t); c = $$0; sub(/^[^#]*# */, "", c); printf "  %-18s %s\n", t, c }' $(MAKEFILE_LIST)
