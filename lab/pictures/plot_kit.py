@@ -1,7 +1,8 @@
 """
-What plot.py and lab/pictures/retrieval_plots.py share: reading eval.py's files (every CSV and summary.json is checked as it is
-read; a missing, torn or hand-edited file is one DataError or ValueError naming the file, the field and the fix), and
-the look of the pictures (font sizes, one colour per method family, line styles by kind of arm, PNG bytes).
+What every picture shares (plot.py and lab/pictures/*): reading eval.py's files (every CSV and summary.json is checked
+as it is read; a missing, torn or hand-edited file is one DataError or ValueError naming the file, the field and the
+fix), the look (font sizes, one colour per method, line styles by kind of arm, PNG bytes), the story's smoothing
+along positions, and which arms tell the story (headline_arms: the headline, the retrieval pictures, the heatmaps).
 """
 import csv
 import io
