@@ -5,8 +5,8 @@ of the config, and `set_rope_scaling` switches it on a trained model without tou
 each layer may differ (`layers`): RoPE or NoPE, a sliding window, its own base, scaled or not (rope_scaling['layers']).
 
 Seams for lab/ (imported by none of this file): `forward(pos=ids)` runs tokens at given positions (PoSE, KV cache);
-`forward(rope=(cos, sin))` takes ready-made tables; `forward(attend=fn)`: fn(layer, q, k, v) -> y (q, k rotated) in
-every layer instead of causal attention (cache, position maps, crop); `ATTENTION` holds attention classes.
+`forward(rope=[(cos, sin) per RoPE group])` takes ready-made tables; `forward(attend=fn)`: fn(layer, q, k, v) -> y (q, k
+rotated) in every layer instead of causal attention (cache, position maps, crop); `ATTENTION` holds attention classes.
 """
 
 import math
@@ -106,10 +106,10 @@ def rotate(q, k, rope):
     return (q, k) if rope is None else tuple(apply_rope(x, *(t.to(x.dtype) for t in rope)) for x in (q, k))
 
 class CausalSelfAttention(nn.Module):
-    window, rope_group = None, 0  # its sliding window (None: all keys), its RoPE tables (None: NoPE): GPT._build_rope
 
-    def __init__(self, config):
+    def __init__(self, config, spec):  # spec: this layer's LayerSpec (layer_specs); a subclass takes and passes both
         super().__init__()
+        self.window = spec.window  # its sliding window of keys (None: every earlier key)
         self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd, bias=config.bias)
         self.c_proj = nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
         self.resid_dropout = nn.Dropout(config.dropout)
@@ -135,12 +135,10 @@ class CausalSelfAttention(nn.Module):
         i = torch.arange(k.size(2), device=k.device) if at is None else at[:, None, :]
         return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed(i, k.size(2), self.window), dropout_p=p)
 
-    def forward(self, x, rope, attend=None, at=None):
+    def forward(self, x, rope, attend=None):
         B, T, C = x.size()
         q, k, v = self.qkv(x, rope)
-        if at is not None:  # only the outputs at positions `at` are needed: every key, just their queries
-            q = q.gather(2, at[:, None, :, None].expand(-1, q.size(1), -1, q.size(-1)))
-        y = self.attend(q, k, v, at) if attend is None else attend(q, k, v)
+        y = self.attend(q, k, v) if attend is None else attend(q, k, v)  # attend may return fewer queries (at=)
         return self.resid_dropout(self.c_proj(y.transpose(1, 2).contiguous().view(B, -1, C)))
 
 ATTENTION = {'causal': CausalSelfAttention}  # config.attention -> class; rooms register variants here
@@ -158,17 +156,15 @@ class MLP(nn.Module):
 
 class Block(nn.Module):
 
-    def __init__(self, config):
+    def __init__(self, config, spec):
         super().__init__()
         self.ln_1 = nn.LayerNorm(config.n_embd, bias=config.bias)
-        self.attn = ATTENTION[config.attention_class](config)
+        self.attn = ATTENTION[config.attention_class](config, spec)
         self.ln_2 = nn.LayerNorm(config.n_embd, bias=config.bias)
         self.mlp = MLP(config)
 
-    def forward(self, x, rope, attend=None, at=None):  # rope: one (cos, sin) for every RoPE layer, or {group: (cos, sin)}
-        g = self.attn.rope_group
-        y = self.attn(self.ln_1(x), None if g is None else rope[g] if isinstance(rope, dict) else rope, attend, at)
-        x = (x if at is None else x.gather(1, at[..., None].expand(-1, -1, x.size(-1)))) + y
+    def forward(self, x, rope, attend=None):  # rope: this layer's (cos, sin), None in a NoPE layer
+        x = x + self.attn(self.ln_1(x), rope, attend)
         return x + self.mlp(self.ln_2(x))
 
 class GPT(nn.Module):
@@ -179,7 +175,7 @@ class GPT(nn.Module):
         self.transformer = nn.ModuleDict(dict(
             wte=nn.Embedding(config.vocab_size, config.n_embd),
             drop=nn.Dropout(config.dropout),
-            h=nn.ModuleList([Block(config) for _ in range(config.n_layer)]),
+            h=nn.ModuleList([Block(config, spec) for spec in layer_specs(config)[0]]),
             ln_f=nn.LayerNorm(config.n_embd, bias=config.bias),
         ))
         if config.pos_emb == 'learned':
@@ -220,11 +216,10 @@ class GPT(nn.Module):
 
     def _build_rope(self, device=None):
         """Per RoPE group (rope_groups), inv_freq (float32, non-persistent buffers: rope_inv_freq is group 0's) and
-        the attention factor, computed once, not at every forward (a dynamic type: at l = L; rope_freqs recomputes)."""
-        self.rope_groups, index = rope_groups(self.config)
+        the attention factor, computed once, not at every forward (a dynamic type: at l = L; rope_freqs recomputes);
+        rope_index[layer]: the layer's group (None: NoPE), which a scaling aimed at some layers only moves."""
+        self.rope_groups, self.rope_index = rope_groups(self.config)
         self.rope_dynamic = is_dynamic(self.config.rope_scaling)
-        for block, spec, g in zip(self.transformer.h, layer_specs(self.config)[0], index):  # each layer's own settings
-            block.attn.window, block.attn.rope_group = spec.window, g
         device = self.lm_head.weight.device if device is None else device
         self.register_buffer('rope_inv_freq', None, persistent=False)  # (stays None without a RoPE layer)
         self.rope_attention_factors = []
@@ -249,29 +244,28 @@ class GPT(nn.Module):
         inv_freq, attention_factor = rope_inv_freq(self.head_dim, *self.rope_groups[group], seq_len=seq_len)
         return inv_freq.to(stored.device), attention_factor
 
-    def rope_tables(self, positions):
-        """cos/sin in float32 for position ids: an int T (0..T-1) or a tensor (T,) or (B, T); shape (T, head_dim), or
-        (B, 1, T, head_dim) to broadcast over the heads. A dynamic type scales for max position + 1 tokens. Several
-        RoPE groups (per-layer bases or scaling): {group: (cos, sin)}; no RoPE layer at all: None."""
+    def rope_tables(self, positions, group=0):
+        """(cos, sin) in float32 of a RoPE group (rope_groups) for position ids: an int T (0..T-1) or a tensor (T,) or
+        (B, T); shape (T, head_dim), or (B, 1, T, head_dim) to broadcast over the heads. A dynamic type scales for max
+        position + 1 tokens."""
         span = positions if isinstance(positions, int) else int(positions.max()) + 1 if self.rope_dynamic else None
         if isinstance(positions, int):
             positions = torch.arange(positions, device=self.lm_head.weight.device)
-        tables = {}
-        for g, (base, scaling) in enumerate(self.rope_groups):
-            inv_freq, attention_factor = self.rope_freqs(span, g)
-            cos, sin = rope_cos_sin(inv_freq, positions, attention_factor)
-            n_hat = (scaling or {}).get('start_token_idx', 0)  # longrope: positions < n_hat stay plain
-            if n_hat:
-                cos, sin = longrope_start_tokens(cos, sin, positions, plain_inv_freq(self.head_dim, base), n_hat)
-            tables[g] = (cos, sin) if cos.dim() == 2 else (cos[:, None], sin[:, None])
-        return tables.get(0) if len(tables) < 2 else tables
+        base, scaling = self.rope_groups[group]
+        inv_freq, attention_factor = self.rope_freqs(span, group)
+        cos, sin = rope_cos_sin(inv_freq, positions, attention_factor)
+        n_hat = (scaling or {}).get('start_token_idx', 0)  # longrope: positions < n_hat stay plain
+        if n_hat:
+            cos, sin = longrope_start_tokens(cos, sin, positions, plain_inv_freq(self.head_dim, base), n_hat)
+        return (cos, sin) if cos.dim() == 2 else (cos[:, None], sin[:, None])
 
     def forward(self, idx, targets=None, reduction='mean', pos=None, attend=None, rope=None, at=None):
         """idx (B, T) token ids -> (logits (B, T, vocab), loss): a scalar (reduction='mean') or per-token NLL in nats
         (reduction='none', (B, T)), None without targets. pos: position ids (T,) or (B, T), default 0..T-1 (dynamic
-        types scale for max(pos) + 1). attend: fn(layer, q, k, v) -> y instead of causal attention. rope: ready tables. at: (B, K) positions, the only outputs wanted
-        (logits and loss (B, K)): the last layer runs just their queries (nanoGPT's last-position lm_head, one layer
-        deeper); not with attend."""
+        types scale for max(pos) + 1). attend: fn(layer, q, k, v) -> y instead of causal attention. rope: ready tables,
+        a list of one (cos, sin) per RoPE group, as [rope_tables(pos, g) for g in range(len(rope_groups))] gives them
+        (lab/measure/scoring.py's row_tables). at: (B, K) positions, the only outputs wanted (logits and loss (B, K)):
+        the last layer runs just their queries (_last_layer_at); not with attend."""
         (B, T), c = idx.size(), self.config
         if pos is not None and (not isinstance(pos, torch.Tensor) or pos.is_floating_point() or c.pos_emb == 'alibi'
                                 or tuple(pos.shape) not in ((T,), (B, T))):
@@ -289,12 +283,13 @@ class GPT(nn.Module):
             x = x + self.transformer.wpe(pos)
         elif c.pos_emb == 'sinusoidal':
             x = x + SINUSOIDAL_SCALE * sinusoidal_table(pos, c.n_embd).to(x.dtype)
-        if rope is None and c.pos_emb == 'rope':
-            rope = self.rope_tables(pos if given else T)
+        if rope is None:  # one (cos, sin) per RoPE group (none without RoPE), computed once for all its layers
+            rope = [self.rope_tables(pos if given else T, g) for g in range(len(self.rope_groups))]
+        tables = [None if g is None else rope[g] for g in self.rope_index]  # each layer's own (None: NoPE)
         x = self.transformer.drop(x)
-        for i, block in enumerate(self.transformer.h):
-            x = block(x, rope, None if attend is None else (lambda q, k, v, i=i: attend(i, q, k, v)),
-                      at if i == c.n_layer - 1 else None)
+        for i, (block, table) in enumerate(zip(self.transformer.h, tables)):
+            seam = None if attend is None else (lambda q, k, v, i=i: attend(i, q, k, v))  # attend, told its layer
+            x = block(x, table, seam) if at is None or i < c.n_layer - 1 else self._last_layer_at(block, x, table, at)
         logits = self.lm_head(self.transformer.ln_f(x))
         if targets is None:
             return logits, None
@@ -302,6 +297,14 @@ class GPT(nn.Module):
         loss = F.cross_entropy(logits.float().view(-1, logits.size(-1)), targets.reshape(-1),
                                ignore_index=-1, reduction=reduction)
         return logits, loss.view(targets.shape) if reduction == 'none' else loss
+
+    def _last_layer_at(self, block, x, rope, at):
+        """The last block, only for the outputs at positions at (B, K) -> (B, K, C): every key, just their queries and
+        residuals (nanoGPT's last-position lm_head, one layer deeper), through the attend seam."""
+        def attend(q, k, v):  # the attention masks the gathered queries by their positions `at`
+            return block.attn.attend(q.gather(2, at[:, None, :, None].expand(-1, q.size(1), -1, q.size(-1))), k, v, at)
+        x = x.gather(1, at[..., None].expand(-1, -1, x.size(-1))) + block.attn(block.ln_1(x), rope, attend)
+        return x + block.mlp(block.ln_2(x))
 
     def configure_optimizers(self, weight_decay, learning_rate, betas, device_type):
         """AdamW; weight decay on matrices only (not on biases, LayerNorm gains)."""

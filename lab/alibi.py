@@ -27,8 +27,8 @@ def alibi_bias(slopes, q_start, q_end, k_len):
 
 
 class ALiBiAttention(CausalSelfAttention):
-    def __init__(self, config):
-        super().__init__(config)
+    def __init__(self, config, spec):
+        super().__init__(config, spec)
         self.register_buffer('alibi_slopes', alibi_slopes(config.n_head), persistent=False)
 
     def logits(self, q, k, s, e):

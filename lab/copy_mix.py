@@ -19,8 +19,8 @@ from model import ATTENTION, CausalSelfAttention, rotate
 class SmearedKeyAttention(CausalSelfAttention):
     lookback = 1  # a key depends on the previous token's: the KV cache feeds that token again (lab/kv_cache.py)
 
-    def __init__(self, config):
-        super().__init__(config)
+    def __init__(self, config, spec):
+        super().__init__(config, spec)
         self.smear = nn.Parameter(torch.zeros(config.n_head, 1, 1))
 
     def qkv(self, x, rope):

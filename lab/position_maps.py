@@ -245,12 +245,12 @@ def mapped_logits(model, pm, L=None):
                          f"distance it produces may exceed what training saw; set chunk < {L} (ChunkLlama: 3L/4)")
 
     def logits(layer, q, k, s, e):  # per layer: a NoPE layer has no rotation to map (its own scores, the log scale)
-        attn = model.transformer.h[layer].attn
-        if attn.rope_group is None:
+        attn, group = model.transformer.h[layer].attn, model.rope_index[layer]
+        if group is None:
             att = attn.logits(q, k, s, e)
             return att.mul_(log_scales(torch.arange(s, e, device=q.device), L).float()[:, None]) if pm['log_scale'] \
                 else att
-        att = far_logits(q, k, pm, model.rope_freqs(q.size(2), attn.rope_group)[0], s, e, L)
+        att = far_logits(q, k, pm, model.rope_freqs(q.size(2), group)[0], s, e, L)
         return att if attn.window is None else att.masked_fill_(~allowed(torch.arange(s, e, device=q.device), e,
                                                                          attn.window), float('-inf'))
     return logits

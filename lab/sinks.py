@@ -23,8 +23,8 @@ def sinks_class(base):
     """base attention with a learned sink logit per head (self.sink, shape (n_head,))."""
 
     class Sinks(base):
-        def __init__(self, config):
-            super().__init__(config)
+        def __init__(self, config, spec):
+            super().__init__(config, spec)
             self.sink = torch.nn.Parameter(torch.zeros(config.n_head))
 
         def attend(self, q, k, v, at=None):

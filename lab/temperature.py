@@ -81,15 +81,16 @@ def query_factors(t, positions, L, window=None):
     return SHAPES[t['shape']][1](p, n, L, t).to(torch.float32)
 
 
-def scales_layer(t, attn):
-    return t['layers'] == 'all' or (t['layers'] == 'nope') == (attn.rope_group is None)
+def scales_layer(t, model, layer):
+    return t['layers'] == 'all' or (t['layers'] == 'nope') == (model.rope_index[layer] is None)
 
 
-def scaled_queries(t, attn, q, L):
-    """q (B, H, T, d) of a full forward from position 0, each query times its factor where t scales attn's layer."""
-    if not scales_layer(t, attn):
+def scaled_queries(t, model, layer, q, L):
+    """q (B, H, T, d) of a full forward from position 0, each query times its factor where t scales the layer."""
+    if not scales_layer(t, model, layer):
         return q
-    return q * query_factors(t, torch.arange(q.size(2), device=q.device), L, attn.window).to(q.dtype)[:, None]
+    window = model.transformer.h[layer].attn.window
+    return q * query_factors(t, torch.arange(q.size(2), device=q.device), L, window).to(q.dtype)[:, None]
 
 
 def tempered(model, t, attend=None, L=None):
@@ -102,7 +103,7 @@ def tempered(model, t, attend=None, L=None):
         attn = model.transformer.h[layer].attn
         if q.size(2) != k.size(2):
             raise ValueError("a query temperature scores full forwards from position 0; run without a KV cache")
-        q = scaled_queries(t, attn, q, L)
+        q = scaled_queries(t, model, layer, q, L)
         return attn.attend(q, k, v) if attend is None else attend(layer, q, k, v)
     return run
 
@@ -113,7 +114,7 @@ def tempered_logits(model, t, logits=None, L=None):
 
     def run(layer, q, k, s, e):
         attn = model.transformer.h[layer].attn
-        q = scaled_queries(t, attn, q, L)
+        q = scaled_queries(t, model, layer, q, L)
         return attn.logits(q, k, s, e) if logits is None else logits(layer, q, k, s, e)
     return run
 
@@ -124,8 +125,8 @@ def ssmax_class(base):
     """base attention with SSMax: queries at position i times s_h ln(n_i), n_i the keys i sees, s_h learned."""
 
     class SSMax(base):
-        def __init__(self, config):
-            super().__init__(config)
+        def __init__(self, config, spec):
+            super().__init__(config, spec)
             self.ssmax = torch.nn.Parameter(torch.full((config.n_head, 1), 1 / math.log(max(config.block_size, 2))))
 
         def factors(self, i):  # i: query positions (T,) or (B, 1, K) -> (H, T, 1) or (B, H, K, 1), as q

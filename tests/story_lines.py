@@ -42,6 +42,7 @@ KINDS = {  # file -> {name: kind}; a name not listed is an error, 'story' is wri
         'GPT.set_rope_scaling GPT._build_rope GPT.rope_freqs GPT.rope_tables GPT.forward GPT.configure_optimizers '
         'GPT.generate sample_next').split()},
         'GPTConfig.attention_class': X, 'GPTConfig.__post_init__': V, 'CausalSelfAttention.logits': X,
+        'GPT._last_layer_at': X,
         'ATTENTION': X, 'GPT._apply': P, 'check_generate': V},
     'train.py': {**{n: 'story' for n in (
         'DEFAULTS run_config get_lr VAL_SEED load_data batch_function estimate_loss new_lineage build_model Run '

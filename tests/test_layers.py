@@ -2,6 +2,7 @@
 rope scaling aims at (rope_scaling['layers']), and every room that runs a model through them: the KV cache, the crop,
 position maps, the checkpoint, Hugging Face's per-layer form and the export's refusal. Each checked against a direct
 construction: attention written out by hand, or a model whose every layer is alike."""
+import inspect
 import math
 import os
 
@@ -9,13 +10,16 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import lab.sinks  # noqa: F401  registers attention='sinks' (and lab.copy_mix's 'smear_keys')
+import lab.temperature  # noqa: F401  registers attention='ssmax'
 from conftest import run
-from lab.crop import window_attention
+from lab.crop import truncated_scores, window_attention
 from lab.hf.config import from_hf_layers, to_hf_layers
 from lab.hf.export import check_exportable
-from lab.kv_cache import KVCache
+from lab.kv_cache import KVCache, generate
+from lab.measure.scoring import row_tables
 from lab.position_maps import mapped_attention
-from model import GPT, GPTConfig, layer_specs
+from model import GPT, Block, CausalSelfAttention, GPTConfig, layer_specs
 from data.common import model_args, model_from_checkpoint
 from rope import apply_rope, rope_cos_sin
 from rope_config import LayerSpec, parse_layers, rope_inv_freq
@@ -124,15 +128,15 @@ def test_each_kind_changes_what_it_should():
 
 def test_the_scaling_reaches_only_the_layers_it_aims_at():
     m = tiny('3*rope:w=4,rope', dict(YARN, layers='full'))
-    assert [b.attn.rope_group for b in m.transformer.h] == [0, 0, 0, 1] and len(m.rope_groups) == 2
-    tables = m.rope_tables(20)
+    assert m.rope_index == [0, 0, 0, 1] and len(m.rope_groups) == 2
+    tables = [m.rope_tables(20, g) for g in (0, 1)]
     plain = rope_cos_sin(rope_inv_freq(16, 10000.0)[0], 20)
     yarn = rope_cos_sin(*rope_inv_freq(16, 10000.0, YARN)[:1], 20, rope_inv_freq(16, 10000.0, YARN)[1])
     assert torch.equal(tables[0][0], plain[0]) and torch.equal(tables[1][0], yarn[0])
     assert torch.equal(tables[1][1], yarn[1])
     m.set_rope_scaling(dict(YARN, layers='window'))  # switched on a built model: the groups follow
-    assert [b.attn.rope_group for b in m.transformer.h] == [0, 0, 0, 1]
-    assert torch.equal(m.rope_tables(20)[0][0], yarn[0]) and torch.equal(m.rope_tables(20)[1][0], plain[0])
+    assert m.rope_index == [0, 0, 0, 1]
+    assert torch.equal(m.rope_tables(20, 0)[0], yarn[0]) and torch.equal(m.rope_tables(20, 1)[0], plain[0])
 
 
 @pytest.mark.parametrize('pattern, scaling', [
@@ -148,6 +152,65 @@ def test_the_kv_cache_is_exact_for_patterns(pattern, scaling):
         for a, b in ((0, 7), (7, 8), (8, 20), (20, 21), (21, 40)):
             got.append(cache.forward(m, x[:, a:b]))
         assert torch.allclose(torch.cat(got, 1), full, atol=1e-5)
+
+
+@pytest.mark.parametrize('attention', ['causal', 'smear_keys', 'sinks', 'ssmax'])
+def test_each_layer_gets_its_spec_at_construction(attention):
+    """The blocks read like nanoGPT's: Block.forward takes its own layer's tables (no tuple-or-dict choice). Each
+    attention's window is its LayerSpec's, set when the block is built (no class default patched from outside), so
+    two builds of one config agree; a layer's RoPE group is the model's rope_index, which a scaling aimed at some
+    layers moves."""
+    assert 'isinstance' not in inspect.getsource(Block.forward) and 'window' not in vars(CausalSelfAttention)
+    c = GPTConfig(block_size=L, vocab_size=V, n_layer=4, n_head=2, n_embd=32, layers='rope:w=4,nope:w=3,2*rope',
+                  attention=attention)
+    specs, (a, b) = layer_specs(c)[0], (GPT(c), GPT(c))
+    assert [s.window for s in specs] == [4, 3, None, None]
+    assert [x.attn.window for x in a.transformer.h] == [x.attn.window for x in b.transformer.h] == [4, 3, None, None]
+    assert all(Block(c, s).attn.window == s.window for s in specs)
+    assert a.rope_index == [0, None, 0, 0] and len(a.rope_groups) == 1
+    a.set_rope_scaling(dict(YARN, layers='full'))  # the full layers get a group of their own; the windows stay
+    assert a.rope_index == [0, None, 1, 1] and [x.attn.window for x in a.transformer.h] == [4, 3, None, None]
+
+
+@pytest.mark.parametrize('pattern, scaling', [
+    ('3*rope:w=5,nope', None), ('3*rope:w=5:base=1e4,rope:base=1e6', dict(YARN, layers='full')),
+    ('3*rope:w=5,rope', {'rope_type': 'dynamic_yarn', 'factor': 4.0, 'original_max_position_embeddings': L,
+                          'layers': 'full'})])
+def test_greedy_decoding_with_the_kv_cache_equals_without(pattern, scaling):
+    m = tiny(pattern, scaling)
+    prompt = torch.randint(0, V, (2, 6), generator=torch.Generator().manual_seed(8))
+    with torch.no_grad():
+        assert torch.equal(generate(m, prompt, 30, top_k=1), m.generate(prompt, 30, top_k=1))
+
+
+@pytest.mark.parametrize('pattern', ['3*rope:w=5,nope', 'rope,nope,rope:base=500,nope:w=3', '3*nope,rope:w=5'])
+def test_at_and_the_truncated_crop_respect_each_layer(pattern):
+    """forward(at=) runs the last layer (NoPE, windowed or not) for the wanted queries only: the full forward's
+    outputs there; the truncated crop is a forward of exactly its window."""
+    m = tiny(pattern, YARN)
+    x = torch.randint(0, V, (2, 30), generator=torch.Generator().manual_seed(9))
+    at = torch.tensor([[0, 17, 29], [4, 4, 20]])
+    with torch.no_grad():
+        torch.testing.assert_close(m(x, at=at)[0], m(x)[0][torch.arange(2)[:, None], at], atol=1e-5, rtol=0)
+        loss, _ = truncated_scores(m, x, [[20, 28], [9]], window=8)
+        want = F.cross_entropy(m(x[:1, 21:29])[0][0, -1], x[0, 29])
+        assert abs(loss[0][1] - float(want)) < 1e-5
+
+
+def test_row_tables_scale_each_row_in_every_group():
+    """Dynamic NTK aimed at the full layer only: row_tables gives forward(rope=) one table per RoPE group, each
+    row scaled for its own length, so a row that stops at p scores as a forward of exactly p + 1 tokens."""
+    m = tiny('3*rope:w=5,rope', {'rope_type': 'dynamic', 'factor': 2.0, 'original_max_position_embeddings': L,
+                                 'layers': 'full'})
+    x, stop = torch.randint(0, V, (2, 40), generator=torch.Generator().manual_seed(10)), torch.tensor([20, 39])
+    pos = torch.minimum(torch.arange(40)[None], stop[:, None])
+    rope = row_tables(m, pos)
+    assert len(rope) == len(m.rope_groups) == 2 and rope[1][0].shape == (2, 1, 40, 16)
+    with torch.no_grad():
+        got = m(x, pos=pos, rope=rope, at=stop[:, None])[0][:, 0]
+        for r in range(2):
+            torch.testing.assert_close(got[r], m(x[r:r + 1, :stop[r] + 1])[0][0, -1], atol=1e-5, rtol=0)
+        assert not torch.allclose(m(x, pos=pos, at=stop[:, None])[0][0, 0], got[0], atol=1e-4)  # one scale: off
 
 
 def test_crop_and_position_maps_respect_each_layer():

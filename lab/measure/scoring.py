@@ -69,14 +69,13 @@ def design_positions(L, T, n, samples, seed):
 
 
 def row_tables(model, pos):
-    """cos/sin (B, 1, T, head_dim) for position ids pos (B, T) whose rows end at different lengths: a dynamic type
-    scales each row for its own length (max of its ids + 1). None when one table serves every row; per RoPE group
-    ({group: (cos, sin)}) for a model of several (model.rope_tables)."""
+    """The tables forward(rope=) takes, one (cos, sin) (B, 1, T, head_dim) per RoPE group, for position ids pos (B, T)
+    whose rows end at different lengths: a dynamic type scales each row for its own length (max of its ids + 1).
+    None when one table serves every row."""
     if not getattr(model, 'rope_dynamic', False) or len(set(pos.amax(-1).tolist())) < 2:  # (rope_dynamic: RoPE only)
         return None
-    rows = [model.rope_tables(row) for row in pos]
-    stack = lambda tables: tuple(torch.stack([t[i] for t in tables])[:, None] for i in (0, 1))  # noqa: E731
-    return stack(rows) if not isinstance(rows[0], dict) else {g: stack([r[g] for r in rows]) for g in rows[0]}
+    groups = [[model.rope_tables(row, g) for row in pos] for g in range(len(model.rope_groups))]  # [group][row]
+    return [tuple(torch.stack(t)[:, None] for t in zip(*rows)) for rows in groups]  # rows stacked: (cos, sin)
 
 
 @torch.no_grad()
