@@ -33,8 +33,9 @@ from configurator import get_config
 from lab.engine.cli import cli
 from data.common import atomic_write_text, data_dir_of, doc_windows, load_meta, load_split, model_from_checkpoint
 import lab.alibi, lab.copy_mix, lab.sinks, lab.temperature  # noqa: E401,F401  register their attention classes, so every checkpoint loads
+import lab.hf.gguf, lab.hf.weights  # noqa: E401,F401  register the gguf: and hf: checkpoint loaders (real models' weights)
 from lab.verdicts import compare
-from lab.measure import forms, retrieval
+from lab.measure import forms, passkey_text, retrieval
 from lab.measure.arms import parse_contrasts, plan_arms
 from lab.engine.device import autocast_context, pick_device
 from lab.engine.checks import check_eval_data, check_eval_settings, without_windows_of
@@ -66,6 +67,7 @@ DEFAULTS = dict(
                             # scored at its own length; 0 = every position its own forward (exact; slow, cost printed)
     **forms.DEFAULTS,       # the attention-entropy diagnostic (lab/measure/forms.py)
     **retrieval.DEFAULTS,   # the passkey test and the retrieval rooms (lab/measure/retrieval.py)
+    **passkey_text.DEFAULTS,  # the natural-language passkey (lab/measure/passkey_text.py; a real model's room)
     **compare.DEFAULTS,     # named contrasts, equivalence margins, --combine over bases (lab/verdicts/compare.py)
     out_dir='out/eval',
     device='auto', dtype='auto', progress=True,

@@ -3,6 +3,8 @@ nanoGPT's GPT (pre-LayerNorm blocks, SDPA attention, GELU MLP, tied embeddings) 
 rope (default), sinusoidal, learned, alibi or none. RoPE comes from rope.py; its scaling (PI, NTK, YaRN, ...) is part
 of the config, and `set_rope_scaling` switches it on a trained model without touching a weight. As in 2025-26 models,
 each layer may differ (`layers`): RoPE or NoPE, a sliding window, its own base, scaled or not (rope_scaling['layers']).
+The Llama family is the same GPT with options: RMSNorm, SwiGLU, grouped-query heads (n_kv_head), q/k/v biases, an
+untied head; lab/hf loads GGUF files and Hugging Face folders into it.
 
 Seams for lab/ (imported by none of this file): `forward(pos=ids)` runs tokens at given positions (PoSE, KV cache);
 `forward(rope=[(cos, sin) per RoPE group])` takes ready-made tables; `forward(attend=fn)`: fn(layer, q, k, v) -> y (q, k
@@ -20,6 +22,8 @@ from rope import apply_rope, longrope_start_tokens, plain_inv_freq, rope_cos_sin
 from rope_config import check_scaling, is_dynamic, parse_layers, rope_inv_freq, scaled_layers
 
 POS_EMBS = ('rope', 'sinusoidal', 'learned', 'alibi', 'none')
+NORMS = ('layernorm', 'rmsnorm')
+MLPS = ('gelu', 'swiglu')
 
 @dataclass
 class GPTConfig:
@@ -35,19 +39,32 @@ class GPTConfig:
     rope_scaling: dict = None   # Hugging Face style rope_scaling dict, None = plain RoPE
     attention: str = 'causal'   # a class of ATTENTION: 'causal' here; rooms add more (lab/copy_mix.py: 'smear_keys')
     layers: str = None          # per layer: RoPE or NoPE, window, base ('3*rope:w=32,nope'); None = RoPE everywhere
+    norm: str = 'layernorm'     # layernorm | rmsnorm (Llama)
+    norm_eps: float = 1e-5
+    mlp: str = 'gelu'           # gelu | swiglu (Llama: down(silu(gate(x)) * up(x)))
+    n_ffn: int = None           # the MLP's hidden width; None = 4 * n_embd
+    n_kv_head: int = None       # key/value heads (grouped-query attention); None = n_head
+    qkv_bias: bool = False      # biases on q, k, v only (Qwen2); `bias` puts them everywhere
+    tie_embeddings: bool = True # the head shares the token embedding's weights
 
     @property
     def attention_class(self):
         return 'alibi' if self.pos_emb == 'alibi' else self.attention  # ALiBi lives in its attention (lab/alibi.py)
 
     def __post_init__(self):
-        for key in ('block_size', 'vocab_size', 'n_layer', 'n_head', 'n_embd'):
+        self.n_kv_head = self.n_head if self.n_kv_head is None else self.n_kv_head  # the defaults: nanoGPT's
+        self.n_ffn = 4 * self.n_embd if self.n_ffn is None else self.n_ffn
+        for key in ('block_size', 'vocab_size', 'n_layer', 'n_head', 'n_embd', 'n_kv_head', 'n_ffn'):
             if getattr(self, key) < 1:
                 raise ValueError(f"{key}={getattr(self, key)!r} is out of range; it must be a positive integer")
         for bad, why in (
                 (not 0 <= self.dropout < 1, f"dropout={self.dropout} is out of range; it must be in [0, 1)"),
                 (self.pos_emb not in POS_EMBS, f"pos_emb={self.pos_emb!r} is unknown; use one of {', '.join(POS_EMBS)}"),
                 (self.n_embd % self.n_head, f"n_embd={self.n_embd} is not divisible by n_head={self.n_head}"),
+                (self.n_head % self.n_kv_head, f"n_head={self.n_head} is not divisible by n_kv_head={self.n_kv_head}"),
+                (self.norm not in NORMS or self.mlp not in MLPS or not self.norm_eps > 0,
+                 f"norm={self.norm!r}, mlp={self.mlp!r}, norm_eps={self.norm_eps}: norm is one of {NORMS}, mlp one "
+                 f"of {MLPS}, norm_eps > 0"),
                 (self.pos_emb == 'rope' and (self.n_embd // self.n_head) % 2,
                  f"head_dim={self.n_embd // self.n_head} must be even for rope; change n_embd or n_head"),
                 (self.rope_scaling is not None and self.pos_emb != 'rope',
@@ -110,17 +127,23 @@ class CausalSelfAttention(nn.Module):
     def __init__(self, config, spec):  # spec: this layer's LayerSpec (layer_specs); a subclass takes and passes both
         super().__init__()
         self.window = spec.window  # its sliding window of keys (None: every earlier key)
-        self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd, bias=config.bias)
+        self.n_head, self.n_kv_head, self.n_embd = config.n_head, config.n_kv_head, config.n_embd
+        self.dropout = config.dropout
+        self.kv_dim = config.n_kv_head * (config.n_embd // config.n_head)  # rows of k (and of v) in c_attn: q, k, v
+        self.c_attn = nn.Linear(config.n_embd, config.n_embd + 2 * self.kv_dim, bias=config.bias or config.qkv_bias)
         self.c_proj = nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
         self.resid_dropout = nn.Dropout(config.dropout)
-        self.n_head, self.n_embd, self.dropout = config.n_head, config.n_embd, config.dropout
 
     def qkv(self, x, rope):
-        """(q, k, v), each (B, n_head, T, head_dim), q and k rotated at their positions."""
+        """(q, k, v), each (B, n_head, T, head_dim), q and k rotated at their positions; with grouped-query heads
+        each key/value head is repeated for its n_head // n_kv_head query heads, so every room sees n_head heads."""
         B, T, C = x.size()
-        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
-        q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
-        return (*rotate(q, k, rope), v)
+        q, k, v = self.c_attn(x).split((C, self.kv_dim, self.kv_dim), dim=2)
+        q, k, v = (t.view(B, T, -1, C // self.n_head).transpose(1, 2) for t in (q, k, v))
+        q, k = rotate(q, k, rope)  # (before repeating: fewer keys to turn)
+        if self.n_kv_head != self.n_head:
+            k, v = (t.repeat_interleave(self.n_head // self.n_kv_head, dim=1) for t in (k, v))
+        return q, k, v
 
     def logits(self, q, k, s, e):
         """Scaled float32 scores of queries s..e-1 against keys 0..e-1, -inf where j > i (for rooms that need them)."""
@@ -144,24 +167,49 @@ class CausalSelfAttention(nn.Module):
 ATTENTION = {'causal': CausalSelfAttention}  # config.attention -> class; rooms register variants here
 
 class MLP(nn.Module):
+    width = 1  # c_fc's outputs per hidden unit
 
     def __init__(self, config):
         super().__init__()
-        self.c_fc = nn.Linear(config.n_embd, 4 * config.n_embd, bias=config.bias)
-        self.c_proj = nn.Linear(4 * config.n_embd, config.n_embd, bias=config.bias)
+        self.c_fc = nn.Linear(config.n_embd, self.width * config.n_ffn, bias=config.bias)
+        self.c_proj = nn.Linear(config.n_ffn, config.n_embd, bias=config.bias)
         self.dropout = nn.Dropout(config.dropout)
 
     def forward(self, x):
         return self.dropout(self.c_proj(F.gelu(self.c_fc(x))))
 
+class SwiGLU(MLP):
+    """Llama's MLP, down(silu(gate(x)) * up(x)): c_fc holds gate's rows, then up's (one matmul for both)."""
+    width = 2
+
+    def forward(self, x):
+        gate, up = self.c_fc(x).chunk(2, dim=-1)
+        return self.dropout(self.c_proj(F.silu(gate) * up))
+
+class RMSNorm(nn.Module):
+    """Llama's RMSNorm, weight * x / rms(x), computed in float32 as Llama does; no bias."""
+
+    def __init__(self, n, eps):
+        super().__init__()
+        self.weight, self.eps = nn.Parameter(torch.ones(n)), eps
+
+    def forward(self, x):
+        return self.weight * F.rms_norm(x.float(), (x.size(-1),), eps=self.eps).to(x.dtype)
+
+def norm(config):
+    """A new normalisation layer of the config's kind: nanoGPT's LayerNorm (bias as config.bias) or RMSNorm."""
+    if config.norm == 'rmsnorm':
+        return RMSNorm(config.n_embd, config.norm_eps)
+    return nn.LayerNorm(config.n_embd, eps=config.norm_eps, bias=config.bias)
+
 class Block(nn.Module):
 
     def __init__(self, config, spec):
         super().__init__()
-        self.ln_1 = nn.LayerNorm(config.n_embd, bias=config.bias)
+        self.ln_1 = norm(config)
         self.attn = ATTENTION[config.attention_class](config, spec)
-        self.ln_2 = nn.LayerNorm(config.n_embd, bias=config.bias)
-        self.mlp = MLP(config)
+        self.ln_2 = norm(config)
+        self.mlp = SwiGLU(config) if config.mlp == 'swiglu' else MLP(config)
 
     def forward(self, x, rope, attend=None):  # rope: this layer's (cos, sin), None in a NoPE layer
         x = x + self.attn(self.ln_1(x), rope, attend)
@@ -176,12 +224,13 @@ class GPT(nn.Module):
             wte=nn.Embedding(config.vocab_size, config.n_embd),
             drop=nn.Dropout(config.dropout),
             h=nn.ModuleList([Block(config, spec) for spec in layer_specs(config)[0]]),
-            ln_f=nn.LayerNorm(config.n_embd, bias=config.bias),
+            ln_f=norm(config),
         ))
         if config.pos_emb == 'learned':
             self.transformer['wpe'] = nn.Embedding(config.block_size, config.n_embd)
         self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
-        self.transformer.wte.weight = self.lm_head.weight  # weight tying
+        if config.tie_embeddings:
+            self.transformer.wte.weight = self.lm_head.weight  # weight tying
         self._build_rope()
         self.apply(self._init_weights)
         for pn, p in self.named_parameters():  # GPT-2's scaled init of the residual projections

@@ -29,6 +29,7 @@ from lab.engine.device import autocast_context, pick_device
 from data.sources import get_tokenizer
 from lab import kv_cache
 import lab.alibi, lab.copy_mix, lab.sinks, lab.temperature  # noqa: E401,F401  register their attention classes, so every checkpoint loads
+import lab.hf.gguf, lab.hf.weights  # noqa: E401,F401  register the gguf: and hf: checkpoint loaders (real models' weights)
 from lab.position_maps import is_position_map_spec, mapped_attention, parse_position_map, position_map_name
 from data.common import model_from_checkpoint
 from data.common import load_checkpoint
@@ -115,11 +116,15 @@ def prompt_ids(cfg, encode):
 
 
 def tokenizer(ckpt, path):
-    """(encode, decode) of the vocabulary the checkpoint was trained on (its 'dataset' entry)."""
+    """(encode, decode) of the vocabulary the checkpoint was trained on (its 'dataset' entry): characters, GPT-2 BPE,
+    or a GGUF's own BPE ('tokenizer_file', e.g. a checkpoint loaded from gguf:<file>)."""
+    import lab.hf.tokenizer  # noqa: F401  registers the 'gguf' tokenizer with get_tokenizer
     ds = ckpt.get('dataset') or {}
-    if ds.get('tokenizer') not in ('char', 'gpt2') or ds['tokenizer'] == 'char' and not ds.get('itos'):
+    need = {'char': 'itos', 'gguf': 'tokenizer_file'}.get(ds.get('tokenizer'))
+    if ds.get('tokenizer') not in ('char', 'gpt2', 'gguf') or need and not ds.get(need):
         raise ConfigError(f"checkpoint {path} does not record its tokenizer (no 'dataset' entry with 'tokenizer' and, "
-                          f"for characters, 'itos'); sample from a run written by train.py")
+                          f"for characters, 'itos', for a GGUF's BPE, 'tokenizer_file'); sample from a run written "
+                          f"by train.py")
     return get_tokenizer(ds)
 
 

@@ -93,11 +93,20 @@ def atomic_torch_save(obj, path):
 
 
 CKPT_KEYS = ('model', 'model_args')
+LOADERS = {}  # 'prefix' -> fn(rest) -> checkpoint dict, for 'prefix:rest' paths; filled by the rooms that read them
+LOADER_MODULES = {'gguf': 'lab.hf.gguf', 'hf': 'lab.hf.weights'}  # the room that registers each prefix
 
 def load_checkpoint(path, map_location='cpu'):
     """Load one of our checkpoints (a run folder or its ckpt.pt) with weights_only=True: no code in the
-    file can run. Raises ValueError naming the file when it is missing, truncated, unsafe or not ours."""
+    file can run. Raises ValueError naming the file when it is missing, truncated, unsafe or not ours.
+    'gguf:<file>' and 'hf:<folder>' (real models' weights) go to the loader registered in LOADERS."""
     import torch
+    prefix, sep, rest = str(path).partition(':')
+    if sep and (prefix in LOADERS or prefix in LOADER_MODULES):
+        if prefix not in LOADERS:
+            raise ValueError(f"checkpoint {path}: nothing reads '{prefix}:' yet; import {LOADER_MODULES[prefix]} "
+                             f"(it registers the loader) before load_checkpoint")
+        return LOADERS[prefix](rest)
     if os.path.isdir(path):
         path = os.path.join(path, 'ckpt.pt')
     if not os.path.isfile(path):
@@ -216,8 +225,11 @@ def load_meta(data_dir):
     elif meta['tokenizer'] == 'gpt2':
         if V != GPT2_VOCAB_SIZE:
             raise bad(f"vocab_size {V} is not GPT-2's {GPT2_VOCAB_SIZE}")
+    elif meta['tokenizer'] == 'gguf':  # a model's own BPE, read from the GGUF file named (lab/hf/tokenizer.py)
+        if not isinstance(meta.get('tokenizer_file'), str) or not meta['tokenizer_file']:
+            raise bad("'tokenizer_file' (the GGUF's file name) missing for a gguf tokenizer")
     else:
-        raise bad(f"unknown tokenizer {meta['tokenizer']!r} (expected 'char' or 'gpt2')")
+        raise bad(f"unknown tokenizer {meta['tokenizer']!r} (expected 'char', 'gpt2' or 'gguf')")
     for split in SPLITS:
         spans = meta['docs'].get(split)
         if not isinstance(spans, list) or not spans:
@@ -361,10 +373,11 @@ def to_device(x, y, device):
 
 def check_vocab(stored, meta, data_dir, source):
     """The model's vocabulary (a checkpoint's 'dataset' entry) must be the data's: same tokenizer, size and,
-    for characters, the same characters in the same order; otherwise the token ids mean different things."""
-    for key in ('tokenizer', 'vocab_size', 'itos'):
+    for characters, the same characters in the same order, for a GGUF's BPE the same file name; otherwise the token
+    ids mean different things."""
+    why = {'itos': ' (different characters)', 'tokenizer_file': ' (a different GGUF file)'}
+    for key in ('tokenizer', 'vocab_size', 'itos', 'tokenizer_file'):
         if stored.get(key) is not None and stored[key] != meta.get(key):
             raise DataError(f"{source} was trained on a {stored.get('tokenizer')} vocabulary of {stored.get('vocab_size')} "
                             f"tokens but {data_dir} has a {meta['tokenizer']} vocabulary of {meta['vocab_size']}"
-                            f"{' (different characters)' if key == 'itos' else ''}; "
-                            f"pass --dataset=<the data the model was trained on>")
+                            f"{why.get(key, '')}; pass --dataset=<the data the model was trained on>")

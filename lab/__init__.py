@@ -32,5 +32,6 @@ The machinery around them, one package per concern:
              methods pictures, and redraw (every committed picture from committed files)
   engine/    what the scripts run on: training batches (batches), finetune_long.py's sweeps (sweep), several
              processes (ddp), the device (device), FLOPs and MFU (bench), one-line errors (cli, checks)
-  hf/        Hugging Face: rope configs read back (config), a run exported as a transformers folder (export)
+  hf/        Hugging Face: rope configs read back (config), a run exported as a transformers folder (export), real
+             models' weights loaded into model.py (gguf: llama.cpp's files; weights: Hugging Face folders)
 """

@@ -38,6 +38,7 @@ KINDS = {  # file -> {name: kind}; a name not listed is an error, 'story' is wri
     'model.py': {**{n: 'story' for n in (
         'POS_EMBS GPTConfig layer_specs rope_groups SINUSOIDAL_SCALE sinusoidal_table allowed rotate CausalSelfAttention CausalSelfAttention.__init__ '
         'CausalSelfAttention.qkv CausalSelfAttention.attend CausalSelfAttention.forward MLP MLP.__init__ MLP.forward '
+        'NORMS MLPS SwiGLU SwiGLU.forward RMSNorm RMSNorm.__init__ RMSNorm.forward norm '
         'Block Block.__init__ Block.forward GPT GPT.__init__ GPT._init_weights GPT.get_num_params GPT.head_dim '
         'GPT.set_rope_scaling GPT._build_rope GPT.rope_freqs GPT.rope_tables GPT.forward GPT.configure_optimizers '
         'GPT.generate sample_next').split()},

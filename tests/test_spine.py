@@ -184,4 +184,4 @@ def test_make_help_lists_every_target_in_its_group():
     listed = [ln.split()[0] for ln in out.stdout.splitlines() if ln.startswith('  ')]
     assert sorted(listed) == sorted(phony) and len(phony) > 40
     groups = [ln.split(':')[0] for ln in out.stdout.splitlines() if ln and not ln.startswith(' ')]
-    assert groups == ['story', 'demo', 'test split', 'studies', '2025-26 designs', 'GPU', 'checks']
+    assert groups == ['story', 'demo', 'test split', 'real model', 'studies', '2025-26 designs', 'GPU', 'checks']

@@ -1,6 +1,7 @@
 """
 Speed: training FLOPs per token and model FLOPs utilisation (MFU) per device (one device's share of the tokens against
-its peak), for train.py --bench=True (nanoGPT keeps its bench.py apart too).
+its peak), for train.py --bench=True (nanoGPT keeps its bench.py apart too); forward tokens/s of any model
+(python -m lab.hf.gguf --bench=True: a GGUF in model.py against transformers).
 """
 import time
 
@@ -58,3 +59,17 @@ def run(cfg, setup_run, train_step, warmup=3):
               f"({tok_s / r.world:,.0f} per device), MFU {share} per device" +
               ('' if mem is None else f", peak memory {mem:.2f} GiB per device"))
     return {'tokens_per_s': tok_s, 'tokens_per_s_per_device': tok_s / r.world, 'mfu': frac, 'peak_gib': mem}
+
+
+@torch.no_grad()
+def forward_speed(run, vocab_size, T, B=1, repeat=3, seed=0):
+    """Forward tokens/s of run(idx) -> logits on random (B, T) token ids: one warm-up forward, then the fastest of
+    `repeat` (the least disturbed by other work on the machine)."""
+    idx = torch.randint(vocab_size, (B, T), generator=torch.Generator().manual_seed(seed))
+    run(idx)
+    best = float('inf')
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        run(idx)
+        best = min(best, time.perf_counter() - t0)
+    return B * T / best

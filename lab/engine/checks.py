@@ -76,7 +76,7 @@ def check_eval_settings(cfg):
     check_ranges(cfg, positive=('num_windows', 'batch_size', 'entropy_chunk', 'retrieval_len', 'retrieval_cue',
                                 'entropy_windows', 'grid', 'needle_key', 'needle_value'),
                  nonneg=('retrieval_pos', 'eval_len', 'smooth', 'retrieval_examples', 'samples', 'depth_len', 'needles',
-                         'recall_len', 'workers', 'moving_examples', 'word_needles', 'mv_values'))
+                         'recall_len', 'workers', 'moving_examples', 'word_needles', 'mv_values', 'passkey_text'))
     if cfg['entropy_windows'] > cfg['num_windows']:
         raise ConfigError(f"entropy_windows={cfg['entropy_windows']} is more than num_windows={cfg['num_windows']}; "
                           f"it uses the first eval windows")

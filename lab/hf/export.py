@@ -37,6 +37,7 @@ from lab.engine.cli import cli
 from data.common import atomic_write, atomic_write_text, load_checkpoint, train_len
 from data.sources import CHAR_EOT, GPT2_EOT, gpt2_files_on_disk
 import lab.alibi, lab.copy_mix, lab.sinks, lab.temperature  # noqa: E401,F401  register their attention classes, so every checkpoint loads
+import lab.hf.gguf, lab.hf.weights  # noqa: E401,F401  register the gguf: and hf: checkpoint loaders (real models' weights)
 from data.common import checkpoint_args, model_from_checkpoint
 from rope import plain_inv_freq
 from rope_config import DYNAMIC_TYPES, ROPE_SCALING, LayerSpec, parse_layers, rope_inv_freq, scaled_theta
@@ -66,6 +67,12 @@ FILES = ('config.json', 'generation_config.json', 'model.safetensors', 'README.m
 
 def check_exportable(args):
     """Refuse, in one line naming it and what to do instead, a model GPT-NeoX cannot express."""
+    neox = dict(norm='layernorm', mlp='gelu', n_ffn=4 * args['n_embd'], n_kv_head=args['n_head'], qkv_bias=False,
+                tie_embeddings=True)  # the Llama options of model.py at the values GPT-NeoX has (None: an older run)
+    llama = {k: args[k] for k, v in neox.items() if args.get(k) not in (None, v)}
+    if llama:
+        raise ValueError(f"{', '.join(f'{k}={v!r}' for k, v in llama.items())}: a Llama-family model (loaded from "
+                         f"gguf: or hf:) has no GPT-NeoX form; its own Hugging Face folder or GGUF file is the export")
     if args.get('attention', 'causal') != 'causal':
         raise ValueError(f"attention={args['attention']!r} (smeared keys: each key mixed with the previous one) has no "
                          f"GPT-NeoX counterpart; export a run trained with attention='causal'")

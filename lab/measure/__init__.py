@@ -8,6 +8,7 @@ How an arm is measured (eval.py's machinery; nothing here is a method):
   placement    what the retrieval rooms share: distance buckets, each room's seed stream, the fit inside L
   retrieval    the retrieval rooms' examples: passkey, depth passkey, needles, recall
   ruler        RULER's harder needles: an untrained format, several values, variable tracking
+  passkey_text the literature's natural-language passkey (Mohtashami & Jaggi; YaRN's, LongLoRA's form)
   rooms        eval.py's rooms from its settings (retrieval's and ruler's, on the same windows)
   outcomes     the rooms scored with an arm, and their outcomes over seeds
   diagnostics  attention entropy and the weight on the first token (the sink strength)

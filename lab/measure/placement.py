@@ -6,7 +6,7 @@ inside the training length (its positive control).
 import numpy as np
 
 ROOM_SEEDS = {'passkey_depth': 11, 'needles': 12, 'recall': 13,  # each room its own stream of the eval seed
-              'needles_words': 14, 'needles_mv': 15, 'tracking': 16}
+              'needles_words': 14, 'needles_mv': 15, 'tracking': 16, 'passkey_text': 17}
 
 
 def distance_buckets(L, T, span, lo):

@@ -21,6 +21,8 @@ model themselves.
 """
 import numpy as np
 
+import lab.hf.tokenizer  # noqa: F401  registers the 'gguf' tokenizer (a real model's BPE) with get_tokenizer
+from data.sources import get_tokenizer
 from lab.measure.outcomes import room_scores
 from lab.measure.placement import check_fit, distance_buckets, room_rng, window_tokens
 
@@ -224,9 +226,13 @@ def _draw_needles(rng, window, draw, lo, hi, limit, k, m, kl, vl, mid, rec):
 
 def newline_tokens(meta):
     """The ids of the tokens that hold a line break: '\\n' of a char vocabulary; for GPT-2 BPE every token whose
-    bytes hold one ('\\n', '\\n\\n', ...; tiktoken when installed, else 198 and 628)."""
+    bytes hold one ('\\n', '\\n\\n', ...; tiktoken when installed, else 198 and 628); for another vocabulary (a
+    GGUF's BPE) every token but eot whose text holds one (data.sources.get_tokenizer's decode)."""
     if meta['tokenizer'] == 'char':
         return [i for i, c in enumerate(meta['itos']) if c == '\n']
+    if meta['tokenizer'] != 'gpt2':
+        decode = get_tokenizer(meta)[1]
+        return [i for i in range(meta['vocab_size']) if i != meta['eot_token'] and '\n' in decode([i])]
     try:
         import tiktoken
         enc = tiktoken.get_encoding('gpt2')
@@ -240,6 +246,9 @@ def separator_token(meta, text=':'):
     single token (the needles then go without one)."""
     if meta['tokenizer'] == 'char':
         return meta['itos'].index(text) if text in meta['itos'] else None
+    if meta['tokenizer'] != 'gpt2':
+        ids = get_tokenizer(meta)[0](text)
+        return ids[0] if len(ids) == 1 else None
     try:
         import tiktoken
         ids = tiktoken.get_encoding('gpt2').encode_ordinary(text)
@@ -310,8 +319,8 @@ def make_rooms(val, starts, T, L, meta, seed, cue, examples, depth_len=12, needl
                 raise
             skipped[name] = str(e)
             return
-        rooms[name] = dict(buckets=made[0], examples=made[1],
-                           settings=dict(examples=examples, buckets=[b[0] for b in made[0]], **knobs))
+        rooms[name] = dict(buckets=made[0], examples=made[1],  # a room's knobs may say its own count of examples
+                           settings={'examples': examples, 'buckets': [b[0] for b in made[0]], **knobs})
     if depth_len:
         room('passkey_depth', lambda: passkey_depth_examples(val, starts, T, L, depth_len, cue, V, eot, seed,
                                                              control=depth_control),

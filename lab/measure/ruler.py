@@ -15,23 +15,20 @@ room_scores records which one the model starts to write (lab.measure.outcomes.em
 """
 import numpy as np
 
+from data.sources import get_tokenizer
 from lab.measure.placement import check_fit, distance_buckets, room_rng, window_tokens
 from lab.measure.retrieval import needle_examples, separator_token
 
 
 def encode(meta, text):
-    """The token ids of text in the run's vocabulary (characters, or GPT-2 BPE through tiktoken)."""
-    if meta['tokenizer'] == 'char':
-        return [meta['itos'].index(c) for c in text]
-    import tiktoken
-    return tiktoken.get_encoding('gpt2').encode_ordinary(text)
+    """The token ids of text (as plain text) in the run's vocabulary: data.sources.get_tokenizer's (characters, GPT-2
+    BPE, a GGUF's own BPE); ValueError when the vocabulary cannot write it."""
+    return get_tokenizer(meta)[0](text)
 
 
 def decode(meta, ids):
-    if meta['tokenizer'] == 'char':
-        return ''.join(meta['itos'][int(i)] for i in ids)
-    import tiktoken
-    return tiktoken.get_encoding('gpt2').decode([int(i) for i in ids])
+    """The text of token ids in the run's vocabulary (data.sources.get_tokenizer's)."""
+    return get_tokenizer(meta)[1]([int(i) for i in ids])
 
 
 def play_words(val, meta, key_len):
@@ -44,8 +41,8 @@ def play_words(val, meta, key_len):
 
 def digit_tokens(meta):
     """The ids of the tokens that are digits only."""
-    V = meta['vocab_size']
-    return [t for t in range(V) if t != meta['eot_token'] and decode(meta, [t]).isdigit()]
+    _, text = get_tokenizer(meta)  # built once, not once per token
+    return [t for t in range(meta['vocab_size']) if t != meta['eot_token'] and text([t]).isdigit()]
 
 
 def word_needle_examples(val, starts, T, L, meta, seed, needles=4, key_len=6, value_len=5, mid=' is '):

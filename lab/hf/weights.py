@@ -1,0 +1,249 @@
+"""
+Real models' weights in model.py's GPT. `load_checkpoint('hf:<folder>')` reads a Hugging Face folder (config.json and
+*.safetensors, one file or shards listed in model.safetensors.index.json) into this project's checkpoint dict:
+
+  llama, mistral, qwen2 (SmolLM / SmolLM2 are llama)   GPTConfig(norm='rmsnorm', mlp='swiglu', n_kv_head, qkv_bias
+                                                      for Qwen2, tie_embeddings as config.json says); rope_theta and
+                                                      rope_scaling / rope_parameters through lab.hf.config.from_hf;
+                                                      Mistral's sliding_window as a windowed layer pattern
+  gpt_neox                                            full rotation and a sequential residual only (what
+                                                      lab/hf/export.py writes): the default GPT with biases. Pythia's
+                                                      partial rotation (rotary_pct) and parallel residual are refused
+
+Whatever the GPT cannot express is refused in one line that names it: M-RoPE, MLA (kv_lora_rank), experts, QK-norm
+(q_norm weights), biases where it has none, a head_dim other than n_embd / n_head, an untied head without its weights.
+The safetensors files are read here with numpy (an 8-byte header length, a JSON header, raw little-endian tensors):
+no new dependency. lab/hf/gguf.py assembles llama.cpp's tensors through the same llama_state and checkpoint.
+"""
+import json
+import os
+from dataclasses import asdict, replace
+
+import numpy as np
+import torch
+
+from data.common import LOADERS
+from lab.hf.config import from_hf, from_hf_layers
+from model import GPT, GPTConfig
+
+# model.py's tensors of a Llama-shaped GPT, each from one or more parts (concatenated by rows) of the source file;
+# a format names each part (HF_NAMES; lab/hf/gguf.py's GGUF_NAMES), {i} the layer
+LAYER_PARTS = {'ln_1.weight': ('ln_1',), 'attn.c_attn.weight': ('q', 'k', 'v'),
+               'attn.c_attn.bias': ('q.bias', 'k.bias', 'v.bias'), 'attn.c_proj.weight': ('o',),
+               'ln_2.weight': ('ln_2',), 'mlp.c_fc.weight': ('gate', 'up'), 'mlp.c_proj.weight': ('down',)}
+HF_NAMES = dict(
+    wte='model.embed_tokens.weight', ln_f='model.norm.weight', head='lm_head.weight',
+    ln_1='model.layers.{i}.input_layernorm.weight', ln_2='model.layers.{i}.post_attention_layernorm.weight',
+    **{p: f'model.layers.{{i}}.self_attn.{p}_proj.weight' for p in 'qkvo'},
+    **{f'{p}.bias': f'model.layers.{{i}}.self_attn.{p}_proj.bias' for p in 'qkv'},
+    **{p: f'model.layers.{{i}}.mlp.{p}_proj.weight' for p in ('gate', 'up', 'down')})
+LEFT_OVER = (('q_norm', "QK-norm (a norm on q and k per head)"), ('k_norm', "QK-norm (a norm on q and k per head)"),
+             ('.bias', "a bias where model.py's GPT has none"), ('expert', "experts (MoE)"))
+IGNORED = ('rotary_emb.inv_freq',)  # buffers older checkpoints saved: recomputed, not weights
+LLAMA_TYPES = ('llama', 'mistral', 'qwen2')
+HF_TYPES = LLAMA_TYPES + ('gpt_neox',)
+
+
+def gpt_shapes(config):
+    """{name: shape} of the state dict of GPT(config): a 1-layer GPT built on the meta device (no memory; its layer
+    stands for every layer, which windows and scaling leave alike in shape)."""
+    with torch.device('meta'):
+        one = GPT(replace(config, n_layer=1, layers=None, rope_scaling=None)).state_dict()
+    return {k.replace('.h.0.', f'.h.{i}.'): tuple(v.shape) for k, v in one.items()
+            for i in (range(config.n_layer) if '.h.0.' in k else [0])}
+
+
+def llama_state(config, tensors, names, source):
+    """model.py's state dict (float32) for a Llama-shaped GPTConfig from a file's {name: tensor}, its parts named by
+    `names` (part -> name, {i} the layer). Every GPT weight must be there in its shape and every tensor of the file
+    must find a place (IGNORED aside): ValueError naming the file and the tensor otherwise."""
+    used = set()
+
+    def take(part, i=None):
+        name = names[part].format(i=i)
+        if name not in tensors:
+            raise ValueError(f"{source}: tensor {name} is missing; the file is not a complete {config.n_layer}-layer "
+                             f"model of the kind its config describes")
+        used.add(name)
+        return tensors[name]
+    state = {'transformer.wte.weight': take('wte'), 'transformer.ln_f.weight': take('ln_f')}
+    state['lm_head.weight'] = state['transformer.wte.weight'] if config.tie_embeddings else take('head')
+    shapes = gpt_shapes(config)
+    for i in range(config.n_layer):
+        for ours, parts in LAYER_PARTS.items():
+            if f'transformer.h.{i}.{ours}' in shapes:
+                state[f'transformer.h.{i}.{ours}'] = torch.cat([take(p, i) for p in parts])
+    check_state(state, shapes, set(tensors) - used, source)
+    return state
+
+
+def check_state(state, shapes, left, source):
+    """Refuse a tensor the GPT has no place for (named, with what it is) or one of the wrong shape."""
+    left = sorted(n for n in left if not n.endswith(IGNORED))
+    if left:
+        what = next((why for key, why in LEFT_OVER if key in left[0]), "a weight model.py's GPT has no place for")
+        raise ValueError(f"{source}: tensor {left[0]} is {what}; model.py's GPT cannot express this model")
+    for name, shape in shapes.items():
+        if name not in state:
+            raise ValueError(f"{source}: no tensor for {name}; the file is not a complete model of its config's kind")
+        if tuple(state[name].shape) != shape:
+            raise ValueError(f"{source}: {name} has shape {tuple(state[name].shape)} from the file but the config "
+                             f"gives {shape}; the file's tensors and its config disagree")
+
+
+def checkpoint(config, state, train_len, source, dataset):
+    """This project's checkpoint dict (what data.common.load_checkpoint returns) for a loaded model."""
+    return {'model': {k: v.to(torch.float32).contiguous() for k, v in state.items()}, 'model_args': asdict(config),
+            'config': {}, 'lineage': {'train_len': int(train_len), 'source': source}, 'dataset': dataset}
+
+
+# ----------------------------------------------------------------------------- safetensors, read with numpy
+
+ST_NUMPY = {'F32': np.float32, 'F16': np.float16, 'F64': np.float64, 'BF16': np.uint16}  # BF16: the top 16 bits
+
+
+def read_safetensors(path):
+    """{name: float32 tensor} of a .safetensors file; ValueError naming it when it is truncated, not safetensors,
+    or holds a dtype other than F32 / F16 / BF16 / F64 (quantized)."""
+    size = os.path.getsize(path)
+    with open(path, 'rb') as f:
+        n = int.from_bytes(f.read(8), 'little') if size >= 8 else -1
+        try:
+            header = json.loads(f.read(n)) if 0 < n <= size - 8 else None
+        except ValueError:
+            header = None
+    if not isinstance(header, dict):
+        raise ValueError(f"{path} is not a safetensors file (no JSON header); pass a folder of *.safetensors")
+    header.pop('__metadata__', None)
+    data, out = np.memmap(path, dtype=np.uint8, mode='r'), {}
+    for name, h in header.items():
+        (a, b), dtype = h['data_offsets'], ST_NUMPY.get(h['dtype'])
+        if dtype is None:
+            raise ValueError(f"{path}: tensor {name} is {h['dtype']}; only F32, F16, BF16 and F64 weights are read "
+                             f"(dequantize it first)")
+        if 8 + n + b > size:
+            raise ValueError(f"{path} is truncated: tensor {name} ends past the end of the file; download it again")
+        x = np.frombuffer(data[8 + n + a:8 + n + b], dtype=dtype)
+        x = (x.astype(np.uint32) << 16).view(np.float32) if h['dtype'] == 'BF16' else x.astype(np.float32)
+        out[name] = torch.from_numpy(x.reshape(h['shape']))
+    return out
+
+
+def read_folder_tensors(folder):
+    """Every tensor of a folder's model.safetensors, or of the shards model.safetensors.index.json lists."""
+    index = os.path.join(folder, 'model.safetensors.index.json')
+    if os.path.isfile(index):
+        with open(index) as f:
+            files = sorted(set(json.load(f)['weight_map'].values()))
+    else:
+        files = sorted(n for n in os.listdir(folder) if n.endswith('.safetensors'))
+    if not files:
+        raise ValueError(f"hf:{folder} holds no *.safetensors (a pytorch_model.bin is not read: it is a pickle); "
+                         f"save the model with safe_serialization=True")
+    tensors = {}
+    for name in files:
+        tensors.update(read_safetensors(os.path.join(folder, name)))
+    return tensors
+
+
+# ----------------------------------------------------------------------------- config.json -> GPTConfig
+
+def refuse_config(d, source):
+    """One line naming what a config.json asks for that model.py's GPT has not (None: nothing)."""
+    mt, rp = d.get('model_type'), {**(d.get('rope_scaling') or {}), **(d.get('rope_parameters') or {})}
+    head_dim = d.get('head_dim')
+    for bad, why in (
+            ('kv_lora_rank' in d, "MLA (kv_lora_rank: keys and values through a low-rank latent)"),
+            (any(d.get(k) for k in ('num_experts', 'num_local_experts', 'n_routed_experts')), "experts (MoE)"),
+            ('mrope_section' in rp or rp.get('rope_type', rp.get('type')) == 'mrope',
+             "M-RoPE (mrope_section: rotations per time / height / width section)"),
+            (mt == 'gpt_neox' and d.get('rotary_pct', 0.25) != 1.0,
+             f"GPT-NeoX's partial rotation (rotary_pct={d.get('rotary_pct', 0.25)}: the first dims rotate at "
+             f"frequencies of the rotary dim, not p-RoPE)"),
+            (mt == 'gpt_neox' and d.get('use_parallel_residual', True), "GPT-NeoX's parallel residual"),
+            (mt not in HF_TYPES, f"model_type {mt!r} (read here: {', '.join(HF_TYPES)})"),
+            (mt in LLAMA_TYPES and d.get('hidden_act', 'silu') != 'silu', f"hidden_act {d.get('hidden_act')!r}"),
+            (mt in ('llama', 'mistral') and d.get('attention_bias'), "attention_bias (o_proj's bias as well)"),
+            (d.get('mlp_bias'), "mlp_bias"),
+            (d.get('rope_interleaved'), "rope_interleaved (pairs (2i, 2i + 1); model.py turns pairs (i, i + d/2))"),
+            (mt == 'qwen2' and d.get('use_sliding_window') and not d.get('layer_types'),
+             "Qwen2's sliding window from max_window_layers on"),
+            (head_dim is not None and head_dim * d['num_attention_heads'] != d['hidden_size'],
+             f"head_dim={head_dim} apart from hidden_size / num_attention_heads")):
+        if bad:
+            return f"{source}: {why} has no counterpart in model.py's GPT; it cannot be loaded"
+    return None
+
+
+def hf_args(d, source):
+    """config.json -> (GPTConfig, train_len): the fields of a Llama-family or GPT-NeoX config (refuse_config first)."""
+    why = refuse_config(d, source)
+    if why:
+        raise ValueError(why)
+    n, H, C, M = d['num_hidden_layers'], d['num_attention_heads'], d['hidden_size'], d['max_position_embeddings']
+    scaling, theta = from_hf(d)
+    args = dict(block_size=M, vocab_size=d['vocab_size'], n_layer=n, n_head=H, n_embd=C, n_ffn=d['intermediate_size'],
+                rope_base=float(theta or d.get('rotary_emb_base') or 10000.0), rope_scaling=scaling,
+                tie_embeddings=bool(d.get('tie_word_embeddings', False)))
+    if d['model_type'] == 'gpt_neox':
+        return GPTConfig(**args, bias=True, norm_eps=d.get('layer_norm_eps', 1e-5)), M
+    types = d.get('layer_types') or (['sliding_attention'] * n if d['model_type'] == 'mistral' and
+                                     (d.get('sliding_window') or M) < M else None)
+    if types and set(types) != {'full_attention'}:
+        args['layers'], args['rope_scaling'] = from_hf_layers(dict(d, layer_types=types), n)
+    return GPTConfig(**args, norm='rmsnorm', mlp='swiglu', norm_eps=d.get('rms_norm_eps', 1e-6),
+                     n_kv_head=d.get('num_key_value_heads') or H, qkv_bias=d['model_type'] == 'qwen2'), M
+
+
+NEOX_NAMES = {  # lab/hf/export.py's GPT-NeoX names -> model.py's, replaced in this order
+    'gpt_neox.embed_in.': 'transformer.wte.', 'embed_out.': 'lm_head.', 'gpt_neox.final_layer_norm.': 'transformer.ln_f.',
+    'gpt_neox.layers.': 'transformer.h.', '.input_layernorm.': '.ln_1.', '.post_attention_layernorm.': '.ln_2.',
+    '.attention.query_key_value.': '.attn.c_attn.', '.attention.dense.': '.attn.c_proj.',
+    '.mlp.dense_h_to_4h.': '.mlp.c_fc.', '.mlp.dense_4h_to_h.': '.mlp.c_proj.'}
+
+
+def neox_tensors(tensors, config):
+    """A GPT-NeoX folder's tensors (lab/hf/export.py's names) under model.py's names: qkv rows back from
+    [head, 3, head_dim] to [3, head, head_dim]; unknown ones kept (check_state names them)."""
+    C, H = config.n_embd, config.n_head
+    out = {}
+    for name, t in tensors.items():
+        for theirs, ours in NEOX_NAMES.items():
+            name = name.replace(theirs, ours)
+        if '.attn.c_attn.' in name:
+            t = t.reshape(H, 3, C // H, *t.shape[1:]).transpose(0, 1).reshape(t.shape)
+        out[name] = t
+    return out
+
+
+def load_hf(folder):
+    """LOADERS['hf']: the checkpoint dict of a Hugging Face folder (see the module docstring)."""
+    source = f'hf:{folder}'
+    path = os.path.join(folder, 'config.json')
+    if not os.path.isfile(path):
+        raise ValueError(f"{source}: no config.json there; pass a Hugging Face model folder (config.json + "
+                         f"*.safetensors)")
+    with open(path) as f:
+        d = json.load(f)
+    config, L = hf_args(d, source)
+    tensors = read_folder_tensors(folder)
+    if d['model_type'] == 'gpt_neox':
+        state, shapes = neox_tensors(tensors, config), gpt_shapes(config)
+        if config.tie_embeddings:
+            state['lm_head.weight'] = state['transformer.wte.weight']
+        check_state(state, shapes, set(state) - set(shapes), source)
+    else:
+        if config.tie_embeddings and 'lm_head.weight' in tensors and \
+                not torch.equal(tensors['lm_head.weight'], tensors['model.embed_tokens.weight']):
+            raise ValueError(f"{source}: tie_word_embeddings is true but lm_head.weight differs from the embedding; "
+                             f"set tie_word_embeddings to false in config.json if the head is its own")
+        state = llama_state(config, {k: v for k, v in tensors.items() if not (config.tie_embeddings and k ==
+                                                                               'lm_head.weight')}, HF_NAMES, source)
+    eos = d.get('eos_token_id')
+    dataset = {'dataset': None, 'tokenizer': 'hf', 'vocab_size': config.vocab_size,
+               'tokenizer_file': 'tokenizer.json' if os.path.isfile(os.path.join(folder, 'tokenizer.json')) else None,
+               'eot_token': eos[0] if isinstance(eos, list) else eos}
+    return checkpoint(config, state, L, source, dataset)
+
+
+LOADERS['hf'] = load_hf
