@@ -57,7 +57,7 @@ out/char-eval-test/summary.json:  # the test split's eval, which `make bases-tes
 
 ##@ real model: SmolLM2-135M (a pip wheel's GGUF, trained at 8,192) through the same protocol
 
-real-model:           # the held-out plays in SmolLM2's BPE, then its zero-shot arms and the crop to T = 12,288 = 1.5 x L, loss by position and the natural-language passkey (3 windows: not yet timed end to end on 2 cores)
+real-model:           # the held-out plays in SmolLM2's BPE, then its zero-shot arms and the crop to T = 12,288 = 1.5 x L, loss by position and the natural-language passkey (2 windows, 2 passkeys per bucket: ~80 min estimated, not yet run end to end; 3 windows took ~5 h)
 	$(PY) data/shakespeare_smollm2/prepare.py
 	$(PY) eval.py config/eval_real_model_cpu.py
 

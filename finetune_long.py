@@ -19,7 +19,7 @@ from configurator import ConfigError, get_config
 from lab.engine.cli import cli
 from lab.engine.device import ddp_ranks
 from lab.engine import sweep
-from data.common import load_checkpoint, model_from_checkpoint
+from data.common import checkpoint_ref, load_checkpoint, model_from_checkpoint
 from rope_config import all_type_keys
 from lab.engine.ddp import in_group
 from lab.engine.checks import check_settings
@@ -53,7 +53,7 @@ def extended_model(base, base_path, scaling, L, T, layers=None):
     model.set_rope_scaling(scaling)  # context extension by RoPE scaling: the same weights, new rotation frequencies
     model.config.block_size = T
     searched = {k: v for k, v in (base.get('lineage') or {}).items() if k == 'search_objective'}  # (LongRoPE2's)
-    return model, dict(train_len=L, seq_len=T, base_checkpoint=os.path.abspath(base_path),
+    return model, dict(train_len=L, seq_len=T, base_checkpoint=checkpoint_ref(base_path),
                        rope_type=scaling['rope_type'] if scaling else 'default',
                        factor=scaling['factor'] if scaling else None, finetune_steps=0, **searched)
 

@@ -96,6 +96,16 @@ CKPT_KEYS = ('model', 'model_args')
 LOADERS = {}  # 'prefix' -> fn(rest) -> checkpoint dict, for 'prefix:rest' paths; filled by the rooms that read them
 LOADER_MODULES = {'gguf': 'lab.hf.gguf', 'hf': 'lab.hf.weights'}  # the room that registers each prefix
 
+def checkpoint_ref(path):
+    """How a lineage names its base so that it loads from any directory: a run folder made absolute (links resolved), a loader's
+    'prefix:rest' kept ('gguf:smollm2' is a name, not a file) with an existing file or folder after the prefix made
+    absolute."""
+    prefix, sep, rest = str(path).partition(':')
+    if sep and (prefix in LOADERS or prefix in LOADER_MODULES):
+        return f"{prefix}:{os.path.realpath(rest)}" if rest and os.path.exists(rest) else str(path)
+    return os.path.realpath(path)
+
+
 def load_checkpoint(path, map_location='cpu'):
     """Load one of our checkpoints (a run folder or its ckpt.pt) with weights_only=True: no code in the
     file can run. Raises ValueError naming the file when it is missing, truncated, unsafe or not ours.

@@ -554,3 +554,18 @@ def test_export_refuses_a_llama_model_in_one_line(tiny_gguf, tmp_path):
             as e:
         export('gguf:' + tiny_gguf, str(tmp_path / 'out'))
     assert '\n' not in str(e.value) and not os.path.exists(tmp_path / 'out')
+
+
+def test_a_fine_tune_names_its_gguf_base_so_that_it_loads_again(tiny_gguf, tmp_path, monkeypatch):
+    """finetune_long.py's lineage keeps a loader's prefix: 'gguf:<file>' with the file made absolute (it loads from
+    any directory), 'gguf:smollm2' as the name it is; a run folder absolute as before."""
+    from data.common import checkpoint_ref
+    from finetune_long import extended_model
+    monkeypatch.chdir(os.path.dirname(tiny_gguf))
+    _, lineage = extended_model(load_checkpoint('gguf:' + tiny_gguf), 'gguf:tiny.gguf', {'rope_type': 'linear', 'factor': 2.0},
+                                L, 2 * L)
+    assert lineage['base_checkpoint'] == 'gguf:' + os.path.realpath(tiny_gguf)
+    assert load_checkpoint(lineage['base_checkpoint'])['model_args'] == load_checkpoint('gguf:' + tiny_gguf)['model_args']
+    assert checkpoint_ref('gguf:smollm2') == 'gguf:smollm2' and checkpoint_ref('gguf:') == 'gguf:'
+    monkeypatch.chdir(tmp_path)
+    assert checkpoint_ref('out/run') == os.path.join(os.path.realpath(tmp_path), 'out', 'run')

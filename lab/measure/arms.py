@@ -16,7 +16,7 @@ import os
 import re
 
 from configurator import ConfigError
-from data.common import DataError, data_dir_of, load_checkpoint, read_json, read_jsonl
+from data.common import DataError, checkpoint_ref, data_dir_of, load_checkpoint, read_json, read_jsonl
 from lab.crop import crop_name, is_crop_spec, parse_crop, self_crop_arms
 from lab.position_maps import POSITION_MAPS, is_position_map_spec, parse_position_map, position_map_name
 from rope_config import ROPE_TYPES, is_dynamic
@@ -91,7 +91,7 @@ def ckpt_arm(path, ckpt):
     return dict(name=name, checkpoint=path, kind='fine-tuned' if tuned else 'zero-shot' if derived else 'base', ckpt=ckpt, scaling=sc,
                 L=lin['train_len'], seq_len=lin['seq_len'], steps=lin['finetune_steps'] if tuned else 0,
                 pose=lin['pose'], seed=cfg.get('seed'), run_dir=run_dir(path), copy_mix=copy_mix,
-                base_checkpoint=os.path.realpath(lin['base_checkpoint']) if derived else None,
+                base_checkpoint=checkpoint_ref(lin['base_checkpoint']) if derived else None,
                 training={k: v for k, v in cfg.items() if k not in TRAINING_IGNORED and k not in copy_mix})
 
 
