@@ -166,7 +166,7 @@ def prepare(cfg):
     data_dir = data_dir_of(cfg['dataset'] or (first['ckpt'].get('dataset') or {}).get('dataset', ''))
     meta = load_meta(data_dir)
     docs, val = meta['docs'][cfg['split']], load_split(data_dir, cfg['split'], meta)
-    docs = without_windows_of(cfg['exclude'], docs, cfg['split'])  # a test split: no token of those windows
+    docs = without_windows_of(cfg['exclude'], docs, cfg['split'], meta)  # a test split: no token of those windows
     check_eval_data(cfg, first, meta, data_dir, docs, T)  # vocabulary, smoothing, enough text for the windows
     L = base['L'] if base else max(a['L'] for a in arms)
     starts = doc_windows(docs, T + 1, cfg['num_windows'], cfg['seed'])  # non-overlapping, the same for every arm

@@ -19,7 +19,13 @@ Both agree with the base at p < w (the whole prefix fits) and differ past w for 
 (and ALiBi) are relative, so inside the window both see the true distances i - j < w, exactly what the model was
 trained on; only the absolute position ids differ (the truncated crop restarts at 0), which relative encodings do not
 see (learned / sinusoidal absolute encodings would: there the truncated crop is the model as trained, the sliding
-one runs positions it never saw). A model with one layer gives the same numbers in both forms (up to rounding).
+one runs positions it never saw). A model with one layer gives the same numbers in both forms (up to rounding):
+causal, sinks, ALiBi, NoPE, and SSMax, whose ln n counts only the keys the crop leaves (min(p + 1, w) in both forms);
+an arm's query temperature (lab/temperature.py) runs in both, at the query's true position p with n = the keys it
+sees. Not smeared keys (lab/copy_mix.py): their first key in the sliding window mixes in the token before it.
+
+An arm's own crop (--self_crop, self_crop_arms) is the arm with a crop: its weights, RoPE, attention class and query
+temperature, built by the same code (lab.measure.forms.arm_form), so inside the window it is the arm itself.
 
 Cost: sliding = one forward of T (chunked attention, memory O(chunk x T)); truncated = one forward of w tokens per
 scored position (T x w tokens per row instead of T), batched by crop length into forwards of about batch_size x T
@@ -57,7 +63,9 @@ def window_logits(model, window):
     window = check_window(window)
 
     def logits(layer, q, k, s, e):
-        att = model.transformer.h[layer].attn.logits(q, k, s, e)
+        attn = model.transformer.h[layer].attn
+        seen = getattr(attn, 'windowed_logits', None)  # scores that count the keys a query sees (SSMax's ln n)
+        att = attn.logits(q, k, s, e) if seen is None else seen(q, k, s, e, window)
         if e <= window:  # every key j < e is within reach of every query s..e-1
             return att
         i = torch.arange(s, e, device=att.device)[:, None]
@@ -113,11 +121,13 @@ def check_positions(positions, n_rows, limit, what):
 
 
 @torch.no_grad()
-def truncated_scores(model, rows, positions, window, ctx=None, batch_size=8, preds=False):
+def truncated_scores(model, rows, positions, window, ctx=None, batch_size=8, preds=False, attend=None):
     """The truncated crop in lab.measure.scoring.score's format: for every p in positions[r], the NLL of rows[r, p + 1] (and whether
     the argmax is that target) from a forward over ONLY rows[r, max(0, p - window + 1) : p + 1], a fresh input at
     position ids 0..n-1 (n = min(p + 1, window)). Crops of one length share a forward (all of length `window` in
     big batches, see crop_batches); p < window is the model's ordinary forward over the whole prefix.
+    attend: None (the model's own attention), or fn(start) -> the attend seam for a batch of crops whose first tokens
+    sit at positions start (B,) of their rows (an arm's query temperature, lab.temperature.tempered(start=)).
     rows: LongTensor [R, n_tokens]; positions: R int lists, each p <= n_tokens - 2. Returns (loss, hit): R float /
     bool numpy arrays, in the order of positions[r] (and with preds=True the argmax tokens, as lab.measure.scoring.score)."""
     window = check_window(window)
@@ -131,7 +141,11 @@ def truncated_scores(model, rows, positions, window, ctx=None, batch_size=8, pre
     for part, x in crop_batches(rows, items, window, batch_size, extra=1):
         x = x.to(device)
         with ctx:  # only the last position's prediction is wanted: at= runs the last layer for it alone
-            logits = model(x[:, :-1], at=torch.full((x.size(0), 1), x.size(1) - 2, device=device))[0][:, 0]
+            if attend is None:
+                logits = model(x[:, :-1], at=torch.full((x.size(0), 1), x.size(1) - 2, device=device))[0][:, 0]
+            else:  # (at= picks causal attention's queries: a seam runs the whole crop)
+                start = torch.tensor([p for _, _, p in part], device=device) - (x.size(1) - 2)
+                logits = model(x[:, :-1], attend=attend(start))[0][:, -1]
         target = x[:, -1]
         got_l = F.cross_entropy(logits.float(), target, reduction='none').cpu().numpy()
         got_p = logits.argmax(-1)
@@ -142,10 +156,11 @@ def truncated_scores(model, rows, positions, window, ctx=None, batch_size=8, pre
 
 
 @torch.no_grad()
-def truncated_entropy(model, x, positions, window, ctx=None, batch_size=8, chunk=256):
+def truncated_entropy(model, x, positions, window, ctx=None, batch_size=8, chunk=256, logits=None):
     """eval's attention-entropy diagnostic (lab.measure.diagnostics.entropy_at) for the truncated crop: the mean entropy (over
     layers, heads and rows of x) of query p's attention in the forward over x[:, max(0, p - window + 1) : p + 1]
-    (its last query). x: LongTensor [B, T]. Returns a float array [T], NaN where not asked."""
+    (its last query). logits: None, or fn(start) -> the score function for crops starting at positions start (B,)
+    (as truncated_scores' attend). x: LongTensor [B, T]. Returns a float array [T], NaN where not asked."""
     from lab.measure.diagnostics import attention_entropy
     window = check_window(window)
     ctx = nullcontext() if ctx is None else ctx
@@ -154,8 +169,11 @@ def truncated_entropy(model, x, positions, window, ctx=None, batch_size=8, chunk
     items = [(j, r, int(p)) for j, p in enumerate(positions) for r in range(x.size(0))]  # every row at each p
     sums = {}
     for part, crops in crop_batches(x, items, window, batch_size, extra=0):
+        crops = crops.to(next(model.parameters()).device)
+        score = None if logits is None else \
+            logits(torch.tensor([p for _, _, p in part], device=crops.device) - (crops.size(1) - 1))
         with ctx:
-            ent = attention_entropy(model, crops.to(next(model.parameters()).device), chunk)[..., -1]  # (layers, N, H)
+            ent = attention_entropy(model, crops, chunk, score)[..., -1]  # (layers, N, H)
         per = ent.float().mean(dim=(0, 2)).cpu().numpy()
         for (_, _, p), e in zip(part, per):
             sums.setdefault(p, []).append(float(e))

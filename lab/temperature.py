@@ -12,6 +12,7 @@ Scalable-Softmax trained into a model. L is the length the model was trained at.
                                                         c chosen on dev windows (logn is c = 1/ln L)
   ssmax      s * ln(n),  n = the keys query p sees      Scalable-Softmax swapped in after training, one s for every
                                                         head (calibrated on dev windows); n = p + 1, or the window
+                                                        (the layer's, or a crop's: only the keys it leaves)
 
 As arms: `qtemp:shape=llama4:beta=0.1:layers=nope` alone (on the base's own RoPE) or after a rope spec,
 `yarn:beta_fast=8:attention_factor=1+qtemp:shape=ministral`; `layers` = all | rope | nope picks the layers it scales.
@@ -74,47 +75,54 @@ def temperature_name(t):
     return f"qtemp {t['shape']}{extras}" + ('' if t['layers'] == 'all' else f" on {t['layers']}")
 
 
-def query_factors(t, positions, L, window=None):
-    """The factor of each query position (a float32 tensor like positions) under temperature t."""
+def query_factors(t, positions, L, window=None, keys=None):
+    """The factor of each query position (a float32 tensor like positions) under temperature t; keys: the number of
+    keys each query sees (default p + 1, at most window)."""
     p = positions.to(torch.float64)
-    n = p + 1 if window is None else (p + 1).clamp(max=window)
-    return SHAPES[t['shape']][1](p, n, L, t).to(torch.float32)
+    n = (p + 1 if window is None else (p + 1).clamp(max=window)) if keys is None else keys.to(torch.float64)
+    return torch.broadcast_to(SHAPES[t['shape']][1](p, n, L, t), p.shape).to(torch.float32)
 
 
 def scales_layer(t, model, layer):
     return t['layers'] == 'all' or (t['layers'] == 'nope') == (model.rope_index[layer] is None)
 
 
-def scaled_queries(t, model, layer, q, L):
-    """q (B, H, T, d) of a full forward from position 0, each query times its factor where t scales the layer."""
+def scaled_queries(t, model, layer, q, L, window=None, start=None):
+    """q (B, H, T, d) of a full forward, each query times its factor where t scales the layer. Query i sits at
+    position i, or start[b] + i (start (B,): where each row's input begins, the truncated crop's cut); it sees i + 1
+    keys, at most the layer's window and the crop's `window` (a crop hides the rest: SSMax's n counts what is seen)."""
     if not scales_layer(t, model, layer):
         return q
-    window = model.transformer.h[layer].attn.window
-    return q * query_factors(t, torch.arange(q.size(2), device=q.device), L, window).to(q.dtype)[:, None]
+    i = torch.arange(q.size(2), device=q.device)
+    seen = [w for w in (model.transformer.h[layer].attn.window, window) if w]
+    keys = (i + 1).clamp(max=min(seen)) if seen else i + 1
+    f = query_factors(t, i if start is None else start.to(i.device)[:, None] + i, L, keys=keys).to(q.dtype)
+    return q * (f[:, None] if start is None else f[:, None, :, None])
 
 
-def tempered(model, t, attend=None, L=None):
+def tempered(model, t, attend=None, L=None, window=None, start=None):
     """The model's attend seam with temperature t: fn(layer, q, k, v) -> y, the queries of each layer it scales
     multiplied by their factor, then `attend` (a crop or position map's) or the layer's own attention. For full
-    forwards from position 0 (eval's scoring), where query i sits at position i."""
+    forwards (eval's scoring), where query i sits at position i (start: at start[b] + i, a truncated crop's rows);
+    window: a sliding crop's, which bounds the keys each query sees (scaled_queries)."""
     L = L or model.config.block_size
 
     def run(layer, q, k, v):
         attn = model.transformer.h[layer].attn
         if q.size(2) != k.size(2):
             raise ValueError("a query temperature scores full forwards from position 0; run without a KV cache")
-        q = scaled_queries(t, model, layer, q, L)
+        q = scaled_queries(t, model, layer, q, L, window, start)
         return attn.attend(q, k, v) if attend is None else attend(layer, q, k, v)
     return run
 
 
-def tempered_logits(model, t, logits=None, L=None):
+def tempered_logits(model, t, logits=None, L=None, window=None, start=None):
     """The score function beside tempered (for the attention entropy): fn(layer, q, k, s, e)."""
     L = L or model.config.block_size
 
     def run(layer, q, k, s, e):
         attn = model.transformer.h[layer].attn
-        q = scaled_queries(t, model, layer, q, L)
+        q = scaled_queries(t, model, layer, q, L, window, start)
         return attn.logits(q, k, s, e) if logits is None else logits(layer, q, k, s, e)
     return run
 
@@ -129,8 +137,9 @@ def ssmax_class(base):
             super().__init__(config, spec)
             self.ssmax = torch.nn.Parameter(torch.full((config.n_head, 1), 1 / math.log(max(config.block_size, 2))))
 
-        def factors(self, i):  # i: query positions (T,) or (B, 1, K) -> (H, T, 1) or (B, H, K, 1), as q
-            n = (i + 1 if self.window is None else (i + 1).clamp(max=self.window)).to(torch.float32)
+        def factors(self, i, window=None):  # i: query positions (T,) or (B, 1, K) -> (H, T, 1) or (B, H, K, 1), as q;
+            seen = [w for w in (self.window, window) if w]  # n: the keys i sees (the layer's and a crop's window)
+            n = ((i + 1).clamp(max=min(seen)) if seen else i + 1).to(torch.float32)
             return (self.ssmax * torch.log(n)).unsqueeze(-1)
 
         def attend(self, q, k, v, at=None):
@@ -138,7 +147,12 @@ def ssmax_class(base):
             return super().attend(q * self.factors(i).to(q.dtype), k, v, at)
 
         def logits(self, q, k, s, e):
-            f = self.factors(torch.arange(s, e, device=q.device)).to(q.dtype)
+            return self.windowed_logits(q, k, s, e, None)
+
+        def windowed_logits(self, q, k, s, e, window):
+            """The scores with every key before i - window + 1 hidden (lab/crop.py's sliding crop): ln n counts only
+            the keys left, as in a forward over the last `window` tokens (the truncated crop)."""
+            f = self.factors(torch.arange(s, e, device=q.device), window).to(q.dtype)
             return super().logits(torch.cat((q[:, :, :s], q[:, :, s:e] * f), 2), k, s, e)
     return SSMax
 
@@ -156,11 +170,26 @@ def split_temperature(entry):
     return rest.strip() or 'default', parse_temperature(temp)
 
 
+def aimed_layers(temp, model_args):
+    """The layers (indices) of a model of `model_args` (a checkpoint's) that temperature temp scales; ConfigError when
+    none, as a rope scaling aimed at no layer is refused (rope_config.scaled_layers)."""
+    from rope_config import parse_layers
+    a = model_args
+    rope = [s.rope and a['pos_emb'] == 'rope' for s in parse_layers(a.get('layers'), a['n_layer'], a['rope_base'],
+                                                                    a['block_size'])]
+    hit = [i for i, r in enumerate(rope) if temp['layers'] == 'all' or (temp['layers'] == 'nope') == (not r)]
+    if not hit:
+        raise ConfigError(f"temperature {temperature_name(temp)!r} is aimed at layers={temp['layers']!r}, but no layer "
+                          f"of this model is {'NoPE' if temp['layers'] == 'nope' else 'RoPE'} (it would change "
+                          f"nothing); aim it at {' or '.join(repr(k) for k in LAYERS if k != temp['layers'])}")
+    return hit
+
+
 def with_temperature(arm, temp):
-    """The arm once more with a query temperature, named '<arm> + qtemp <shape> ...'."""
-    if (arm.get('crop') or {}).get('form') == 'truncated':
-        raise ConfigError("a query temperature runs through the attention seam; the truncated crop has none: use "
-                          "crop:form=sliding")
+    """The arm once more with a query temperature, named '<arm> + qtemp <shape> ...'; refused when it scales no layer
+    of the arm's model. Any form takes it: causal, a position map, either crop (lab.measure.forms.arm_form)."""
+    if arm.get('ckpt'):
+        aimed_layers(temp, arm['ckpt']['model_args'])
     head = arm['name'].removesuffix(' zero-shot')  # '' for the base itself: 'qtemp logn zero-shot'
     return dict(arm, name=(f"{head} + " if head else '') + temperature_name(temp) +
                 (' zero-shot' if arm['kind'] == 'zero-shot' else ''), temperature=temp)

@@ -107,19 +107,54 @@ def check_eval_data(cfg, first, meta, data_dir, docs, T):
                           f"lower --num_windows or --eval_len")
 
 
-def without_windows_of(exclude, docs, split):
-    """--exclude=<eval folder or its summary.json>: the documents with every window of that eval cut out (its loss
-    windows and retrieval windows, each T + 1 tokens), so that this eval's windows share no token with them: a test
-    split beside a dev one (data.common.docs_without). ConfigError when the file is missing or of another split."""
-    if not exclude:
-        return docs
-    from data.common import docs_without, read_json
-    path = exclude if exclude.endswith('.json') else os.path.join(exclude, 'summary.json')
-    st = read_json(path, "--exclude names an eval folder (or its summary.json) whose windows this eval must avoid")[
-        'settings']
-    if st.get('split', 'val') != split:
+def excluded_settings(exclude, path, split, meta, docs):
+    """The settings of --exclude's summary.json (path), checked against this eval: an eval's summary (its window
+    length T, windows, split, dataset, tokenizer, vocabulary and the play of each window, as eval.py writes them), of
+    the same split of the same data: each window inside a document of the title it names (docs: this split's
+    documents, none cut yet), so that its offsets are tokens of this text. ConfigError naming the file otherwise."""
+    from data.common import read_json
+    fix = "--exclude names an eval folder (or its summary.json) whose windows this eval must avoid"
+    value = read_json(path, fix)
+    st = value.get('settings') if isinstance(value, dict) else None
+    if not isinstance(st, dict):
+        raise ConfigError(f"exclude={exclude}: {path} is not an eval's summary.json (no 'settings' object); {fix}")
+    ints = lambda v: isinstance(v, list) and all(type(x) is int and x >= 0 for x in v)  # noqa: E731
+    ret = st.get('retrieval')
+    for key, ok in (('T', type(st.get('T')) is int and st['T'] >= 1), ('windows', ints(st.get('windows'))),
+                    ('retrieval', ret is None or isinstance(ret, dict) and ints(ret.get('windows') or [])),
+                    *((k, isinstance(st.get(k), str)) for k in ('split', 'dataset', 'tokenizer')),
+                    ('vocab_size', type(st.get('vocab_size')) is int),
+                    ('window_docs', isinstance(st.get('window_docs'), list) and
+                     len(st['window_docs']) == len(st.get('windows') or []))):
+        if not ok:
+            raise ConfigError(f"exclude={exclude}: {path} is not an eval's summary.json (settings {key!r} is missing "
+                              f"or not what eval.py writes); {fix}")
+    if st['split'] != split:
         raise ConfigError(f"exclude={exclude!r} was evaluated on split {st.get('split')!r}, this eval on {split!r}; "
                           f"exclude an eval of the same split")
+    theirs, mine = (f"dataset {d['dataset']!r}, tokenizer {d['tokenizer']!r}, vocab_size {d['vocab_size']}"
+                    for d in (st, meta))
+    if theirs != mine:
+        raise ConfigError(f"exclude={exclude}: {path} is an eval of {theirs}, this eval of {mine}: its windows are "
+                          f"offsets into other text; exclude an eval of the same data")
+    for w, title in zip(st['windows'], st['window_docs']):
+        if not any(t == title and a <= w and w + st['T'] + 1 <= b for t, a, b in docs):
+            raise ConfigError(f"exclude={exclude}: {path} has a window at token {w} in {title!r}, which this eval's "
+                              f"{split} split does not hold there (another preparation of the data?); exclude an "
+                              f"eval of these data files")
+    return st
+
+
+def without_windows_of(exclude, docs, split, meta):
+    """--exclude=<eval folder or its summary.json>: the documents with every window of that eval cut out (its loss
+    windows and retrieval windows, each T + 1 tokens), so that this eval's windows share no token with them: a test
+    split beside a dev one (data.common.docs_without). ConfigError when the file is missing, damaged, or of another
+    split or data (excluded_settings; meta: this eval's data's meta.json)."""
+    if not exclude:
+        return docs
+    from data.common import docs_without
+    path = exclude if exclude.endswith('.json') else os.path.join(exclude, 'summary.json')
+    st = excluded_settings(exclude, path, split, meta, docs)
     n = st['T'] + 1
     return docs_without(docs, [(w, w + n) for w in st['windows'] + list((st.get('retrieval') or {}).get('windows')
                                                                       or [])])

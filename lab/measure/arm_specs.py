@@ -67,6 +67,27 @@ def parse_arm(entry, factor, L, flags=None):
     return check_scaling(sc)
 
 
+def check_over_trained_in(own, sc, source, new, fix):
+    """A rope config switched on over a base whose rope type was trained in (own: the base's model_args rope_scaling,
+    p-RoPE, clipped RoPE, ABF from scratch) replaces that type: model.set_rope_scaling puts `sc` in its place, so
+    'linear' on a clipped base turns the pairs it trained stopped. rope.py composes no scaling over another, so only the
+    base's own type with its own settings passes (its factor may move: p-RoPE's s is PI on the pairs that turn);
+    anything else is refused in one line (ValueError) naming both types; new: how the user wrote it, fix: what to do."""
+    if own is None or own.get('rope_type', 'default') == 'default':
+        return
+    t = own['rope_type']
+    drop = {'factor'} | (set() if ROPE_SCALING[t].needs_L else {'original_max_position_embeddings'})
+    same = lambda c: {k: v for k, v in c.items() if k not in drop}  # noqa: E731
+    if sc is not None and sc['rope_type'] == t and same(check_scaling(sc)) == same(check_scaling(own)):
+        return
+    own_spec = ':'.join([t] + [f"{k}={v:g}" for k, v in scaling_extras(own).items()])
+    stops = ': its stopped pairs would turn again' if t in ('clip', 'proportional') else ''  # the types that stop pairs
+    raise ValueError(f"{new} on {source}: that base was trained with rope_type {t!r} ({scaling_name(own)}), and "
+                     f"{(sc or {}).get('rope_type', 'default')!r} would replace it, not compose with it (rope.py "
+                     f"composes no scaling over a trained-in type{stops}); {fix}"
+                     + (f", or scale its own type: {own_spec}:factor=S" if t == 'proportional' else ''))
+
+
 def scaling_extras(sc):
     """The scalar settings of a config that differ from its type's defaults (not rope_type, factor or L, nor
     per-pair lists): {key: value}."""

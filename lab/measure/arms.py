@@ -20,7 +20,7 @@ from data.common import DataError, checkpoint_ref, data_dir_of, load_checkpoint,
 from lab.crop import crop_name, is_crop_spec, parse_crop, self_crop_arms
 from lab.position_maps import POSITION_MAPS, is_position_map_spec, parse_position_map, position_map_name
 from rope_config import ROPE_TYPES, is_dynamic
-from lab.measure.arm_specs import ALIASES, parse_arm, rope_tag, scaling_name, slug
+from lab.measure.arm_specs import ALIASES, check_over_trained_in, parse_arm, rope_tag, scaling_name, slug
 from lab.temperature import parse_temperature, split_temperature, with_temperature
 
 # What an arm is: the fields its identity is made of, in the order a difference between two runs is reported.
@@ -203,6 +203,12 @@ def zero_shot_arms(cfg, base, arms, T):
                               f"position map ({', '.join(POSITION_MAPS)}) nor the crop control (crop)")
         factor = cfg['factor'] or (1.0 if is_dynamic({'rope_type': rope_type}) else T / base['L'])
         sc = parse_arm(entry, factor, base['L'])
+        if sc is not None and base['kind'] == 'base':  # a rope type trained into the base is not replaced silently
+            try:
+                check_over_trained_in(base['scaling'], sc, base['checkpoint'], f"arm {entry!r}",
+                                      "evaluate the base as trained ('default')")
+            except ValueError as e:
+                raise ConfigError(str(e)) from None
         if sc is None:
             if seen_default:
                 raise ConfigError(f"arm {base['name']!r} is given twice in --rope_types; list it once")

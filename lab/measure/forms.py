@@ -1,8 +1,9 @@
 """
 How an arm runs when eval.py scores it, and the measurements beside its loss that run the same way. The form is plain
 causal attention, a position map on the arm's RoPE (lab/position_maps.py: ReRoPE, Leaky ReRoPE, Self-Extend), or a
-crop to its window (lab/crop.py: masked, or truncated, a fresh forward per position); and over any of them but the
-truncated crop, a query temperature (lab/temperature.py). Beside the loss: the attention
+crop to its window (lab/crop.py: masked, or truncated, a fresh forward per position); and over any of them a query
+temperature (lab/temperature.py). An arm's own crop (--self_crop) is the arm with a crop, built here by the same code:
+the same weights, RoPE, attention class and temperature, only the window added. Beside the loss: the attention
 entropy diagnostic (lab/measure/diagnostics.py), the passkey test and the retrieval rooms (lab/measure/retrieval.py).
 """
 from types import SimpleNamespace
@@ -37,16 +38,21 @@ def arm_form(model, arm, plan, ctx, batch_size):
     w, truncated = crop.get('window'), crop.get('form') == 'truncated'
     attend = mapped_attention(model, pm) if pm else window_attention(model, w) if crop and not truncated else None
     logits = mapped_logits(model, pm) if pm else window_logits(model, w) if crop else None
-    if temp:  # a query temperature (lab/temperature.py) over the arm's own attention
-        attend, logits = tempered(model, temp, attend, arm['L']), tempered_logits(model, temp, logits, arm['L'])
+    crop_seam = crop_logits = None  # the truncated crop's seams, per batch of crops (fn(start), lab/crop.py)
+    if temp and truncated:  # the arm's query temperature on each cut input, at the true positions of its tokens
+        crop_seam = lambda start: tempered(model, temp, None, arm['L'], start=start)  # noqa: E731
+        crop_logits = lambda start: tempered_logits(model, temp, None, arm['L'], start=start)  # noqa: E731
+    elif temp:  # over the arm's own attention (a sliding crop: n counts only the keys its window leaves)
+        attend, logits = (tempered(model, temp, attend, arm['L'], window=w),
+                          tempered_logits(model, temp, logits, arm['L'], window=w))
     if truncated:
         def scorer(rows, where, preds=False):
-            return truncated_scores(model, rows, where, w, ctx, batch_size, preds)
+            return truncated_scores(model, rows, where, w, ctx, batch_size, preds, crop_seam)
     else:
         def scorer(rows, where, preds=False):
             return score(model, rows, where, plan, ctx, batch_size, attend, preds)
     return SimpleNamespace(attend=attend, scorer=scorer, n0=w if truncated else plan[1], window=w, truncated=truncated,
-                           logits=logits)
+                           logits=logits, crop_logits=crop_logits)
 
 
 def side_measures(model, form, plan, run, cfg, ctx):
@@ -55,7 +61,8 @@ def side_measures(model, form, plan, run, cfg, ctx):
     L, T, B, chunk = run['L'], run['T'], cfg['batch_size'], cfg['entropy_chunk']
     x = run['seqs'][:cfg['entropy_windows'], :T].to(next(model.parameters()).device)
     if form.truncated:
-        ent = truncated_entropy(model, x, grid_positions(L, T, form.window, cfg['grid']), form.window, ctx, B, chunk)
+        ent = truncated_entropy(model, x, grid_positions(L, T, form.window, cfg['grid']), form.window, ctx, B, chunk,
+                                form.crop_logits)
         sink = np.full(T, np.nan)  # (each crop's first token is another token: not the sink strength)
     else:
         first = plan[0][0][1]
