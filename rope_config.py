@@ -6,6 +6,7 @@ Hugging Face, the formulas stay pure in one module and the registry that validat
 (rope.py imports neither). Arm specs ('yarn:beta_fast=8') and their names live in lab/measure/arm_specs.py; the per-pair table in lab/rope_table.py.
 """
 import math
+import re
 import reprlib
 from typing import Callable, NamedTuple, Optional
 
@@ -215,31 +216,50 @@ SCALE_LAYERS = ('all', 'full', 'window')  # rope_scaling['layers']: the RoPE lay
 def parse_layers(pattern, n_layer, base, block_size):
     """A layer pattern -> n_layer LayerSpecs. None: every layer RoPE at `base`, full attention (the default model).
     'rope:w=32,rope:w=32,rope:w=32,nope' = '3*rope:w=32,nope' (Command A's 3 windowed RoPE : 1 global NoPE);
-    'rope:w=32:base=1e4,rope:base=1e6' (Gemma 3's local and global layers). A window must be shorter than L."""
+    'rope:w=32:base=1e4,rope:base=1e6' (Gemma 3's local and global layers). A window must be shorter than L.
+    Numbers are read as Python reads them and kept exactly (base=1234567 stays 1234567.0; 1E6 is 1e6)."""
     if pattern is None:
         return [LayerSpec(True, None, base)] * n_layer
-    specs = []
-    for entry in str(pattern).replace(' ', '').split(','):
-        count, _, entry = entry.rpartition('*')
+
+    def refuse(why):
+        raise ValueError(f"layers={pattern!r}: {why}; write each layer as rope[:w=W][:base=B] or nope[:w=W], "
+                         f"comma-separated, n*... repeats (e.g. '3*rope:w=32,nope')")
+    runs = []  # (count, LayerSpec): the repeats are counted before any list is built (a count of 10**9 is refused)
+    for item in str(pattern).replace(' ', '').split(','):
+        count, star, entry = item.rpartition('*')
         kind, *opts = entry.split(':')
-        got = dict(o.partition('=')[::2] for o in opts)
-        w, b = got.get('w', ''), got.get('base', f'{base}')
-        for bad, why in ((kind not in LAYER_KINDS or not (count or '1').isdigit() or int(count or 1) < 1,
-                          f"{entry!r} is not a layer kind ({' | '.join(LAYER_KINDS)}), or its count not >= 1"),
-                         (set(got) - {'w', 'base'} or (kind == 'nope' and 'base' in got),
-                          f"{entry!r} has a setting other than w{' and base' if kind == 'rope' else ''}"),
-                         (w and not (w.isdigit() and 1 <= int(w) < block_size),
-                          f"window w={w} must be a whole number in 1..{block_size - 1} (shorter than the training "
-                          f"length L={block_size}; leave w out for full attention)"),
-                         (not b.replace('.', '', 1).replace('e', '', 1).replace('+', '', 1).isdigit() or float(b) <= 1,
-                          f"base={b} must be a number > 1")):
-            if bad:
-                raise ValueError(f"layers={pattern!r}: {why}; write each layer as rope[:w=W][:base=B] or nope[:w=W], "
-                                 f"comma-separated, n*... repeats (e.g. '3*rope:w=32,nope')")
-        specs += [LayerSpec(kind == 'rope', int(w) if w else None, float(b) if kind == 'rope' else None)] * int(count or 1)
-    if len(specs) != n_layer:
-        raise ValueError(f"layers={pattern!r} describes {len(specs)} layers but n_layer={n_layer}; give one per layer")
-    return specs
+        if kind not in LAYER_KINDS:
+            refuse(f"{kind!r} is not a layer kind ({' | '.join(LAYER_KINDS)})")
+        if star and not (re.fullmatch('[0-9]+', count) and int(count) >= 1):
+            refuse(f"{item!r}: the repeat count {count!r} must be a whole number >= 1")
+        got = {}
+        for opt in opts:
+            key, eq, value = opt.partition('=')
+            if key not in ('w', 'base') or (kind == 'nope' and key == 'base'):
+                refuse(f"{item!r} has a setting {key!r}; a {kind} layer takes w{' and base' if kind == 'rope' else ''}")
+            if not value:
+                refuse(f"{item!r} gives {key} no value")
+            if key in got:
+                refuse(f"{item!r} gives {key} twice ({got[key]} and {value}); give it once")
+            got[key] = value
+        w = got.get('w')
+        if w is not None and not (re.fullmatch('[0-9]+', w) and 1 <= int(w) < block_size):
+            refuse(f"window w={w} must be a whole number in 1..{block_size - 1} (shorter than the training length "
+                   f"L={block_size}; leave w out for full attention)")
+        b = float(base)
+        if 'base' in got:
+            try:
+                b = float(got['base'])
+            except ValueError:
+                b = math.nan
+            if not (math.isfinite(b) and b > 1):
+                refuse(f"base={got['base']} must be a finite number > 1")
+        runs.append((int(count) if star else 1, LayerSpec(kind == 'rope', int(w) if w else None,
+                                                          b if kind == 'rope' else None)))
+    total = sum(n for n, _ in runs)
+    if total != n_layer:
+        raise ValueError(f"layers={pattern!r} describes {total} layers but n_layer={n_layer}; give one per layer")
+    return [spec for n, spec in runs for _ in range(n)]
 
 
 def scaled_layers(specs, scaling):
@@ -269,6 +289,9 @@ def _hf_rope_dict(d):
     legacy = sc.pop('type', None)
     if legacy is not None and sc.setdefault('rope_type', legacy) != legacy:
         raise ValueError(f"rope_scaling has type = {legacy!r} and rope_type = {sc['rope_type']!r}; give one")
+    if 'rope_type' not in sc and set(sc) - {'rope_theta', 'partial_rotary_factor'}:  # (transformers reads it as plain)
+        raise ValueError(f"the rope dict {reprlib.repr(d)} has {', '.join(sorted(set(sc) - {'rope_theta'}))} but no "
+                         f"rope_type; name the type the keys belong to (e.g. 'rope_type': 'linear')")
     sc.setdefault('rope_type', 'default')
     theta = sc.pop('rope_theta', None)
     theta = None if theta is None else _number(theta, 'rope_theta', 1)

@@ -4,6 +4,7 @@ factor, and the critical dimension of plain RoPE.
 
     python -m lab.rope_table --head_dim 64 --L 256 --factor 4
 """
+from lab.engine.cli import cli
 from rope import base_bound, critical_dimension, rotations_within, wavelengths
 from rope_config import DYNAMIC_TYPES, ROPE_TYPES, rope_inv_freq, type_keys
 
@@ -30,21 +31,18 @@ def main(argv=None):
     d, b, L, s = a.head_dim, a.base, a.L, a.factor
     l = a.seq_len if a.seq_len is not None else round(s * L)
     cols = []
-    try:
-        for t in ROPE_TYPES:
-            if any(typ is list for typ, _ in type_keys(t).values()):
-                continue  # longrope: searched factors, no formula to show (search_longrope.py)
-            sc = {'rope_type': t, 'factor': 1.0 if t in DYNAMIC_TYPES else s, 'original_max_position_embeddings': L}
-            if t in ('ntk_by_parts', 'yarn', 'dynamic_yarn'):
-                sc.update(beta_fast=a.beta_fast, beta_slow=a.beta_slow)
-            if t == 'proportional':  # p-RoPE as Gemma 4 ships it, over plain RoPE (p = 1 with s is PI)
-                sc.update(partial_rotary_factor=0.25, factor=1.0)
-            sc = None if t == 'default' else sc
-            inv, af = rope_inv_freq(d, b, sc, l)
-            cols.append((t, (inv / rope_inv_freq(d, b)[0]).tolist(), af))
-        band = bands(d, b, L, a.beta_fast, a.beta_slow)
-    except ValueError as e:
-        raise SystemExit(f"error: {e}")
+    for t in ROPE_TYPES:
+        if any(typ is list for typ, _ in type_keys(t).values()):
+            continue  # longrope: searched factors, no formula to show (search_longrope.py)
+        sc = {'rope_type': t, 'factor': 1.0 if t in DYNAMIC_TYPES else s, 'original_max_position_embeddings': L}
+        if t in ('ntk_by_parts', 'yarn', 'dynamic_yarn'):
+            sc.update(beta_fast=a.beta_fast, beta_slow=a.beta_slow)
+        if t == 'proportional':  # p-RoPE as Gemma 4 ships it, over plain RoPE (p = 1 with s is PI)
+            sc.update(partial_rotary_factor=0.25, factor=1.0)
+        sc = None if t == 'default' else sc
+        inv, af = rope_inv_freq(d, b, sc, l)
+        cols.append((t, (inv / rope_inv_freq(d, b)[0]).tolist(), af))
+    band = bands(d, b, L, a.beta_fast, a.beta_slow)
     lam, rot = wavelengths(d, b).tolist(), rotations_within(d, b, L).tolist()
     print(f"head_dim={d} base={b:g} L={L} s={s:g}; dynamic types at l={l} with factor 1; "
           f"bands: high r>{a.beta_fast:g}, low r<{a.beta_slow:g}; theta'/theta (1 = kept, {1 / s:.3f} = PI)")
@@ -60,4 +58,4 @@ def main(argv=None):
           f"L, {base_bound(s * L):,.0f} at s*L; b = {b:g} suffices up to L' = {(b / 0.0424) ** (1 / 1.628):,.0f}")
 
 if __name__ == '__main__':
-    main()
+    cli(main)

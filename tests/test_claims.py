@@ -70,5 +70,5 @@ def test_doctored_summary_stale_record_and_changed_sentence_are_reported(sandbox
 
 
 def test_check_names_an_unknown_claim():
-    with pytest.raises(SystemExit, match='no claim named'):
+    with pytest.raises(ValueError, match='no claim named'):
         claims.main(['--check', 'no-such-claim'])

@@ -137,5 +137,19 @@ def test_agreement_counts_what_two_runs_concluded_alike(tmp_path, capsys):
     row['verdict'] = 'worse'
     n2, same2, flipped2, moved2 = agreement.agreement(a, c)
     assert (n2, same2, len(flipped2), dict(moved2)) == (own, own - 1, 1, {('better', 'worse'): 1})
-    assert agreement.main([os.path.join(root, 'assets', 'demo', 'summary.json'), str(tmp_path / 'none.json')]) == 2
-    assert 'cannot be read' in capsys.readouterr().err
+
+
+def test_agreement_reads_an_older_summary_and_refuses_a_bad_one_in_one_line(tmp_path, capsys):
+    """assets/demo/prev/summary.json (written before vs_crop rows stored 'identical') was a KeyError traceback; a
+    list, a truncated file, a missing one and a summary without settings are one line each, exit 2."""
+    from badinput import assert_refused, call
+    from lab.verdicts import agreement
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    new, old = (os.path.join(root, 'assets', 'demo', f) for f in ('summary.json', os.path.join('prev', 'summary.json')))
+    code, err = call(agreement.main, [old, new], capsys)
+    assert code == 0 and 'Traceback' not in err
+    text = open(new, encoding='utf-8').read()
+    for name, content in (('list.json', '[1, 2]'), ('cut.json', text[:500]), ('bare.json', '{"arms": []}')):
+        (tmp_path / name).write_text(content)
+        assert_refused(*call(agreement.main, [new, tmp_path / name], capsys), [name])
+    assert_refused(*call(agreement.main, [new, tmp_path / 'none.json'], capsys), ['none.json', 'not found'])

@@ -244,7 +244,14 @@ def test_the_pattern_travels_in_the_checkpoint(tmp_path):
     (dict(layers='rope,rope,nope'), 'describes 3 layers but n_layer=4'),
     (dict(layers='4*rop'), "'rop' is not a layer kind"),
     (dict(layers='3*rope:w=16,nope'), 'window w=16 must be a whole number in 1..15'),
-    (dict(layers='3*rope,nope:base=1e6'), 'has a setting other than w'),
+    (dict(layers='3*rope,nope:base=1e6'), "has a setting 'base'; a nope layer takes w"),
+    (dict(layers='3*rope:w=4:w=8,nope'), 'gives w twice'),                       # was: the last one kept
+    (dict(layers='3*rope:w=,nope'), 'gives w no value'),                         # was: full attention
+    (dict(layers='*rope,3*nope'), "the repeat count '' must be"),                # was: read as 1
+    (dict(layers='\u0663*rope,nope'), 'the repeat count'),                      # Arabic 3: isdigit, int() -- was a traceback
+    (dict(layers='3*rope:w=\u00b2,nope'), 'window w=\u00b2 must be'),            # superscript 2: was a traceback
+    (dict(layers='1000000000000*rope'), 'describes 1000000000000 layers'),       # was a MemoryError
+    (dict(layers='3*rope:base=inf,nope'), 'base=inf must be a finite number'),
     (dict(layers='3*rope:w=4,nope', rope_scaling=dict(YARN, layers='full')), "aimed at layers='full', but no such"),
     (dict(rope_scaling=dict(YARN, layers='window')), "aimed at layers='window'"),
     (dict(rope_scaling=dict(YARN, layers='global')), "must be one of all, full, window"),
@@ -286,14 +293,82 @@ def test_gemma3_and_llama4_configs_read_as_patterns():
              'rope_parameters': {'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0},
                                  'full_attention': {'rope_type': 'linear', 'factor': 8.0, 'rope_theta': 1e6}}}
     pattern, sc = from_hf_layers(gemma)
-    assert pattern == ','.join(['rope:w=1024:base=10000'] * 5 + ['rope:base=1e+06'])
+    assert pattern == ','.join(['rope:w=1024:base=10000.0'] * 5 + ['rope:base=1000000.0'])
     assert sc == {'rope_type': 'linear', 'factor': 8.0, 'layers': 'full'}
-    llama4 = {'layer_types': ['chunked_attention'] * 3 + ['full_attention'], 'sliding_window': 8192,
-              'no_rope_layers': [1, 1, 1, 0], 'rope_theta': 5e5}
-    assert from_hf_layers(llama4) == (','.join(['rope:w=8192:base=500000'] * 3 + ['nope']), None)
     with pytest.raises(ValueError, match='different rope scalings'):
         from_hf_layers(dict(gemma, rope_parameters={'sliding_attention': {'rope_type': 'linear', 'factor': 2.0},
                                                     'full_attention': {'rope_type': 'linear', 'factor': 8.0}}))
+
+
+# Two text configs as their authors publish them (abridged to the fields that place positions; the rest are the
+# model's size): google/gemma-3-4b-it relies on transformers' defaults (every 6th layer global, bases 1e6 / 1e4);
+# meta-llama/Llama-4-Scout-17B-16E has no layer_types: its RoPE layers are chunked (attention_chunk_size).
+GEMMA3_4B = {'model_type': 'gemma3_text', 'hidden_size': 2560, 'intermediate_size': 10240, 'num_hidden_layers': 34,
+             'rope_scaling': {'factor': 8.0, 'rope_type': 'linear'}, 'sliding_window': 1024}
+LLAMA4_SCOUT = {'model_type': 'llama4_text', 'attention_chunk_size': 8192, 'attn_scale': 0.1, 'attn_temperature_tuning': 4,
+                'floor_scale': 8192, 'max_position_embeddings': 10485760, 'no_rope_layers': [], 'num_hidden_layers': 48,
+                'rope_scaling': {'factor': 16.0, 'high_freq_factor': 1.0, 'low_freq_factor': 1.0,
+                                 'original_max_position_embeddings': 8192, 'rope_type': 'llama3'},
+                'rope_theta': 500000.0}
+
+
+def test_a_published_gemma3_config_reads_as_transformers_reads_it():
+    """The top-level rope_scaling was ignored and the bases fell back to 1e4; now its full layers carry linear 8 at
+    1e6 and its local ones plain at 1e4, every 6th layer full, as Gemma3TextConfig fills them in."""
+    pattern, sc = from_hf_layers({'model_type': 'gemma3', 'text_config': GEMMA3_4B})
+    local, full = 'rope:w=1024:base=10000.0', 'rope:base=1000000.0'
+    assert pattern.split(',') == ([local] * 5 + [full]) * 5 + [local] * 4
+    assert sc == {'rope_type': 'linear', 'factor': 8.0, 'layers': 'full'}
+    transformers = pytest.importorskip('transformers')
+    ref = transformers.Gemma3TextConfig(**{k: v for k, v in GEMMA3_4B.items() if k != 'model_type'})
+    assert [t == 'full_attention' for t in ref.layer_types] == [p == full for p in pattern.split(',')]
+    assert ref.rope_parameters['full_attention'] == {'rope_type': 'linear', 'factor': 8.0, 'rope_theta': 1e6}
+    assert ref.rope_parameters['sliding_attention'] == {'rope_type': 'default', 'rope_theta': 1e4}
+
+
+def test_llama4_chunked_layers_are_refused_by_name_not_read_as_windows():
+    """Scout's 36 chunked layers (a query sees only its own 8,192-token chunk) were read as sliding windows of 8,192,
+    or, without layer_types, as full attention; chunked attention is a different mask, so it is refused by name."""
+    with pytest.raises(ValueError, match=r'36 chunked_attention layers \(attention_chunk_size=8192') as e:
+        from_hf_layers({'model_type': 'llama4', 'text_config': LLAMA4_SCOUT})
+    assert '\n' not in str(e.value)
+    with pytest.raises(ValueError, match='chunked_attention'):
+        from_hf_layers({'layer_types': ['chunked_attention'] * 3 + ['full_attention'], 'sliding_window': 8192,
+                        'no_rope_layers': [1, 1, 1, 0], 'rope_theta': 5e5})
+
+
+@pytest.mark.parametrize('d, match', [
+    ({'layer_types': ['full_attention'] * 2, 'rope_parameters': {'factor': 4.0}}, "factor but no rope_type"),
+    ({'layer_types': ['sliding_attention', 'full_attention'], 'sliding_window': '1024'}, "sliding_window = '1024'"),
+    ({'layer_types': ['sliding_attention', 'full_attention']}, 'has no sliding_window'),
+    ({'layer_types': ['full_attention'] * 2, 'rope_parameters': [1, 2]}, 'rope_parameters = '),
+    ({'layer_types': [['full_attention']]}, 'layer_types must be a list of'),
+    ({'layer_types': ['full_attention'] * 2, 'no_rope_layers': [1, 2]}, 'no_rope_layers = '),
+    ({'layer_types': ['full_attention'] * 2, 'rope_theta': 'big'}, 'rope_theta = '),
+    ({'model_type': 'gemma3_text', 'num_hidden_layers': 2.0}, 'num_hidden_layers = 2.0')])
+def test_wrong_hf_config_fields_are_one_line(d, match):
+    """Each of these was a traceback (TypeError / AttributeError) or, for a factor without rope_type, plain RoPE."""
+    with pytest.raises(ValueError, match=match) as e:
+        from_hf_layers(d)
+    assert '\n' not in str(e.value)
+
+
+def test_a_rope_dict_with_a_factor_and_no_type_is_refused_not_read_as_plain():
+    from lab.hf.config import from_hf
+    with pytest.raises(ValueError, match=r"has factor but no rope_type"):
+        from_hf({'factor': 8.0, 'rope_theta': 1e4})
+    assert from_hf({'rope_theta': 1e4}) == (None, 1e4)  # a base alone is plain RoPE at that base
+
+
+@pytest.mark.parametrize('base', ['1234567', '1E6', '1_000_000', '123456.789', '5e5'])
+def test_a_pattern_keeps_its_base_exactly_as_python_reads_it(base):
+    """base=1234567 became 1234570 (six significant digits, on the way through Hugging Face's form too); 1E6 was
+    refused."""
+    spec = GPTConfig(block_size=L, layers=f"3*rope:w=4:base={base},nope").layers
+    assert layer_specs(GPTConfig(block_size=L, layers=spec))[0][0].base == float(base)
+    c = GPTConfig(block_size=L, layers=f"3*rope:w=4:base={base},rope:base={base}")
+    back = from_hf_layers(to_hf_layers(c))[0]
+    assert [s.base for s in layer_specs(GPTConfig(block_size=L, layers=back))[0]] == [float(base)] * 4
 
 
 def test_the_export_refuses_a_pattern_in_one_line():

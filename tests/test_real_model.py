@@ -479,7 +479,7 @@ def test_hf_folders_match_transformers(tmp_path, kind):
     folder = write_folder(tmp_path / kind, config, hf_weights(**kw), shards=2 if kind == 'qwen2' else 1)
     ckpt = load_checkpoint('hf:' + folder)
     a = ckpt['model_args']
-    window = ','.join(['rope:w=16:base=10000'] * N)  # Mistral's window, in every layer
+    window = ','.join(['rope:w=16:base=10000.0'] * N)  # Mistral's window, in every layer
     assert (a['qkv_bias'], a['tie_embeddings'], a['layers']) == (kind == 'qwen2', kind == 'llama',
                                                                  window if kind == 'mistral' else None)
     transformers = pytest.importorskip('transformers')

@@ -17,15 +17,16 @@ def cli(main):
     refuses (OSError: disk full, permissions; its message names the file). Any other exception is a bug, in the project
     or in code being tried out (`a, b = [1, 2, 3]` in a main, a ValueError from inside numpy or torch), and shows its
     full traceback. LONGCTX_DEBUG=1 in the environment shows the traceback of the one-line errors too.
-    -h/--help prints the script's docstring and its settings with their defaults."""
+    -h/--help prints the script's docstring and its settings with their defaults (a module command with its own
+    argparse prints its own). A main that returns a number exits with it (`--check` commands: 1 when a check fails)."""
     script = sys.modules['__main__']
-    if {'-h', '--help'} & set(sys.argv[1:]):
+    if {'-h', '--help'} & set(sys.argv[1:]) and hasattr(script, 'DEFAULTS'):
         print(script.__doc__.strip() + '\n\nSettings (--key=value) and defaults:')
         for k, v in getattr(script, 'DEFAULTS', {}).items():
             print(f"  --{k}={v!r}")
         return
     try:
-        main(sys.argv[1:])
+        code = main(sys.argv[1:])
     except (ValueError, OSError) as e:
         if os.environ.get('LONGCTX_DEBUG') or not is_input_error(e):
             raise
@@ -34,6 +35,8 @@ def cli(main):
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         sys.exit(130)
+    if code:
+        sys.exit(code)
 
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository

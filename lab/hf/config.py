@@ -3,10 +3,12 @@ Hugging Face's rope settings read into this lab's: one rope dict or a whole conf
 form of transformers 5 (from_hf_layers: layer_types with rope_parameters keyed by layer type, a sliding window, NoPE
 layers) as this lab's layer pattern. lab/hf/export.py writes the other way.
 """
-from model import layer_specs
-from rope_config import SCALE_LAYERS, _hf_rope_dict, check_scaling, parse_layers
+import reprlib
 
-WINDOWED = {'sliding_attention': True, 'chunked_attention': True, 'full_attention': False}
+from model import layer_specs
+from rope_config import SCALE_LAYERS, _hf_rope_dict, _number, check_scaling, parse_layers
+
+LAYER_TYPES = {'sliding_attention': True, 'chunked_attention': True, 'full_attention': False}  # windowed or not
 
 HF_CONFIG_KEYS = ('rope_parameters', 'rope_scaling', 'max_position_embeddings', 'model_type', 'rotary_emb_base',
                   'rotary_pct', 'hidden_size')  # any of these (and no rope_type / type): a whole config.json
@@ -47,30 +49,82 @@ def from_hf(d):
     return (None if sc['rope_type'] == 'default' else sc), theta
 
 
+def _whole(d, key, low=1):
+    """d[key] as an int >= low, or None where the config leaves it unset; anything else refused in one line."""
+    v = d.get(key)
+    if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < low):
+        raise ValueError(f"the config's {key} = {v!r}: must be a whole number >= {low}")
+    return v
+
+
+def hf_layer_types(d):
+    """layer_types as transformers 5 fills them in for a config published without them: Gemma 3 from
+    sliding_window_pattern (every 6th layer full), Llama 4 from no_rope_layers (its RoPE layers are chunked)."""
+    types, n, mt = d.get('layer_types'), _whole(d, 'num_hidden_layers'), str(d.get('model_type', ''))
+    if types is None and n and mt.startswith('gemma3'):
+        every = _whole(d, 'sliding_window_pattern') or 6
+        types = ['full_attention' if (i + 1) % every == 0 else 'sliding_attention' for i in range(n)]
+    if types is None and n and mt.startswith('llama4'):
+        every = _whole(d, 'no_rope_layer_interval') or 4
+        rope = d.get('no_rope_layers') or [int((i + 1) % every != 0) for i in range(n)]
+        types = ['chunked_attention' if r and d.get('attention_chunk_size') else 'full_attention'
+                 for r in (rope if isinstance(rope, list) else [])] or None
+    return types
+
+
 def from_hf_layers(d, n_layer=None):
-    """A transformers 5 config with per-layer positions -> (layers, rope_scaling or None) for GPTConfig.
-    d holds layer_types (one of WINDOWED per layer), sliding_window, rope_parameters keyed by layer type
-    ({'full_attention': {'rope_type': 'linear', 'factor': 8.0, 'rope_theta': 1e6}, 'sliding_attention':
-    {'rope_type': 'default', 'rope_theta': 1e4}}: Gemma 3) or one flat dict for all, and optionally no_rope_layers
-    (Llama 4, SmolLM3: per layer 1 = RoPE, 0 = NoPE). One scaling, on one layer type or on both, has a counterpart
-    here (rope_scaling['layers']); two different scalings have none. Llama 4's chunked attention is read as a window."""
-    types, window = d.get('layer_types'), d.get('sliding_window')
-    if not isinstance(types, list) or not types or any(t not in WINDOWED for t in types):
-        raise ValueError(f"layer_types must be a list of {', '.join(WINDOWED)} (one per layer), got {types!r}")
-    rp = d.get('rope_parameters') or {}
-    per_type = {t: from_hf(rp[t] if isinstance(rp.get(t), dict) else rp or {'rope_type': 'default'}) for t in set(types)}
+    """A transformers config with per-layer positions -> (layers, rope_scaling or None) for GPTConfig.
+    d holds layer_types (one of LAYER_TYPES per layer; filled in as transformers does for Gemma 3 and Llama 4
+    configs published without them), sliding_window, rope_parameters keyed by layer type ({'full_attention':
+    {'rope_type': 'linear', 'factor': 8.0, 'rope_theta': 1e6}, 'sliding_attention': {'rope_type': 'default',
+    'rope_theta': 1e4}}: Gemma 3) or one flat dict for all, or the older top-level rope_scaling (Gemma 3's applies to
+    its full layers, its local ones at rope_local_base_freq), and optionally no_rope_layers (Llama 4, SmolLM3: per
+    layer 1 = RoPE, 0 = NoPE). One scaling, on one layer type or on both, has a counterpart here (rope_scaling['layers']);
+    two different scalings have none. Llama 4's chunked attention (a query sees only its own chunk) is refused: a
+    sliding window is a different mask, and this lab has no chunked one yet."""
+    if not isinstance(d, dict):
+        raise ValueError(f"a Hugging Face config must be a dict, got {type(d).__name__}")
+    d = d['text_config'] if isinstance(d.get('text_config'), dict) else d  # Llama 4 / Gemma 3 nest the text model
+    types, window = hf_layer_types(d), _whole(d, 'sliding_window')
+    if not isinstance(types, list) or not types or any(not isinstance(t, str) or t not in LAYER_TYPES for t in types):
+        raise ValueError(f"layer_types must be a list of {', '.join(LAYER_TYPES)} (one per layer), got "
+                         f"{reprlib.repr(types)}")
+    if 'chunked_attention' in types:
+        raise ValueError(f"layer_types has {types.count('chunked_attention')} chunked_attention layers "
+                         f"(attention_chunk_size={d.get('attention_chunk_size')!r}, Llama 4's local layers: a query sees "
+                         f"only the keys of its own chunk); this lab has no chunked attention, and a sliding window "
+                         f"would be a different model, so the config is not read")
+    rp, top = d.get('rope_parameters') or {}, d.get('rope_scaling')
+    rp = top if isinstance(top, dict) and top else rp  # transformers: an older rope_scaling wins over rope_parameters
+    if not isinstance(rp, dict):
+        raise ValueError(f"the config's rope_parameters = {reprlib.repr(rp)}: must be a dict (one flat dict, or one "
+                         f"per layer type)")
+    keyed = any(isinstance(v, dict) for v in rp.values())
+    if str(d.get('model_type', '')).startswith('gemma3') and not keyed:  # Gemma 3 as published: the flat scaling on
+        rp = {'full_attention': dict(rp or {'rope_type': 'default'},       # its full layers, the local ones plain
+                                     rope_theta=rp.get('rope_theta') or d.get('rope_theta') or 1e6),
+              'sliding_attention': {'rope_type': 'default', 'rope_theta': d.get('rope_local_base_freq') or 1e4}}
+        keyed = True
+    per_type = {t: from_hf(rp.get(t) or {'rope_type': 'default'} if keyed else rp or {'rope_type': 'default'})
+                for t in set(types)}
     scalings = {repr(sc): sc for sc, _ in per_type.values() if sc is not None}
     if len(scalings) > 1:
         raise ValueError("the layer types carry different rope scalings; this lab scales with one (its 'layers' key "
                          f"picks the layers: {', '.join(SCALE_LAYERS)})")
-    scaled = {WINDOWED[t] for t, (sc, _) in per_type.items() if sc is not None}
-    scale = 'all' if len(scaled) != 1 or len({WINDOWED[t] for t in types}) == 1 else 'window' if True in scaled else 'full'
+    scaled = {LAYER_TYPES[t] for t, (sc, _) in per_type.items() if sc is not None}
+    scale = 'all' if len(scaled) != 1 or len({LAYER_TYPES[t] for t in types}) == 1 else 'window' if True in scaled else 'full'
     nope = d.get('no_rope_layers') or [1] * len(types)
+    if not isinstance(nope, list) or len(nope) != len(types) or any(r not in (0, 1) for r in nope):
+        raise ValueError(f"the config's no_rope_layers = {reprlib.repr(nope)}: must be a list of 0 (NoPE) and 1 (RoPE), "
+                         f"one per layer ({len(types)})")
+    if any(LAYER_TYPES[t] for t in types) and not window:
+        raise ValueError("layer_types has sliding_attention layers but the config has no sliding_window; set it")
+    top_theta = d.get('rope_theta')
     layers = []
     for t, rope in zip(types, nope):
-        w = f":w={window}" if WINDOWED[t] and window else ''
-        base = per_type[t][1] or d.get('rope_theta') or 10000.0
-        layers.append(f"rope{w}:base={base:g}" if rope else f"nope{w}")
+        w = f":w={window}" if LAYER_TYPES[t] else ''
+        base = per_type[t][1] or (top_theta and _number(top_theta, 'rope_theta', 1)) or 10000.0
+        layers.append(f"rope{w}:base={float(base)!r}" if rope else f"nope{w}")
     pattern = ','.join(layers)
     parse_layers(pattern, n_layer or len(types), 10000.0, (window or 0) + 2)  # the pattern reads back (n_layer, kinds)
     sc = next(iter(scalings.values()), None)

@@ -22,7 +22,7 @@ from dataclasses import asdict, replace
 import numpy as np
 import torch
 
-from data.common import LOADERS
+from data.common import LOADERS, read_json
 from lab.hf.config import from_hf, from_hf_layers
 from model import GPT, GPTConfig
 
@@ -133,8 +133,10 @@ def read_folder_tensors(folder):
     """Every tensor of a folder's model.safetensors, or of the shards model.safetensors.index.json lists."""
     index = os.path.join(folder, 'model.safetensors.index.json')
     if os.path.isfile(index):
-        with open(index) as f:
-            files = sorted(set(json.load(f)['weight_map'].values()))
+        weight_map = read_json(index, "restore the model folder's index (a download cut short?)").get('weight_map')
+        if not isinstance(weight_map, dict):
+            raise ValueError(f"{index} has no weight_map (tensor name -> shard file); restore the model folder's index")
+        files = sorted(set(weight_map.values()))
     else:
         files = sorted(n for n in os.listdir(folder) if n.endswith('.safetensors'))
     if not files:
@@ -223,8 +225,9 @@ def load_hf(folder):
     if not os.path.isfile(path):
         raise ValueError(f"{source}: no config.json there; pass a Hugging Face model folder (config.json + "
                          f"*.safetensors)")
-    with open(path) as f:
-        d = json.load(f)
+    d = read_json(path, "restore the model folder's config.json (a download cut short?)")
+    if not isinstance(d, dict):
+        raise ValueError(f"{path} holds a {type(d).__name__}, not a model config; restore the model folder's config.json")
     config, L = hf_args(d, source)
     tensors = read_folder_tensors(folder)
     if d['model_type'] == 'gpt_neox':

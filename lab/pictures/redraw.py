@@ -14,7 +14,8 @@ its per-bucket means and intervals. assets/test/claims.png is the forest plot of
 import argparse
 import glob
 import os
-import sys
+
+from lab.engine.cli import cli
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ASSETS = os.path.join(ROOT, 'assets')
@@ -71,8 +72,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     bad = [s for s in args.studies if s not in ('claims', *NAMES)]
     if bad:
-        print(f"no study named {bad[0]!r}; choose from claims, {', '.join(NAMES)}", file=sys.stderr)
-        return 2
+        raise ValueError(f"no study named {bad[0]!r}; choose from claims, {', '.join(NAMES)}")
     if args.check:
         problems = check()
         print('\n'.join(problems) or "every committed picture in assets/ has a recipe and its files")
@@ -83,4 +83,4 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    sys.exit(main())
+    cli(main)

@@ -14,11 +14,11 @@ The verdict words are lab.verdicts.stats's: better / worse (the interval exclude
 equivalent (the interval inside ± the margin), unresolved (neither).
 """
 import glob
-import json
 import os
 
 import numpy as np
 
+from data.common import read_json
 from lab.pictures.plot_kit import RC, plt, save  # (and the Agg backend)
 from lab.verdicts.summary_md import KIND_NAMES, units
 
@@ -183,7 +183,8 @@ def plot_verdict_grid(out_dir, summary):
 def claim_rows(claims_dir):
     """[(kind, [(label, diff, ci, verdict, margin)])] of every claims record in claims_dir (lab.verdicts.claims' JSON), loss-like
     kinds (nats) first, then the exact-match kinds (points)."""
-    records = [json.load(open(p, encoding='utf-8')) for p in sorted(glob.glob(os.path.join(claims_dir, '*.json')))]
+    records = [read_json(p, 'rewrite the records: python -m lab.verdicts.claims')
+               for p in sorted(glob.glob(os.path.join(claims_dir, '*.json')))]
     out = {}
     for r in records:
         c, res = r['comparison'], r['result']

@@ -8,13 +8,14 @@ moved. For a rerun on another machine, another torch, other seeds:
 """
 import argparse
 import collections
-import json
-import sys
+
+from data.common import DataError, read_json
+from lab.engine.cli import cli
 
 
 def verdicts(summary):
     """{(table, kind, column, A, B): verdict} of every comparison in summary.json's settings (the crop against
-    itself, identical values, left out)."""
+    itself, identical values, left out; summaries written before 'identical' was stored mark only the crop itself)."""
     s, out = summary['settings'], {}
     for kind, cols in (s.get('contrasts') or {}).items():
         for col, rows in cols.items():
@@ -22,7 +23,7 @@ def verdicts(summary):
     for crop, kinds in (s.get('vs_crop') or {}).items():
         for kind, cols in kinds.items():
             for col, rows in cols.items():
-                out.update({('crop', kind, col, n, crop): r['verdict'] for n, r in rows.items() if not r['identical']})
+                out.update({('crop', kind, col, n, crop): r['verdict'] for n, r in rows.items() if not r.get('identical', n == crop)})
     for kind, cols in (s.get('vs_best') or {}).items():
         for col, vb in cols.items():
             out.update({('best', kind, col, n, vb['best']): r['verdict'] for n, r in vb['arms'].items()})
@@ -43,18 +44,16 @@ def main(argv=None):
     ap.add_argument('a', help="one run's summary.json")
     ap.add_argument('b', help="the other's")
     args = ap.parse_args(argv)
-    runs = []
-    for path in (args.a, args.b):
+    fix = "pass two eval.py outputs (out_dir/summary.json)"
+    runs = [read_json(path, fix) for path in (args.a, args.b)]
+    for path, run in zip((args.a, args.b), runs):
         try:
-            with open(path, encoding='utf-8') as f:
-                runs.append(json.load(f))
-        except (OSError, json.JSONDecodeError) as e:
-            print(f"{path} cannot be read as an eval's summary.json ({e}); pass two eval.py outputs", file=sys.stderr)
-            return 2
+            verdicts(run)
+        except (KeyError, TypeError, AttributeError) as e:
+            raise DataError(f"{path} is not an eval's summary.json (reading its settings: {e!r}); {fix}") from None
     n, same, flipped, moved = agreement(*runs)
     if not n:
-        print("the two summaries share no comparison (other arms or buckets); nothing to compare", file=sys.stderr)
-        return 2
+        raise DataError("the two summaries share no comparison (other arms or buckets); nothing to compare")
     print(f"{n} verdicts in both (of {len(verdicts(runs[0]))} and {len(verdicts(runs[1]))}: against a column's best, "
           f"the others compare with another best arm); {same} kept their word ({100 * same / n:.1f}%); "
           f"{len(flipped)} reversed")
@@ -66,4 +65,4 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    sys.exit(main())
+    cli(main)

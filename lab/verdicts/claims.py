@@ -15,11 +15,11 @@ import argparse
 import functools
 import json
 import os
-import sys
 
 import numpy as np
 
-from data.common import atomic_write_text
+from data.common import atomic_write_text, read_json
+from lab.engine.cli import cli
 from lab.verdicts.compare import ROOMS, family, unit_values
 from lab.verdicts.summary_md import units
 
@@ -97,8 +97,7 @@ CLAIMS = [  # the test split's claims, in the order docs/results.md states them
 @functools.lru_cache(maxsize=4)
 def load(file):
     """A summary, read once (callers do not change it)."""
-    with open(os.path.join(ROOT, file), encoding='utf-8') as f:
-        return json.load(f)
+    return read_json(os.path.join(ROOT, file), "restore it from git (git checkout -- assets/) or rerun its eval")
 
 
 def stored(s, c):
@@ -173,8 +172,7 @@ def problems(c, rec=None):
 
 
 def _read(path):
-    with open(path, encoding='utf-8') as f:
-        return json.load(f)
+    return read_json(path, "rewrite the records: python -m lab.verdicts.claims")
 
 
 def index(records):
@@ -201,7 +199,7 @@ def main(argv):
     args = ap.parse_args(argv)
     todo = [c for c in CLAIMS if not args.ids or c['id'] in args.ids]
     if args.ids and len(todo) < len(set(args.ids)):
-        sys.exit(f"error: no claim named {sorted(set(args.ids) - {c['id'] for c in CLAIMS})}; see lab/verdicts/claims.py")
+        raise ValueError(f"no claim named {sorted(set(args.ids) - {c['id'] for c in CLAIMS})}; see lab/verdicts/claims.py")
     records = [record(c) for c in todo]
     if args.check:
         bad = [p for c, r in zip(todo, records) for p in problems(c, r)]
@@ -219,4 +217,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-    sys.exit(main(sys.argv[1:]))
+    cli(main)
