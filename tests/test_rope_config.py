@@ -98,7 +98,7 @@ def test_cli_view(capsys):
     last = lines[-4].split()[4:]  # last pair: every scaled type is PI there; abf's b' = 1e6 turns it 100^(-62/64)
     assert last == ['1.000', '0.250', '0.250', '0.012'] + ['0.250'] * 5 + ['0.000', '0.000']  # p-RoPE, clip: stopped
     assert lines[-3].split()[-5:] == ['1.139', '1.139', '1.000', '1.000', '1.000']  # yarn, dynamic yarn mscale(4)
-    with pytest.raises(SystemExit, match='head_dim'):
+    with pytest.raises(ValueError, match='head_dim'):
         lab.rope_table.main(['--head_dim', '63'])
 
 
