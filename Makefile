@@ -198,12 +198,14 @@ own-crops:            # the NoPE and SSMax bases against their own crops (and No
 
 ##@ GPU: on one GPU (the CPU targets above scaled up)
 
-gpu-check:            # one GPU, sized for ~8 min (not yet timed on one): BPE data; the GPU recipe's 30M base in bf16 + compile (60 timed steps: tokens/s, MFU, peak memory; then 300 steps); PI, YaRN, plain fine-tuned 60 steps at 1024; a 7-arm eval. tests/test_gpu_check.py runs these lines tiny on the CPU
+gpu-check:            # one GPU, sized for ~8 min (not yet timed on one): BPE data; the GPU recipe's 30M base in bf16 + compile (60 timed steps: tokens/s, MFU, peak memory; then 300 steps); PI, YaRN, plain fine-tuned 60 steps at 1024; a 7-arm eval; SmolLM2-135M's 8 arms at 10,240 (2 windows). tests/test_gpu_check.py runs these lines tiny on the CPU
 	$(PY) data/shakespeare/prepare.py
 	$(PY) train.py config/train_shakespeare_gpu.py --bench=True --max_iters=60 --out_dir=out/gpu-check-bench
 	$(PY) train.py config/train_shakespeare_gpu.py --max_iters=300 --lr_decay_iters=300 --warmup_iters=30 --eval_interval=100 --out_dir=out/gpu-check-base --overwrite=True
 	$(PY) finetune_long.py config/finetune_long_gpu.py --init_from=out/gpu-check-base --rope_type=linear,yarn --max_iters=60 --warmup_iters=10 --out_dir=out/gpu-check-ft --overwrite=True
 	$(PY) eval.py --ckpt=out/gpu-check-base,out/gpu-check-ft --rope_types=default,ntk,yarn,dynamic_yarn --eval_len=1024 --num_windows=16 --retrieval_examples=16 --out_dir=out/gpu-check-eval
+	$(PY) data/shakespeare_smollm2/prepare.py
+	$(PY) eval.py config/eval_real_model_cpu.py --eval_len=10240 --num_windows=2 --passkey_text=2 --out_dir=out/gpu-check-real
 
 real-model-gpu:       # one GPU: the same study at 32,768 = 4 x L and 65,536, 16 windows, every zero-shot arm, and a short YaRN fine-tune at 16,384 (not yet run: no GPU was lent)
 	$(PY) data/shakespeare_smollm2/prepare.py

@@ -22,7 +22,9 @@ def test_gpu_check_runs_tiny_on_the_cpu(char_data, tmp_path):
     assert out.returncode == 0, out.stderr
     lines = [shlex.split(ln)[1:] for ln in out.stdout.splitlines() if ln.startswith('python ')]
     assert [ln[0] for ln in lines] == ['data/shakespeare/prepare.py', 'train.py', 'train.py', 'finetune_long.py',
-                                       'eval.py']  # the BPE prepare is tested in test_data.py: here the char fixture
+                                       'eval.py', 'data/shakespeare_smollm2/prepare.py', 'eval.py']
+    # the BPE prepare is tested in test_data.py: here the char fixture; the real model's two lines: test below
+    lines = lines[:5]
     base, ft, ev = tmp_path / 'base', tmp_path / 'ft', tmp_path / 'eval'
     extra = {1: [f'--dataset={char_data}', f'--out_dir={tmp_path / "bench"}', *TINY_MODEL, '--max_iters=6'],
              2: [f'--dataset={char_data}', f'--out_dir={base}', *TINY_MODEL, '--max_iters=8', '--eval_interval=4',
@@ -42,3 +44,35 @@ def test_gpu_check_runs_tiny_on_the_cpu(char_data, tmp_path):
     assert 'bench: ' in printed[0] and 'tokens/s' in printed[0] and 'MFU n/a per device' in printed[0]
     assert os.path.isfile(base / 'ckpt.pt') and os.path.isfile(ft / 'arms.json')
     assert 'eval: 7 arms' in printed[3] and os.path.isfile(ev / 'loss_vs_position.png')
+
+
+def test_gpu_checks_real_model_lines_run_tiny_on_the_cpu(tmp_path):
+    """Its last two lines (SmolLM2's BPE data, then config/eval_real_model_cpu.py at 10,240) on a tiny Llama GGUF
+    (L = 64) that carries a byte-level BPE: its data prepared with that file's tokenizer from the fixture corpus, the
+    config's 8 arms at T = 96 = 1.5 L with the position maps' knobs scaled to L (the config's are for L = 8,192)."""
+    if shutil.which('make') is None:
+        pytest.skip('make is not installed')
+    from conftest import FIXTURE_CORPUS
+    from lab.hf.tokenizer import byte_spelling
+    from test_real_model import gguf_tensors, hf_weights, write_gguf
+    out = subprocess.run(['make', '-n', 'gpu-check', 'PY=python'], cwd=ROOT, capture_output=True, text=True)
+    prep, ev = [shlex.split(ln)[1:] for ln in out.stdout.splitlines() if ln.startswith('python ')][-2:]
+    assert prep == ['data/shakespeare_smollm2/prepare.py'] and ev[:2] == ['eval.py', 'config/eval_real_model_cpu.py']
+    tokens = ['<|endoftext|>'] + sorted(byte_spelling(), key=byte_spelling().get) + ['Ġt', 'he']
+    meta = {'tokenizer.ggml.model': 'gpt2', 'tokenizer.ggml.pre': 'smollm', 'tokenizer.ggml.tokens': tokens,
+            'tokenizer.ggml.token_type': [3] + [1] * (len(tokens) - 1), 'tokenizer.ggml.merges': ['Ġ t', 'h e'],
+            'tokenizer.ggml.eos_token_id': 0, '{arch}.vocab_size': len(tokens)}
+    tiny = write_gguf(tmp_path / 'tiny.gguf', gguf_tensors(hf_weights(vocab=len(tokens))), meta=meta)
+    env = dict(os.environ, LONGCTX_CACHE=str(tmp_path), OMP_NUM_THREADS='1')
+    data = tmp_path / 'data'
+    res = subprocess.run([sys.executable, *prep, f'--gguf={tiny}', f'--src={FIXTURE_CORPUS}', f'--out_dir={data}'],
+                         cwd=ROOT, capture_output=True, text=True, env=env)
+    assert res.returncode == 0, res.stderr[-2000:]
+    knobs = 'default,crop:form=sliding,linear,ntk,yarn,dynamic,rerope:window=32,self_extend:window=16:group=4'
+    pairs = ['yarn_s1.5_zero-shot | linear_s1.5_zero-shot', 'self_extend_w16_G4_zero-shot | rerope_w32_zero-shot']
+    res = subprocess.run([sys.executable, *ev, *TINY, f'--base=gguf:{tiny}', f'--dataset={data}', '--eval_len=96',
+                          f'--rope_types={knobs}', f'--contrasts={"; ".join(pairs)}', '--passkey_text=0',
+                          '--entropy_windows=1', '--grid=2', f'--out_dir={tmp_path / "eval"}'],
+                         cwd=ROOT, capture_output=True, text=True, env=env)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert 'eval: 8 arms' in res.stdout and os.path.isfile(tmp_path / 'eval' / 'summary.json')

@@ -18,7 +18,7 @@ def cli(main):
     or in code being tried out (`a, b = [1, 2, 3]` in a main, a ValueError from inside numpy or torch), and shows its
     full traceback. LONGCTX_DEBUG=1 in the environment shows the traceback of the one-line errors too.
     -h/--help prints the script's docstring and its settings with their defaults (a module command with its own
-    argparse prints its own). A main that returns a number exits with it (`--check` commands: 1 when a check fails)."""
+    argparse prints its own). A main that returns an int exits with it (`--check` commands: 1 when a check fails)."""
     script = sys.modules['__main__']
     if {'-h', '--help'} & set(sys.argv[1:]) and hasattr(script, 'DEFAULTS'):
         print(script.__doc__.strip() + '\n\nSettings (--key=value) and defaults:')
@@ -35,7 +35,7 @@ def cli(main):
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         sys.exit(130)
-    if code:
+    if type(code) is int and code:  # (a main that returns its results, eval's, exits 0)
         sys.exit(code)
 
 
