@@ -1,5 +1,6 @@
 """make gpu-check, run tiny on the CPU so that its lines never rot: the Makefile's own commands (read with make -n),
 each with a tiny model on the fixture corpus appended, must run and print what the GPU run reports."""
+import json
 import os
 import shlex
 import shutil
@@ -48,8 +49,8 @@ def test_gpu_check_runs_tiny_on_the_cpu(char_data, tmp_path):
 
 def test_gpu_checks_real_model_lines_run_tiny_on_the_cpu(tmp_path):
     """Its last two lines (SmolLM2's BPE data, then config/eval_real_model_cpu.py at 10,240) on a tiny Llama GGUF
-    (L = 64) that carries a byte-level BPE: its data prepared with that file's tokenizer from the fixture corpus, the
-    config's 8 arms at T = 96 = 1.5 L with the position maps' knobs scaled to L (the config's are for L = 8,192)."""
+    (L = 256) that carries a byte-level BPE: its data prepared with that file's tokenizer from the fixture corpus, the
+    config's 8 arms at T = 384 = 1.5 L with the position maps' knobs scaled to L (the config's are for L = 8,192)."""
     if shutil.which('make') is None:
         pytest.skip('make is not installed')
     from conftest import FIXTURE_CORPUS
@@ -61,18 +62,24 @@ def test_gpu_checks_real_model_lines_run_tiny_on_the_cpu(tmp_path):
     tokens = ['<|endoftext|>'] + sorted(byte_spelling(), key=byte_spelling().get) + ['Ġt', 'he']
     meta = {'tokenizer.ggml.model': 'gpt2', 'tokenizer.ggml.pre': 'smollm', 'tokenizer.ggml.tokens': tokens,
             'tokenizer.ggml.token_type': [3] + [1] * (len(tokens) - 1), 'tokenizer.ggml.merges': ['Ġ t', 'h e'],
-            'tokenizer.ggml.eos_token_id': 0, '{arch}.vocab_size': len(tokens)}
+            'tokenizer.ggml.eos_token_id': 0, '{arch}.vocab_size': len(tokens), '{arch}.context_length': 256}
     tiny = write_gguf(tmp_path / 'tiny.gguf', gguf_tensors(hf_weights(vocab=len(tokens))), meta=meta)
     env = dict(os.environ, LONGCTX_CACHE=str(tmp_path), OMP_NUM_THREADS='1')
     data = tmp_path / 'data'
     res = subprocess.run([sys.executable, *prep, f'--gguf={tiny}', f'--src={FIXTURE_CORPUS}', f'--out_dir={data}'],
                          cwd=ROOT, capture_output=True, text=True, env=env)
     assert res.returncode == 0, res.stderr[-2000:]
-    knobs = 'default,crop:form=sliding,linear,ntk,yarn,dynamic,rerope:window=32,self_extend:window=16:group=4'
-    pairs = ['yarn_s1.5_zero-shot | linear_s1.5_zero-shot', 'self_extend_w16_G4_zero-shot | rerope_w32_zero-shot']
-    res = subprocess.run([sys.executable, *ev, *TINY, f'--base=gguf:{tiny}', f'--dataset={data}', '--eval_len=96',
-                          f'--rope_types={knobs}', f'--contrasts={"; ".join(pairs)}', '--passkey_text=0',
+    knobs = 'default,crop:form=sliding,linear,ntk,yarn,dynamic,rerope:window=128,self_extend:window=64:group=4'
+    pairs = ['yarn_s1.5_zero-shot | linear_s1.5_zero-shot', 'self_extend_w64_G4_zero-shot | rerope_w128_zero-shot']
+    res = subprocess.run([sys.executable, *ev, *TINY, f'--base=gguf:{tiny}', f'--dataset={data}', '--eval_len=384',
+                          f'--rope_types={knobs}', f'--contrasts={"; ".join(pairs)}', '--passkey_text=2',
                           '--entropy_windows=1', '--grid=2', f'--out_dir={tmp_path / "eval"}'],
                          cwd=ROOT, capture_output=True, text=True, env=env)
     assert res.returncode == 0, res.stderr[-2000:]
-    assert 'eval: 8 arms' in res.stdout and os.path.isfile(tmp_path / 'eval' / 'summary.json')
+    assert 'eval: 8 arms' in res.stdout
+    with open(tmp_path / 'eval' / 'summary.json', encoding='utf-8') as f:
+        st = json.load(f)['settings']
+    # the natural-language passkey is judged like every room: each arm against the crop, and the named contrasts
+    cols = st['vs_crop']['crop w=256 (sliding)']['passkey_text']  # its distance buckets
+    assert cols and set(st['contrasts']['passkey_text']) == set(cols)
+    assert all(len(rows) == 2 for rows in st['contrasts']['passkey_text'].values())

@@ -77,6 +77,10 @@ def check_eval_settings(cfg):
                                 'entropy_windows', 'grid', 'needle_key', 'needle_value'),
                  nonneg=('retrieval_pos', 'eval_len', 'smooth', 'retrieval_examples', 'samples', 'depth_len', 'needles',
                          'recall_len', 'workers', 'moving_examples', 'word_needles', 'mv_values', 'passkey_text'))
+    for key in ('num_windows', 'retrieval_examples', 'passkey_text'):  # else the run fails at its end, in the tests
+        if cfg[key] == 1:
+            raise ConfigError(f"{key}=1: every verdict is a paired test, which needs at least 2 windows or examples; "
+                              f"set {key}=2 or more" + (" (or 0 for none)" if key != 'num_windows' else ''))
     if cfg['entropy_windows'] > cfg['num_windows']:
         raise ConfigError(f"entropy_windows={cfg['entropy_windows']} is more than num_windows={cfg['num_windows']}; "
                           f"it uses the first eval windows")

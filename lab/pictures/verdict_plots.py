@@ -30,7 +30,7 @@ CELL = {'better': '#a8dba8', 'worse': '#f4b0b0', 'equivalent': '#d9d9d9', 'unres
         'identical': '#eeeeee'}
 SHORT = {'loss': 'loss', 'exact_match': 'passkey', 'passkey_depth': 'depth\npasskey', 'needles': 'needles',
          'needles_mq': 'multi-query\nneedles', 'recall_gain': 'recall\ngain', 'needles_words': 'word\nneedles',
-         'needles_mv': 'multi-value\nneedles', 'tracking': 'variable\ntracking'}
+         'needles_mv': 'multi-value\nneedles', 'tracking': 'variable\ntracking', 'passkey_text': 'passkey\n(text)'}
 BAND = '#cfe8cf'  # the equivalence margin
 SIGN = {'equivalent': ' ≈', 'unresolved': ' ?'}  # a grid cell's verdict in its text too (readable without colour)
 

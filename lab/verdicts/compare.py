@@ -30,7 +30,8 @@ def margins(cfg):
 ROOMS = {'exact_match': ('retrieval', 'exact'), 'passkey_depth': ('passkey_depth', 'exact'),
          'needles': ('needles', 'exact'), 'needles_mq': ('needles_mq', 'exact'), 'recall_gain': ('recall', 'gain'),
          'needles_words': ('needles_words', 'exact'), 'needles_mv': ('needles_mv', 'exact'),  # lab/measure/ruler.py's
-         'tracking': ('tracking', 'exact')}
+         'tracking': ('tracking', 'exact'),
+         'passkey_text': ('passkey_text', 'exact')}  # the natural-language passkey (lab/measure/passkey_text.py)
 
 
 def room_bucket(arm, kind, column):

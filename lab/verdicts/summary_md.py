@@ -44,7 +44,8 @@ ROOM_TABLES = [  # (kind in settings.vs_best, arm field, the table's title from 
 KIND_NAMES = {'loss': 'loss', 'exact_match': 'passkey exact match', 'passkey_depth': 'depth-passkey exact match',
               'needles': 'needle exact match', 'needles_mq': 'multi-query needle exact match',
               'recall_gain': 'natural-text recall gain', 'needles_words': 'word-needle exact match',
-              'needles_mv': 'multi-value needle exact match', 'tracking': 'variable-tracking exact match'}
+              'needles_mv': 'multi-value needle exact match', 'tracking': 'variable-tracking exact match',
+              'passkey_text': 'natural-language passkey exact match'}
 MARK = {'equivalent': ' ≈', 'unresolved': ' ?', 'worse': '', 'better': ' !'}  # against the column's best (*)
 
 
