@@ -45,7 +45,7 @@ from lab.measure.rooms import eval_rooms
 from lab.measure.scoring import bucket_ends, sampled_design, score, scoring_plan
 from lab.verdicts.summary_json import (combine_bases, finetune_csv, json_text, per_position_csv, rejudge, retrieval_csv,
                          summarize_arm, summary_settings)
-from lab.measure.workers import map_arms, worker_count
+from lab.measure.workers import check_memory, map_arms, worker_count
 
 DEFAULTS = dict(
     ckpt='',                # run folders, comma-separated
@@ -194,6 +194,7 @@ def main(argv):
     run = dict(prepare(cfg), argv=list(argv))  # argv: the command, for summary.json's provenance
     _, ctx = autocast_context(run['device'].split(':')[0], cfg['dtype'])
     run['workers'] = worker_count(cfg['workers'], run['device'], len(run['arms']))  # arms side by side on CPU cores
+    check_memory(run['arms'], run['T'], cfg['batch_size'], run['workers'], run['device'])  # before any arm runs
     measured = map_arms(measure_arm, run['arms'], (run, cfg, run['device'], ctx), run['workers'], cfg['progress'])
     results, pos_cols, ent_cols = (list(x) for x in zip(*[m for m, _ in measured]))
     timing = {arm['name']: round(sec, 2) for arm, (_, sec) in zip(run['arms'], measured)}

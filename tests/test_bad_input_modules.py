@@ -41,3 +41,36 @@ def test_a_truncated_claim_record_is_one_line_not_a_json_traceback(tmp_path, cap
     rec.write_text('{"id": "x", "comparison": {')
     monkeypatch.setattr(claims, 'OUT', str(tmp_path))
     assert_refused(*call(claims.main, ['--check', c['id']], capsys), [rec.name, 'not valid JSON'])
+
+
+def _refuse_in_worker(arm):
+    if arm['name'] == 'b':
+        raise ValueError(f"window={arm['w']} must be shorter than L")  # a refusal raised in this repository's code
+    return arm['name']
+
+
+def test_a_refusal_inside_a_worker_process_reaches_the_user_as_its_line():
+    """eval.py measures arms in forked workers; a ValueError raised on purpose there came back wrapped in the pool's
+    remote traceback, which cli printed whole; now it is a ConfigError naming the arm."""
+    from configurator import ConfigError
+    from lab.engine.cli import is_input_error
+    from lab.measure.workers import map_arms
+    arms = [dict(name='a', w=1, runs=[0]), dict(name='b', w=99, runs=[0])]
+    with pytest.raises(ConfigError, match=r"arm 'b': window=99 must be shorter than L") as e:
+        map_arms(_refuse_in_worker, arms, (), workers=2, progress=False)
+    assert is_input_error(e.value) and '\n' not in str(e.value)
+
+
+def test_an_eval_past_this_machines_memory_is_refused_before_any_arm_runs():
+    """SmolLM2-135M at T = 12,288 measured 3.3 GB a worker (make real-model); the estimate is of that size, and a T
+    whose logits cannot fit is refused in one line naming eval_len and what to lower."""
+    import torch
+    from configurator import ConfigError
+    from lab.measure.workers import check_memory, memory_needed
+    arm = dict(ckpt=dict(model={'w': torch.zeros(135_000_000 // 1000, 1000, device='meta')}, model_args=dict(vocab_size=49152)))
+    est = (memory_needed([arm], 12288, 1, 2) - 135e6 * 4) / 2  # one worker's share
+    assert 2.9e9 < est < 3.6e9
+    check_memory([arm], 12288, 1, 1, 'cuda')  # a GPU's memory is not this machine's: not checked here
+    with pytest.raises(ConfigError, match=r"eval_len=10000000: 2 worker\(s\) x batch_size=1 need about .* lower "
+                                          r"--eval_len, --batch_size or --workers"):
+        check_memory([arm], 10_000_000, 1, 2, 'cpu')

@@ -16,6 +16,7 @@ import torch
 from tqdm import tqdm
 
 from configurator import ConfigError
+from lab.engine.cli import is_input_error
 
 _JOB = None  # (fn, arms, args) for the forked workers: set just before the pool starts
 
@@ -45,7 +46,33 @@ def _start():
 def _measure(i):
     fn, arms, args = _JOB
     t = time.time()
-    return i, fn(arms[i], *args), time.time() - t
+    try:
+        return i, fn(arms[i], *args), time.time() - t
+    except (ValueError, OSError) as e:  # a refusal, raised in a worker, reaches the user as its one line (lab.engine.cli)
+        if not is_input_error(e) or os.environ.get('LONGCTX_DEBUG'):
+            raise
+        raise ConfigError(f"arm {arms[i]['name']!r}: {e}") from None
+
+
+def memory_needed(arms, T, batch_size, workers):
+    """Bytes a CPU eval holds at its peak, estimated: the base's weights in this process, and in each worker an arm's
+    weights (float32) plus a batch of windows' logits (batch_size x T x vocab floats, and ~10% beside them). Measured
+    on SmolLM2-135M at T = 12,288 (make real-model): 3.3 GB a worker, the estimate 3.2 GB."""
+    weights = max(sum(t.numel() * 4 for t in a['ckpt']['model'].values() if torch.is_tensor(t)) for a in arms)
+    vocab = max(a['ckpt']['model_args']['vocab_size'] for a in arms)
+    return weights + workers * (weights + 1.1 * 4 * batch_size * T * vocab)
+
+
+def check_memory(arms, T, batch_size, workers, device):
+    """Refuse, before any arm runs, a CPU eval whose estimated peak (memory_needed) passes this machine's memory."""
+    if not device.startswith('cpu') or not hasattr(os, 'sysconf') or 'SC_PHYS_PAGES' not in os.sysconf_names:
+        return
+    have, need = os.sysconf('SC_PHYS_PAGES') * os.sysconf('SC_PAGE_SIZE'), memory_needed(arms, T, batch_size, workers)
+    if need > 0.9 * have:
+        raise ConfigError(f"eval_len={T}: {workers} worker(s) x batch_size={batch_size} need about {need / 2**30:.1f} GB "
+                          f"(each window's logits are {T:,} x {max(a['ckpt']['model_args']['vocab_size'] for a in arms):,} "
+                          f"floats), more than this machine's {have / 2**30:.1f} GB; lower --eval_len, --batch_size or "
+                          f"--workers (or run on a GPU)")
 
 
 def map_arms(fn, arms, args, workers, progress=True):
