@@ -3,6 +3,7 @@ How an arm is measured (eval.py's machinery; nothing here is a method):
 
   arm_specs    arm specs, the short strings scripts take ('yarn:beta_fast=8'), readable names and folder slugs
   arms         eval.py's arms: identities, ids, seed groups, the base, zero-shot / mapped / retuned arms
+  combine      which arm features go together: the stated table, and check_arm on every arm before it runs
   forms        how an arm runs at evaluation (causal, a position map, a crop) and the measurements beside its loss
   scoring      the protocol: each position scored as generated, constant runs, the sampled design
   placement    what the retrieval rooms share: distance buckets, each room's seed stream, the fit inside L

@@ -21,6 +21,7 @@ from lab.crop import crop_name, is_crop_spec, parse_crop, self_crop_arms
 from lab.position_maps import POSITION_MAPS, is_position_map_spec, parse_position_map, position_map_name
 from rope_config import ROPE_TYPES, is_dynamic
 from lab.measure.arm_specs import ALIASES, check_over_trained_in, parse_arm, rope_tag, scaling_name, slug
+from lab.measure.combine import check_arm
 from lab.temperature import parse_temperature, split_temperature, with_temperature
 
 # What an arm is: the fields its identity is made of, in the order a difference between two runs is reported.
@@ -359,6 +360,8 @@ def plan_arms(cfg):
         raise ConfigError(f"arms {twin[0]['name']!r} ({twin[0]['checkpoint']}) and {twin[1]['name']!r} "
                           f"({twin[1]['checkpoint']}) are one run twice: same settings, seed and run folder; list "
                           f"one of them")
+    for a in arms:  # features that do not combine (lab/measure/combine.py's table), before any model runs
+        check_arm(a)
     return arms, base, T
 
 
