@@ -231,4 +231,5 @@ def test_every_committed_picture_redraws_from_committed_files(tmp_path):
     written = redraw.redraw(['slow_pairs'], assets=str(tmp_path))
     assert written == [str(tmp_path / 'studies' / 'slow_pairs' / 'families.png')]
     assert open(written[0], 'rb').read(8) == b'\x89PNG\r\n\x1a\n'
-    assert redraw.main(['nosuch']) == 2
+    with pytest.raises(ValueError, match="no study named 'nosuch'"):  # (cli prints it as one line, exit 2)
+        redraw.main(['nosuch'])
