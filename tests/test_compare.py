@@ -153,3 +153,29 @@ def test_agreement_reads_an_older_summary_and_refuses_a_bad_one_in_one_line(tmp_
         (tmp_path / name).write_text(content)
         assert_refused(*call(agreement.main, [new, tmp_path / name], capsys), [name])
     assert_refused(*call(agreement.main, [new, tmp_path / 'none.json'], capsys), ['none.json', 'not found'])
+
+
+def test_side_by_side_keeps_a_lesson_reverses_a_swapped_one_and_names_a_missing_study(monkeypatch, capsys):
+    """lab.verdicts.side_by_side on the demo against itself (every arm named the same on both sides): each decided
+    loss row is kept; with PI's and YaRN's windows swapped on one side their contrast is reversed; with no real-model
+    summary committed the command is one line naming the file."""
+    import copy
+    import json
+    from badinput import assert_refused, call
+    from lab.verdicts import side_by_side as S
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    mini = json.load(open(os.path.join(root, S.MINI), encoding='utf-8'))
+    monkeypatch.setattr(S, 'ARMS', {k: (m, m) for k, (m, _) in S.ARMS.items()})
+    monkeypatch.setattr(S, 'PASSKEY', {'mini': 'exact_match', 'real': 'exact_match'})
+    rows = S.table(mini, mini)
+    loss = {(r['a'], r['b']): r for r in rows if r['measure'] == 'loss'}
+    assert loss[('YaRN', 'PI')]['mini']['verdict'] == 'better' and loss[('YaRN', 'PI')]['mini']['column'] == '512-1024'
+    assert all(r['outcome'] == ('kept' if r['mini']['verdict'] != 'unresolved' else 'unresolved') for r in rows)
+    swapped = copy.deepcopy(mini)
+    by = {a['name']: a for a in swapped['arms']}
+    pi, yarn = by['linear s=8 zero-shot'], by['yarn s=8 zero-shot']
+    pi['per_window'], yarn['per_window'] = yarn['per_window'], pi['per_window']
+    again = {(r['a'], r['b'], r['measure']): r['outcome'] for r in S.table(mini, swapped)}
+    assert again[('YaRN', 'PI', 'loss')] == 'reversed'
+    monkeypatch.setattr(S, 'REAL', 'assets/studies/no_such_study/summary.json')
+    assert_refused(*call(S.main, [], capsys), ['no_such_study/summary.json', 'not found'])

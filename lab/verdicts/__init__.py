@@ -7,4 +7,5 @@ From numbers to words (numpy, scipy and the standard library only; no torch):
   summary_md    summary.md and bases.md, the tables a person reads, from summary.json / bases.json
   claims        the record behind each claim of README.md and docs/results.md (python -m lab.verdicts.claims)
   agreement     do two runs of one eval reach the same verdicts? (python -m lab.verdicts.agreement a.json b.json)
+  side_by_side  the miniature's verdicts beside the real model's: kept, reversed, unresolved
 """
