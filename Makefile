@@ -3,7 +3,7 @@
 .DEFAULT_GOAL := help  # `make` alone lists the targets
 PY ?= $(shell command -v python >/dev/null && echo python || echo python3)
 
-.PHONY: quick demo install data train-copy finetune pose longrope eval train eval-test bases-test knobs eval-2048 pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases ape longrope-ref longrope4 drope nope-base hybrid-base local-global-base ssmax-base abf longrope2 prope-base clip-base sinks-base clip-sweep frequencies frequency-bases temperature-knobs designs designs-2048 drope-eval scale-layers hybrid-eval own-crops gpu-check real-model-gpu real-model test help
+.PHONY: quick demo install data train-copy finetune pose longrope eval train eval-test bases-test knobs eval-2048 pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases ape longrope-ref longrope4 drope nope-base hybrid-base local-global-base ssmax-base abf longrope2 prope-base clip-base sinks-base clip-sweep frequencies frequency-bases temperature-knobs designs designs-2048 drope-eval scale-layers hybrid-eval own-crops gpu-check real-model-gpu real-model real-model-core test help
 
 ##@ story: the story in minutes
 
@@ -56,6 +56,10 @@ out/char-eval-test/summary.json:  # the test split's eval, which `make bases-tes
 	$(MAKE) eval-test
 
 ##@ real model: SmolLM2-135M (a pip wheel's GGUF, trained at 8,192) through the same protocol
+
+real-model-core:      # the study's core, to fit one sitting: as shipped, the crop, PI and YaRN (4 of the 8 arms, the same windows and passkeys), one contrast
+	$(PY) data/shakespeare_smollm2/prepare.py
+	$(PY) eval.py config/eval_real_model_cpu.py --rope_types=default,crop:form=sliding,linear,yarn --contrasts='yarn_s1.5_zero-shot | linear_s1.5_zero-shot' --out_dir=out/real-model-core
 
 real-model:           # the held-out plays in SmolLM2's BPE, then its zero-shot arms and the crop to T = 12,288 = 1.5 x L, loss by position and the natural-language passkey (2 windows, 2 passkeys per bucket: ~80 min estimated, not yet run end to end; 3 windows took ~5 h)
 	$(PY) data/shakespeare_smollm2/prepare.py
