@@ -177,5 +177,10 @@ def test_side_by_side_keeps_a_lesson_reverses_a_swapped_one_and_names_a_missing_
     pi['per_window'], yarn['per_window'] = yarn['per_window'], pi['per_window']
     again = {(r['a'], r['b'], r['measure']): r['outcome'] for r in S.table(mini, swapped)}
     assert again[('YaRN', 'PI', 'loss')] == 'reversed'
+    part = dict(swapped, arms=[a for a in swapped['arms'] if a['name'] != 'dynamic zero-shot'])  # a study run in part
+    rows = S.table(mini, part)
+    assert not [r for r in rows if 'Dynamic NTK' in (r['a'], r['b'])] and len(rows) == len(again) - 4
+    assert 'Not run on SmolLM2 yet (its summary lacks an arm): Dynamic NTK vs NTK-aware; Dynamic NTK vs crop' in \
+        S.markdown(rows)
     monkeypatch.setattr(S, 'REAL', 'assets/studies/no_such_study/summary.json')
     assert_refused(*call(S.main, [], capsys), ['no_such_study/summary.json', 'not found'])
