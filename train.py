@@ -70,6 +70,10 @@ DEFAULTS = dict(
 
 # ----------------------------------------------------------------------------- configuration
 
+MODEL_KEYS = ('n_layer', 'n_head', 'n_embd', 'dropout', 'bias', 'pos_emb', 'rope_base', 'rope_scaling', 'attention',
+              'layers')  # the settings that build the GPT (a resumed run takes them from its checkpoint)
+
+
 def run_config(argv, defaults=DEFAULTS):
     """get_config, except that --init_from=resume starts from the settings stored in the run's checkpoint
     (then config files and --key=value on top), so a resumed run keeps its schedule, batch and data.
@@ -79,7 +83,14 @@ def run_config(argv, defaults=DEFAULTS):
         return cfg, None
     ckpt = load_checkpoint(cfg['out_dir'])
     stored = ckpt['config']
-    return get_config(argv, defaults, start={k: stored.get(k, v) for k, v in defaults.items()}), ckpt
+    start = {k: stored.get(k, v) for k, v in defaults.items()}
+    cfg = get_config(argv, defaults, start=start)
+    changed = [k for k in MODEL_KEYS if k in defaults and cfg[k] != start[k]]
+    if changed:  # the resumed model is the checkpoint's: a new shape on the command line would be stored, not used
+        k = changed[0]
+        raise ConfigError(f"--{k}={cfg[k]!r} differs from the run's own {start[k]!r}, and a resumed run keeps the model "
+                          f"it saved (out_dir={cfg['out_dir']}); drop --{k}, or start a new run in another out_dir")
+    return cfg, ckpt
 
 
 def get_lr(it, cfg):
@@ -152,9 +163,7 @@ def build_model(cfg, meta, data_dir, model=None, lineage=None, ckpt=None):
         check_vocab(ckpt['dataset'], meta, data_dir, os.path.join(cfg['out_dir'], 'ckpt.pt'))
         model, lineage = model_from_checkpoint(ckpt), ckpt['lineage']
     elif model is None:
-        model = GPT(GPTConfig(block_size=T, vocab_size=meta['vocab_size'], **{k: cfg[k] for k in (
-            'n_layer', 'n_head', 'n_embd', 'dropout', 'bias', 'pos_emb', 'rope_base', 'rope_scaling', 'attention',
-            'layers')}))
+        model = GPT(GPTConfig(block_size=T, vocab_size=meta['vocab_size'], **{k: cfg[k] for k in MODEL_KEYS}))
     check_model(model, meta, data_dir, T)
     return model, dict(lineage or new_lineage(T), seq_len=T)
 

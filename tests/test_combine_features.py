@@ -277,3 +277,16 @@ def test_an_exclude_of_the_same_data_still_cuts_its_windows(tiny_bases, dev_summ
     n = dev_summary['settings']['T'] + 1
     assert not any(a < d + n and d < a + n for a in run['starts'] for d in dev_summary['settings']['windows'])
     assert not os.path.exists(tmp_path / 'e')
+
+
+# ------------------------------------------------------------------------- resuming keeps the model it saved
+
+
+@pytest.mark.parametrize('flag', ['--layers=rope,nope', '--n_head=4', "--rope_scaling={'rope_type': 'linear', "
+                                  "'factor': 2.0}", '--attention=smear_keys_ssmax'])
+def test_resume_refuses_a_model_setting_it_would_store_but_not_use(tiny_run, flag, capsys):
+    """train.py --init_from=resume builds the checkpoint's model; a --layers (or another shape) on the command line
+    was ignored yet stored in the resumed run's config. Now refused in one line, nothing written."""
+    import train
+    check_refused(train.main, ['--init_from=resume', f'--out_dir={tiny_run}', '--max_iters=400', flag],
+                  [flag.split('=')[0], 'resumed run keeps the model'], capsys, [tiny_run])
