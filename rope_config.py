@@ -198,6 +198,9 @@ def check_scaling(scaling, base=None):
     wrong = row.check(sc) if row.check else None  # the type's own rules, in its row of the table
     if wrong:
         bad(*wrong)
+    if t == 'abf' and base is not None and not sc['new_base'] > base:  # (the one rule that needs the model's base)
+        bad('new_base', f"must be above the model's rope_base = {base:g}: ABF raises the base (a lower one squeezes "
+                        f"nothing and turns the slow pairs faster than training saw)")
     return sc
 
 

@@ -51,6 +51,10 @@ def parse_temperature(entry):
     'nope'}, every key of the shape filled (None: from L). One-line errors naming the fix."""
     head, *pairs = entry.strip().split(':')
     got = dict(p.partition('=')[::2] for p in pairs)
+    twice = next((k for k in got if [p.partition('=')[0] for p in pairs].count(k) > 1), None)
+    if twice or '' in got.values():
+        raise ValueError(f"temperature {entry!r}: {f'{twice} is given twice' if twice else 'a key has no value'}; "
+                         f"give each key=value once")
     shape = got.pop('shape', None)
     if head != 'qtemp' or shape not in SHAPES:
         raise ValueError(f"temperature {entry!r}: write qtemp:shape=S[:key=value...] with S one of {', '.join(SHAPES)}")
@@ -63,8 +67,8 @@ def parse_temperature(entry):
             raise ValueError(f"temperature {entry!r}: {k!r} is not a key of shape {shape!r} "
                              f"({', '.join(keys) or 'it takes none'}; and layers)")
         cfg[k] = parse_value(k, v, keys[k][0])
-        if not cfg[k] > 0:
-            raise ValueError(f"temperature {entry!r}: {k}={v} must be > 0")
+        if not 0 < cfg[k] < math.inf:  # (an infinite constant's NaNs would surface later, naming neither)
+            raise ValueError(f"temperature {entry!r}: {k}={v} must be a finite number > 0")
     return cfg
 
 

@@ -290,3 +290,26 @@ def test_resume_refuses_a_model_setting_it_would_store_but_not_use(tiny_run, fla
     import train
     check_refused(train.main, ['--init_from=resume', f'--out_dir={tiny_run}', '--max_iters=400', flag],
                   [flag.split('=')[0], 'resumed run keeps the model'], capsys, [tiny_run])
+
+
+# ------------------------------------------------------------------------- numbers legal but wrong for the model
+
+
+@pytest.mark.parametrize('spec, match', [
+    ('qtemp:shape=drope:c=inf', 'c=inf must be a finite number > 0'),      # was accepted: NaN losses later
+    ('qtemp:shape=ssmax:s=1e999', 's=1e999 must be a finite number > 0'),   # (float reads it as inf)
+    ('qtemp:shape=drope:c=0.1:c=0.2', 'c is given twice'),                  # was: the last one kept
+    ('qtemp:shape=drope:c=', 'a key has no value')])                        # was: a parse_value error on ''
+def test_a_bad_temperature_constant_is_refused_in_one_line(spec, match):
+    with pytest.raises(ValueError, match=match) as e:
+        parse_temperature(spec)
+    assert '\n' not in str(e.value)
+
+
+def test_a_raised_base_below_the_models_base_is_refused():
+    """abf with new_base = 5,000 on a base of 10,000 (a 'raised' base that lowers it) ran; now refused, naming both."""
+    m = tiny(n_layer=1)
+    with pytest.raises(ValueError, match=r"new_base'\] = 5000.0 .* must be above the model's rope_base = 10000"):
+        m.set_rope_scaling({'rope_type': 'abf', 'new_base': 5000.0, 'factor': 1.0})
+    m.set_rope_scaling({'rope_type': 'abf', 'new_base': 1e6, 'factor': 1.0})
+    assert m.config.rope_scaling['new_base'] == 1e6

@@ -96,7 +96,7 @@ def test_ssmax_trained_in_is_its_direct_construction():
 
 @pytest.mark.parametrize('spec, match', [
     ('qtemp:shape=cubic', 'S one of llama4'), ('qtemp:shape=llama4:c=1', "'c' is not a key of shape 'llama4'"),
-    ('qtemp:shape=drope:c=0', 'must be > 0'), ('qtemp:shape=logn:layers=odd', "layers='odd'"),
+    ('qtemp:shape=drope:c=0', 'must be a finite number > 0'), ('qtemp:shape=logn:layers=odd', "layers='odd'"),
     ('qtemp:shape=ssmax:s=x', "s='x' is not a float")])
 def test_bad_temperatures_are_one_line(spec, match):
     with pytest.raises(ValueError, match=match):
