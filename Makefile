@@ -57,7 +57,7 @@ out/char-eval-test/summary.json:  # the test split's eval, which `make bases-tes
 
 ##@ real model: SmolLM2-135M (a pip wheel's GGUF, trained at 8,192) through the same protocol
 
-real-model-core:      # the study's core, to fit one sitting: as shipped, the crop, PI and YaRN (4 of the 8 arms, the same windows and passkeys), one contrast
+real-model-core:      # the study's core: as shipped, the crop, PI and YaRN (4 of the 8 arms, the same windows and passkeys), one contrast (1 h 2 min 52 s on 2 cores, peak 8.95 GB)
 	$(PY) data/shakespeare_smollm2/prepare.py
 	$(PY) eval.py config/eval_real_model_cpu.py --rope_types=default,crop:form=sliding,linear,yarn --contrasts='yarn_s1.5_zero-shot | linear_s1.5_zero-shot' --out_dir=out/real-model-core
 

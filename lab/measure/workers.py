@@ -56,12 +56,12 @@ def _measure(i):
 
 def memory_needed(arms, T, batch_size, workers):
     """Bytes a CPU eval holds at its peak, estimated: the base's weights in this process, and in each worker an arm's
-    weights (float32) plus twice a batch of windows' logits (batch_size x T x vocab floats: the logits and their
-    log-softmax, ~10% beside). Sized from SmolLM2-135M at T = 12,288 (make real-model, stopped): workers seen at 2.1
-    to 6.2 GB resident, the estimate 5.9 GB a worker."""
+    weights (float32) plus 3.6 batches of windows' logits (batch_size x T x vocab floats: the logits, their
+    log-softmax and copies). Sized from SmolLM2-135M at T = 12,288 (make real-model-core): a peak of 8.95 GB
+    resident, the estimate 9.3 GB a worker."""
     weights = max(sum(t.numel() * 4 for t in a['ckpt']['model'].values() if torch.is_tensor(t)) for a in arms)
     vocab = max(a['ckpt']['model_args']['vocab_size'] for a in arms)
-    return weights + workers * (weights + 2.2 * 4 * batch_size * T * vocab)
+    return weights + workers * (weights + 3.6 * 4 * batch_size * T * vocab)
 
 
 def check_memory(arms, T, batch_size, workers, device):

@@ -34,6 +34,7 @@ PLAN = {
     'studies/long_s8_2048': ('families.png',),
     'studies/slow_pairs': ('families.png',),
     'studies/clip_sweep': ('clip_sweep.png',),
+    'studies/real_model': ('headline.png', 'loss_vs_position.png', 'verdict_grid.png'),
 }
 NAMES = {os.path.basename(folder): folder for folder in PLAN}  # what the command line takes: demo, test, ape, ...
 
