@@ -4,6 +4,7 @@ Measure how models predict tokens past their training length L, then draw the pi
     python eval.py --ckpt=out/char-base,out/finetune --rope_types=linear,ntk,dynamic,yarn,yarn:beta_fast=8
     python eval.py --ckpt=out/char-base --eval_len=1024 --num_windows=32 --out_dir=out/eval
     python eval.py --plot_only=True --out_dir=out/eval --log_x=True     # redraw the PNGs from the CSV/JSON
+    python eval.py --merge=out/part1,out/part2 --out_dir=out/eval       # one eval measured in parts, judged as one
 
 Arms (lab/measure/arms.py). Every --ckpt run folder is an arm (a folder with arms.json: all of its arms; the seeds of one arm
 are one row). Every --rope_types entry is a zero-shot arm: that scaling switched on in the base model, with s = T/L
@@ -40,6 +41,7 @@ from lab.measure.arms import parse_contrasts, plan_arms
 from lab.engine.device import autocast_context, pick_device
 from lab.engine.checks import check_eval_data, check_eval_settings, without_windows_of
 from lab.measure.forms import arm_form, side_measures
+from lab.verdicts.merge import merge_parts
 from lab.verdicts.summary_md import summary_markdown
 from lab.measure.rooms import eval_rooms
 from lab.measure.scoring import bucket_ends, sampled_design, score, scoring_plan
@@ -185,11 +187,14 @@ def main(argv):
     if cfg['combine'] or cfg['rejudge']:
         return (combine_bases if cfg['combine'] else rejudge)(cfg['combine'] or cfg['rejudge'], cfg['out_dir'],
                                                              compare.margins(cfg))
-    if cfg['plot_only']:
-        import plot
-        for p in plot.plot_all(cfg['out_dir'], log_x=cfg['log_x'], smooth=cfg['smooth']):
-            print(f"wrote {p}")
-        return None
+    if cfg['merge'] or cfg['plot_only']:  # parts of one eval joined (runs no model), then its pictures drawn again
+        merged = merge_parts(cfg['merge'], cfg['out_dir'], compare.margins(cfg), cfg['contrasts'], list(argv)) \
+            if cfg['merge'] else None
+        if cfg['plot_only'] or cfg['plot']:
+            import plot
+            for p in plot.plot_all(cfg['out_dir'], log_x=cfg['log_x'], smooth=cfg['smooth']):
+                print(f"wrote {p}")
+        return merged
     t0 = time.time()
     run = dict(prepare(cfg), argv=list(argv))  # argv: the command, for summary.json's provenance
     _, ctx = autocast_context(run['device'].split(':')[0], cfg['dtype'])

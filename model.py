@@ -71,6 +71,9 @@ class GPTConfig:
                  f"rope_scaling is set but pos_emb={self.pos_emb!r}; scaling only applies to pos_emb='rope'"),
                 (self.layers is not None and self.pos_emb != 'rope',
                  f"layers={self.layers!r} sets RoPE per layer, which needs pos_emb='rope' (NoPE: pos_emb='none')"),
+                (self.pos_emb == 'alibi' and self.attention != 'causal',  # one class per layer: ALiBi's would win
+                 f"pos_emb='alibi' brings its own attention class, so attention={self.attention!r} would be dropped; "
+                 f"use attention='causal' with ALiBi, or another pos_emb"),
                 (self.attention_class not in ATTENTION,
                  f"attention={self.attention_class!r} is unknown ({', '.join(ATTENTION)}); import the room that "
                  f"registers it (lab.alibi for pos_emb='alibi', lab.copy_mix for 'smear_keys')")):

@@ -83,6 +83,13 @@ def run_config(argv, defaults=DEFAULTS):
         return cfg, None
     ckpt = load_checkpoint(cfg['out_dir'])
     stored = ckpt['config']
+    if not (ckpt.get('lineage') or {}).get('base_checkpoint'):  # built from its config: the two must say one model
+        k = next((k for k in MODEL_KEYS if k in stored and k in ckpt['model_args'] and k != 'rope_scaling'
+                  and stored[k] != ckpt['model_args'][k]), None)
+        if k:
+            raise ConfigError(f"{cfg['out_dir']}/ckpt.pt is inconsistent: its model has {k}={ckpt['model_args'][k]!r} "
+                              f"but its stored config says {stored[k]!r} (the file was edited or damaged); start a "
+                              f"new run in another out_dir")
     start = {k: stored.get(k, v) for k, v in defaults.items()}
     cfg = get_config(argv, defaults, start=start)
     changed = [k for k in MODEL_KEYS if k in defaults and cfg[k] != start[k]]

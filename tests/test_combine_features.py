@@ -204,6 +204,26 @@ def test_a_fine_tune_over_a_trained_in_rope_type_is_refused(tiny_bases, tmp_path
                                        *FT], ["'clip'", new, 'rope_type=keep'], capsys, [tmp_path, tiny_bases['clip']])
 
 
+def test_a_retune_over_a_kept_trained_in_type_is_refused(tiny_bases, tmp_path, capsys):
+    """A fine-tune of the clipped base that keeps its type (--rope_type=keep) retuned with YaRN ('arm | yarn') had
+    its stopped pairs turn again under the name 'ft @ yarn' (a retune replaces the arm's scaling, and the arm did
+    not say its type was the base's). Now refused in one line naming both types; a retune of a plain fine-tune runs."""
+    import finetune_long
+    ft = str(tmp_path / 'ft')
+    finetune_long.main([f'--init_from={tiny_bases["clip"]}', '--rope_type=keep', '--block_size=32', f'--out_dir={ft}',
+                        *FT])
+    arms = plan_arms(dict(ev.DEFAULTS, ckpt=ft, eval_len=64))[0]
+    assert arms[0]['scaling']['rope_type'] == 'clip'
+    check_refused(ev.main, [f'--ckpt={ft}', f"--retune={arms[0]['name']} | yarn", *EVAL, f'--out_dir={tmp_path / "e"}'],
+                  ["'clip'", "'yarn'", 'retune'], capsys, [tmp_path])
+    plain = str(tmp_path / 'plain-ft')
+    finetune_long.main([f'--init_from={tiny_bases["plain"]}', '--rope_type=linear', '--factor=2', '--block_size=32',
+                        f'--out_dir={plain}', *FT])
+    name = plan_arms(dict(ev.DEFAULTS, ckpt=plain, eval_len=64))[0][0]['name']
+    got = plan_arms(dict(ev.DEFAULTS, ckpt=plain, eval_len=64, retune=f'{name} | yarn'))[0]
+    assert [a['scaling']['rope_type'] for a in got] == ['linear', 'yarn']
+
+
 # ----------------------------------------------------------------------------- 4. a temperature aimed at no layer
 
 
@@ -290,6 +310,22 @@ def test_resume_refuses_a_model_setting_it_would_store_but_not_use(tiny_run, fla
     import train
     check_refused(train.main, ['--init_from=resume', f'--out_dir={tiny_run}', '--max_iters=400', flag],
                   [flag.split('=')[0], 'resumed run keeps the model'], capsys, [tiny_run])
+
+
+def test_resume_refuses_a_checkpoint_whose_pattern_disagrees_with_its_own_config(tiny_run, tmp_path, capsys):
+    """A checkpoint whose model was built with one --layers pattern but whose stored config names another (edited or
+    damaged) resumed silently with the model's and stored the other; now one line naming the setting and the file."""
+    import shutil
+    import torch
+    import train
+    run = str(tmp_path / 'run')
+    shutil.copytree(tiny_run, run)
+    path = os.path.join(run, 'ckpt.pt')
+    ckpt = torch.load(path, weights_only=True)
+    ckpt['config']['layers'] = 'rope,nope'
+    torch.save(ckpt, path)
+    check_refused(train.main, ['--init_from=resume', f'--out_dir={run}', '--max_iters=400'],
+                  ['layers=', 'inconsistent', 'ckpt.pt'], capsys, [run])
 
 
 # ------------------------------------------------------------------------- numbers legal but wrong for the model

@@ -2,6 +2,7 @@
 `lab` fixture's tiny model and eval (conftest.py)."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -112,6 +113,10 @@ def test_combine_bases_reads_each_summary_and_refuses_other_windows(lab, tmp_pat
                   '--num_windows=4', '--retrieval_examples=0', '--entropy_windows=1', f'--out_dir={one}',
                   '--contrasts=linear s=4 zero-shot | base (L=16)', '--device=cpu', '--progress=False', '--plot=False'])
     shutil.copytree(one, other)
+    s = json.loads((other / 'summary.json').read_text(encoding='utf-8'))
+    for a in s['arms']:  # another base that happens to give the same numbers (the same base twice is refused)
+        a['checkpoint'] = a['checkpoint'] + '-twin'
+    (other / 'summary.json').write_text(json.dumps(s), encoding='utf-8')
     out = ev.main([f'--combine={one},{other}', f'--out_dir={tmp_path / "bases"}'])
     loss = out['comparisons']['loss']
     assert list(loss) == list(s1['arms'][0]['buckets'])
@@ -323,3 +328,60 @@ def test_exclude_draws_a_test_split_that_shares_no_token_with_the_dev_eval(lab, 
     with pytest.raises(ValueError, match="split 'train'"):
         ev.main([f'--ckpt={lab["base"]}', f'--eval_len={T}', f'--exclude={bad}', f'--out_dir={tmp_path / "x"}'])
     assert not (tmp_path / 'x').exists()
+
+
+def test_merge_of_parts_equals_the_eval_run_at_once(lab, tmp_path):
+    """--merge: one eval measured in two parts (other arms, the same windows) gives the summary of the eval run at
+    once: the same arms, CSV columns and comparisons, with a contrast across the parts. The same folder twice, an arm
+    in both parts, or a part of another eval is refused in one line, and nothing is written."""
+    common = [f'--base={lab["base"]}', f'--eval_len={T}', '--num_windows=4', '--retrieval_examples=4',
+              '--retrieval_len=4', '--retrieval_cue=2', '--retrieval_pos=2',
+              '--entropy_windows=1', '--device=cpu', '--progress=False', '--plot=False', '--workers=1']
+    pair = '--contrasts=linear s=4 zero-shot | dynamic zero-shot'
+    whole = ev.main(common + ['--rope_types=default,crop:form=sliding,linear,dynamic', pair,
+                              f'--out_dir={tmp_path / "whole"}'])
+    for name, types in (('a', 'default,crop:form=sliding'), ('b', 'linear,dynamic')):
+        ev.main(common + [f'--rope_types={types}', f'--out_dir={tmp_path / name}'])
+    merged = ev.main([f'--merge={tmp_path / "a"},{tmp_path / "b"}', pair, f'--out_dir={tmp_path / "m"}',
+                      '--plot=False'])
+    whole, stored = (json.loads((tmp_path / d / 'summary.json').read_text(encoding='utf-8')) for d in ('whole', 'm'))
+    assert [a['name'] for a in merged['arms']] == [a['name'] for a in whole['arms']]
+    assert stored['arms'] == whole['arms']  # as written (7 significant digits)
+    for key in ('vs_best', 'contrasts', 'vs_crop', 'design', 'windows'):
+        assert stored['settings'][key] == whole['settings'][key], key
+    assert merged['settings']['contrasts']['loss'] and [p['folder'] for p in merged['settings']['merged']] == \
+        [str(tmp_path / 'a'), str(tmp_path / 'b')]
+    for f in ('position_loss.csv', 'attention_entropy.csv', 'retrieval.csv'):
+        assert (tmp_path / 'm' / f).read_text(encoding='utf-8') == (tmp_path / 'whole' / f).read_text(encoding='utf-8')
+    again = ev.main([f'--merge={tmp_path / "a"},{tmp_path / "b"}', f'--out_dir={tmp_path / "m2"}', '--plot=False'])
+    assert again['settings']['contrasts'] is None  # no part named one: only the column's best and the crop
+    ev.main(common + ['--rope_types=ntk', '--num_windows=3', f'--out_dir={tmp_path / "other"}'])
+    for parts, words in ((f'{tmp_path / "a"},{tmp_path / "a"}', 'two or more different'),
+                         (f'{tmp_path / "a"},{tmp_path / "whole"}', "arm 'base (L=16)' is in both"),
+                         (f'{tmp_path / "a"},{tmp_path / "other"}', 'another num_windows')):
+        with pytest.raises(ValueError, match=re.escape(words)):
+            ev.main([f'--merge={parts}', f'--out_dir={tmp_path / "no"}'])
+        assert not (tmp_path / 'no').exists()
+
+
+def test_rejudge_and_combine_refuse_files_that_are_not_one_eval_per_base(lab, tmp_path, capsys):
+    """--rejudge / --combine given a list, a summary without its fields, an eval without a base, the same folder twice
+    or the same base's eval twice: one line naming the file or the folders (they ended in a traceback or, for the
+    same base twice, were combined as two bases), nothing written."""
+    from badinput import check_refused
+    good, twin, bad = tmp_path / 'good', tmp_path / 'twin', tmp_path / 'bad'
+    shutil.copytree(lab['out'], good)
+    shutil.copytree(lab['out'], twin)
+    bad.mkdir()
+    out = tmp_path / 'out'
+    s = json.loads((good / 'summary.json').read_text(encoding='utf-8'))
+    for content, rejudged in (([1, 2], True), ({'settings': {}}, True),
+                              (dict(s, arms=[a for a in s['arms'] if a['kind'] != 'base']), False)):
+        (bad / 'summary.json').write_text(json.dumps(content), encoding='utf-8')
+        words = [str(bad)] + (['not an eval summary'] if rejudged else ['no base arm'])
+        check_refused(ev.main, [f'--combine={good},{bad}', f'--out_dir={out}'], words, capsys, [tmp_path])
+        if rejudged:
+            check_refused(ev.main, [f'--rejudge={bad}', f'--out_dir={out}'], words, capsys, [tmp_path])
+    check_refused(ev.main, [f'--combine={good},{good}', f'--out_dir={out}'], 'names a folder twice', capsys, [tmp_path])
+    check_refused(ev.main, [f'--combine={good},{twin}', f'--out_dir={out}'], ['the same base', lab['base']], capsys,
+                  [tmp_path])

@@ -255,6 +255,9 @@ def retuned_arms(cfg, arms, T):
         L = own.get('original_max_position_embeddings') or a['seq_len']
         try:
             sc = parse_arm(parts[1], own.get('factor') or T / L, L)
+            if own.get('rope_type') in ('clip', 'proportional'):  # kept from its base (--rope_type=keep): stopped pairs
+                check_over_trained_in(own, sc, a['checkpoint'], 'the new scaling', "retune it with its own type's "
+                                      "factor, or evaluate it as tuned")
         except ValueError as e:
             raise ConfigError(f"retune {item!r}: {e}") from None
         arms.append(dict(a, name=f"{a['name']} @ {scaling_name(sc)}", scaling=sc, retuned=True,

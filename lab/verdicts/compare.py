@@ -18,6 +18,8 @@ DEFAULTS = dict(
     rejudge='',             # an eval folder whose summary.json is judged again with these statistics (runs no model)
     combine='',             # eval folders of the same arms on other base models (out/a,out/b,...): the named contrasts and
                             # the crop comparisons across bases, into out_dir/bases.json and bases.md (runs no model)
+    merge='',               # eval folders of one eval measured in parts (the same windows, other arms): one summary of
+                            # all their arms, every comparison computed again (lab/verdicts/merge.py; runs no model)
 )
 
 

@@ -207,13 +207,24 @@ def _lines(path):
         return []
 
 
+def read_summary(folder, missing):
+    """folder/summary.json as eval.py writes it (settings and arms), else ConfigError naming the file."""
+    path = os.path.join(folder, 'summary.json')
+    s = read_json(path, missing)
+    if not (isinstance(s, dict) and isinstance(s.get('settings'), dict) and isinstance(s.get('arms'), list)
+            and all(isinstance(a, dict) and isinstance(a.get('name'), str) for a in s['arms'])):
+        raise ConfigError(f"{path} is not an eval summary (a settings object and a list of named arms); pass the "
+                          f"folder eval.py wrote it to")
+    return s
+
+
 def rejudge(folder, out_dir, margins):
     """--rejudge: the comparisons of an eval's summary.json recomputed with this version's statistics from the
     per-window and per-example values it stores (no model runs): every arm against each column's best, the named
     contrasts it holds (the same pairs) and every arm against each crop; summary.json (settings.rejudged says from
     where) and summary.md written to out_dir. The arms' own means and intervals are kept as stored."""
     check_out_dir(out_dir)
-    s = read_json(os.path.join(folder, 'summary.json'), f"rejudge reads an eval folder's summary.json; {folder} has none")
+    s = read_summary(folder, f"rejudge reads an eval folder's summary.json; {folder} has none")
     st, results = s['settings'], s['arms']
     pairs = [(r['a'], r['b']) for r in next(iter(next(iter((st.get('contrasts') or {}).values()), {}).values()), [])]
     try:
@@ -238,14 +249,28 @@ def combine_bases(folders, out_dir, margins):
         raise ConfigError(f"combine={folders!r} names {len(dirs)} eval folder(s); give two or more, "
                           f"comma-separated, each holding a summary.json from eval.py")
     check_out_dir(out_dir)
-    sums = [read_json(os.path.join(d, 'summary.json'), f"run eval.py with --out_dir={d} first") for d in dirs]
+    if len(set(dirs)) < len(dirs):
+        raise ConfigError(f"combine={folders!r} names a folder twice; give each base's eval once")
+    sums = [read_summary(d, f"run eval.py with --out_dir={d} first") for d in dirs]
+    bases = [next((a['checkpoint'] for a in s['arms'] if a.get('kind') == 'base'), None) for s in sums]
+    for d, b in zip(dirs, bases):
+        if b is None:
+            raise ConfigError(f"{d}/summary.json has no base arm ('default' in --rope_types, or a --ckpt base); "
+                              f"--combine compares base models: evaluate each with its base")
+    twice = next((b for i, b in enumerate(bases) if b in bases[:i]), None)
+    if twice:
+        raise ConfigError(f"two of {folders!r} evaluated the same base {twice}; combine evals of different base models")
     for d, s in zip(dirs[1:], sums[1:]):
         key = first_difference(s, sums[0], ('T', 'L', 'windows', 'seed', 'split'))
         if key:
             raise ConfigError(f"{d} was evaluated with another {key} than {dirs[0]}; combine evals of the same "
                               f"settings (windows, T, seed) on different base models")
-    out = dict(folders=dirs, bases=[next(a['checkpoint'] for a in s['arms'] if a['kind'] == 'base') for s in sums],
-               margins=margins, comparisons=across_bases(sums, margins))
+    try:
+        table = across_bases(sums, margins)
+    except (KeyError, TypeError) as e:
+        raise ConfigError(f"the summaries of {folders!r} lack the per-window or per-example values a comparison needs "
+                          f"({e!r}); evaluate them again with this version") from None
+    out = dict(folders=dirs, bases=bases, margins=margins, comparisons=table)
     md = bases_markdown(out)
     os.makedirs(out_dir, exist_ok=True)
     atomic_write_text(os.path.join(out_dir, 'bases.json'), json_text(out))
