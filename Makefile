@@ -3,7 +3,7 @@
 .DEFAULT_GOAL := help  # `make` alone lists the targets
 PY ?= $(shell command -v python >/dev/null && echo python || echo python3)
 
-.PHONY: quick demo install data train-copy finetune pose longrope eval train eval-test bases-test knobs eval-2048 pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases ape longrope-ref longrope4 drope nope-base hybrid-base local-global-base ssmax-base abf longrope2 prope-base clip-base sinks-base clip-sweep frequencies frequency-bases temperature-knobs designs designs-2048 drope-eval scale-layers hybrid-eval own-crops gpu-check real-model-gpu real-model real-model-core test help
+.PHONY: quick demo install data train-copy finetune pose longrope eval train eval-test bases-test knobs eval-2048 pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases ape longrope-ref longrope4 drope nope-base hybrid-base local-global-base ssmax-base abf longrope2 prope-base clip-base sinks-base clip-sweep frequencies frequency-bases temperature-knobs designs designs-2048 drope-eval scale-layers hybrid-eval own-crops gpu-check real-model-gpu real-model real-model-core real-model-rest test help
 
 ##@ story: the story in minutes
 
@@ -61,9 +61,15 @@ real-model-core:      # the study's core: as shipped, the crop, PI and YaRN (4 o
 	$(PY) data/shakespeare_smollm2/prepare.py
 	$(PY) eval.py config/eval_real_model_cpu.py --rope_types=default,crop:form=sliding,linear,yarn --contrasts='yarn_s1.5_zero-shot | linear_s1.5_zero-shot' --out_dir=out/real-model-core
 
-real-model:           # the held-out plays in SmolLM2's BPE, then its zero-shot arms and the crop to T = 12,288 = 1.5 x L, loss by position and the natural-language passkey (2 windows, 2 passkeys per bucket: ~80 min estimated, not yet run end to end; 3 windows took ~5 h)
+real-model-rest:      # the study's other 4 arms, one eval each so that a stopped run keeps the arms it finished: NTK-aware, Dynamic NTK, ReRoPE w=4096, Self-Extend w=2048 G=4 (the same windows and passkeys as the core)
 	$(PY) data/shakespeare_smollm2/prepare.py
-	$(PY) eval.py config/eval_real_model_cpu.py
+	$(PY) eval.py config/eval_real_model_cpu.py --rope_types=ntk --contrasts= --out_dir=out/real-model-ntk
+	$(PY) eval.py config/eval_real_model_cpu.py --rope_types=dynamic --contrasts= --out_dir=out/real-model-dynamic
+	$(PY) eval.py config/eval_real_model_cpu.py --rope_types=rerope:window=4096 --contrasts= --out_dir=out/real-model-rerope
+	$(PY) eval.py config/eval_real_model_cpu.py --rope_types=self_extend:window=2048:group=4 --contrasts= --out_dir=out/real-model-self_extend
+
+real-model: real-model-core real-model-rest  # the 8 arms in parts, merged and judged as one eval (eval.py --merge; runs no model) into out/real-model-eval
+	$(PY) eval.py config/eval_real_model_cpu.py --merge=out/real-model-core,out/real-model-ntk,out/real-model-dynamic,out/real-model-rerope,out/real-model-self_extend
 
 ##@ studies: the papers' claims in miniature, each reusing the demo's runs (docs/results.md reports each)
 

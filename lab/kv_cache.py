@@ -46,7 +46,7 @@ class KVCache:
 
     def reset(self):
         self.ids = None                   # (B, l) every token fed so far
-        self.keys, self.values = [], []   # per layer (B, n_head, l, head_dim)
+        self.keys, self.values = [], []   # per layer (B, n_kv_head, l, head_dim): grouped heads stored once
         self.freqs = None                 # per RoPE group (inv_freq, attention_factor) the states were computed with
 
     @property
@@ -73,10 +73,13 @@ class KVCache:
         feed = torch.cat((self.ids[:, past - back:past], idx), dim=1) if back else idx
 
         def attend(layer, q, k, v):
-            k, v = k[:, :, back:], v[:, :, back:]  # the re-fed tokens' keys and values are cached already
+            g = model.config.n_head // model.config.n_kv_head  # qkv repeated each key/value head g times: keep one
+            k, v = k[:, ::g, back:], v[:, ::g, back:]  # the re-fed tokens' keys and values are cached already
             if past:
                 k, v = torch.cat((keys[layer], k), dim=2), torch.cat((values[layer], v), dim=2)
             keys[layer:layer + 1], values[layer:layer + 1] = [k], [v]
+            if g > 1:  # grouped-query heads: the cache holds n_kv_head of them (1/g of the memory), repeated to use
+                k, v = (t.repeat_interleave(g, dim=1) for t in (k, v))
             n, S, window = q.size(2), k.size(2), model.transformer.h[layer].attn.window
             if n == S and not window:  # nothing cached before (a prompt, or a recomputed prefix)
                 return F.scaled_dot_product_attention(q, k, v, is_causal=True)

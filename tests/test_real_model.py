@@ -276,6 +276,10 @@ def test_kv_cache_greedy_equals_the_full_prefix_on_grouped_heads(tiny_gguf, case
     full = m.generate(prompt, 3 * L, top_k=1)  # past L and 2 L: dynamic scales move
     assert torch.equal(kv_cache.generate(m, prompt, 3 * L, top_k=1), full)
     assert len(set(full[0, 8:].tolist())) > 5  # a real continuation, not one token repeated
+    cache = kv_cache.KVCache()
+    cache.forward(m, prompt)
+    c = m.config  # grouped heads are cached once each (they were stored repeated: n_head / n_kv_head the memory)
+    assert c.n_kv_head < c.n_head and all(k.size(1) == c.n_kv_head for k in cache.keys + cache.values)
 
 
 def test_qwen2_gguf_has_qkv_biases_and_no_permutation(tmp_path):
