@@ -12,10 +12,13 @@ rope_types = ','.join([
     'self_extend:window=2048:group=4',       # 2,047 + (12,288 - 2,048) / 4 = 4,607 < L: no unseen distance
 ])
 eval_len = 12288
-# Sized from a timed attempt (2026-12-02, 2 cores, one thread per arm): with 3 windows, 4 passkeys per bucket and one
+# Sized from timed attempts (2026-12-02, 2 cores, one thread per arm): with 3 windows, 4 passkeys per bucket and one
 # entropy window an arm took 30 min (plain) to 80 min (Dynamic, ReRoPE), about 5 h in all; hence 2 windows, 2 passkeys
-# per bucket (the entropy window kept: at least one is required), estimated at ~80 min (not yet run end to end). Two windows decide little: most
-# loss verdicts will read "unresolved"; the GPU recipe (make real-model-gpu) is the one sized to decide.
+# per bucket (the entropy window kept: at least one is required). Even so the 8 arms take longer than one sitting, so
+# `make real-model` runs them in parts (the core 4 arms, then one eval per other arm) and joins them with
+# `eval.py --merge` (the windows, passkeys and sampled positions follow from the seed: every part reads the same
+# tokens). Two windows decide little: most loss verdicts read "unresolved"; the GPU recipe (make real-model-gpu) is
+# the one sized to decide.
 num_windows = 2          # each arm's window is one forward of 12,288 tokens through 30 layers
 batch_size = 1           # the logits of one window are 12,288 x 49,152 floats (2.4 GB)
 samples = 2              # Dynamic NTK past L: 2 positions per window, each its own forward

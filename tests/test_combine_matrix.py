@@ -169,7 +169,7 @@ def refusal_elsewhere(cfg, arm):
             fn()
     own = cfg.get('rope_scaling')
     crop_left_out = lambda: [held(arm, f) for f in ('sliding', 'truncated')] == [None, None]  # noqa: E731
-    alibi_takes_it = lambda: GPTConfig(**cfg).attention_class == 'alibi'  # noqa: E731  (the class would be dropped)
+    alibi_refuses = lambda: raises(lambda: GPTConfig(**cfg), 'would be dropped')  # noqa: E731  (one class per layer)
     return {
         ('rope scaling', 'trained-in rope type'): lambda: raises(
             lambda: check_over_trained_in(own, arm['scaling'], 'base', 'arm', 'fix'), 'would replace it'),
@@ -182,7 +182,7 @@ def refusal_elsewhere(cfg, arm):
         ('position map', 'ALiBi'): lambda: raises(lambda: mapped_logits(tiny(**cfg), arm['position_map']), 'pos_emb'),
         ('dynamic scaling', 'sliding crop'): crop_left_out, ('dynamic scaling', 'truncated crop'): crop_left_out,
         ('position map', 'sliding crop'): crop_left_out, ('position map', 'truncated crop'): crop_left_out,
-        ('SSMax', 'ALiBi'): alibi_takes_it, ('sinks', 'ALiBi'): alibi_takes_it,
+        ('SSMax', 'ALiBi'): alibi_refuses, ('sinks', 'ALiBi'): alibi_refuses,
         ('SSMax', 'sinks'): lambda: 'ssmax_sinks' not in ATTENTION,
     }
 

@@ -94,10 +94,10 @@ _TABLE = {
     ('query temperature', 'sinks'): None,
     ('query temperature', 'ALiBi'): None,
     ('SSMax', 'sinks'): f"{ONE_CLASS} and none has both (model.ATTENTION); train one or the other",
-    ('SSMax', 'ALiBi'): f"{ONE_CLASS}: pos_emb='alibi' takes it and SSMax would be dropped silently; train SSMax "
-                        f"on RoPE or NoPE",
-    ('sinks', 'ALiBi'): f"{ONE_CLASS}: pos_emb='alibi' takes it and the sinks would be dropped silently; train "
-                        f"sinks on RoPE or NoPE",
+    ('SSMax', 'ALiBi'): f"{ONE_CLASS}: pos_emb='alibi' takes it, so SSMax would be dropped (GPTConfig refuses "
+                        f"it); train SSMax on RoPE or NoPE",
+    ('sinks', 'ALiBi'): f"{ONE_CLASS}: pos_emb='alibi' takes it, so the sinks would be dropped (GPTConfig "
+                        f"refuses it); train sinks on RoPE or NoPE",
 }
 COMBINES = {frozenset(pair): why for pair, why in _TABLE.items()}  # {frozenset of two FEATURES: None | why}
 
