@@ -1,5 +1,6 @@
 """Tests of lab/verdicts/compare.py, eval.py's arms compared, on hand-built summary.json arms: exact means against the design's,
 Holm within a column, the crop or another eval's arm as reference, contrasts over bases and break positions."""
+import json
 import os
 
 import numpy as np
@@ -106,6 +107,20 @@ def test_across_bases_is_a_paired_random_factor():
         C.across_bases([fake_base(omega)], m)
 
 
+def test_across_bases_marks_an_exact_tie_identical_as_eval_does():
+    """Arms that gave exactly the same values on every base (a crop against itself, maps that agree inside L): a
+    zero-width 'equivalent' marked identical, written so in bases.md; a real difference is not marked."""
+    from lab.verdicts.summary_md import bases_markdown
+    m = {'loss': 0.02, 'exact_match': 0.1}
+    (tie,) = C.across_bases([fake_base([0.0] * 4, 'equivalent')] * 3, m)['loss']['0-128']
+    assert tie['ci'] == [0.0, 0.0] and tie['verdict'] == 'equivalent' and tie['identical'] is True
+    (real,) = C.across_bases([fake_base([0.01, -0.01, 0.02, 0.0])] * 3, m)['loss']['0-128']
+    assert real['identical'] is False and real['ci'][0] < real['ci'][1]
+    md = bases_markdown(dict(folders=['a', 'b', 'c'], bases=['x', 'y', 'z'], margins=m,
+                             comparisons=C.across_bases([fake_base([0.0] * 4, 'equivalent')] * 3, m)))
+    assert 'equivalent (identical)' in md
+
+
 def test_break_position_on_a_constructed_curve():
     """A curve flat at 1.0 to position 600 and 1.5 after it: the 32-position running mean first exceeds
     1.0 + 0.1 when more than 6.4 of its 32 positions are past 600, i.e. at p = 606 (7 of them: 600..606);
@@ -140,12 +155,20 @@ def test_agreement_counts_what_two_runs_concluded_alike(tmp_path, capsys):
 
 
 def test_agreement_reads_an_older_summary_and_refuses_a_bad_one_in_one_line(tmp_path, capsys):
-    """assets/demo/prev/summary.json (written before vs_crop rows stored 'identical') was a KeyError traceback; a
-    list, a truncated file, a missing one and a summary without settings are one line each, exit 2."""
+    """A summary written before vs_crop rows stored 'identical' (assets/demo/prev/summary.json as first committed;
+    today's copy is rejudged, so the key is taken out here) was a KeyError traceback; a list, a truncated file, a
+    missing one and a summary without settings are one line each, exit 2."""
     from badinput import assert_refused, call
     from lab.verdicts import agreement
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    new, old = (os.path.join(root, 'assets', 'demo', f) for f in ('summary.json', os.path.join('prev', 'summary.json')))
+    new, prev = (os.path.join(root, 'assets', 'demo', f) for f in ('summary.json', os.path.join('prev', 'summary.json')))
+
+    def strip(o):
+        return {k: strip(v) for k, v in o.items() if k != 'identical'} if isinstance(o, dict) else \
+            [strip(v) for v in o] if isinstance(o, list) else o
+    old = tmp_path / 'old.json'
+    old.write_text(json.dumps(strip(json.load(open(prev, encoding='utf-8')))))
+    assert '"identical"' not in old.read_text()
     code, err = call(agreement.main, [old, new], capsys)
     assert code == 0 and 'Traceback' not in err
     text = open(new, encoding='utf-8').read()

@@ -135,7 +135,8 @@ def across_bases(summaries, margins):
     do not give a zero-width interval (the former t over the bases' three diffs did: ci [d, d], p = 0). For 0/1
     outcomes the interval is widened to cover Newcombe's on the pooled outcomes of every base. Holm within the
     column, the usual verdict, and beside it each base's own verdict and `holds` (every base's verdict is the same).
-    Returns {kind: {column: [dict(name, diffs, verdicts, diff, ci, p, p_holm, verdict, holds, method), ...]}}."""
+    Returns {kind: {column: [dict(name, diffs, verdicts, diff, ci, p, p_holm, verdict, holds, identical, method),
+    ...]}}; identical as in stats.compare_family (the only 'equivalent' a zero-width interval can give)."""
     if len(summaries) < 2:
         raise ValueError(f'across_bases needs the evals of at least 2 bases, got {len(summaries)}')
     tables, arms = base_tables(summaries), [{a['name']: a for a in s['arms']} for s in summaries]
@@ -165,6 +166,7 @@ def across_bases(summaries, margins):
                 r['verdict'] = verdict(r['ci'], ph, margins['exact_match' if exact else 'loss'],
                                        higher_is_better=kind != 'loss')
                 r['holds'] = all(v == r['verdict'] for v in r['verdicts'])
+                r['identical'] = r['diff'] == r['ci'][0] == r['ci'][1] == 0  # every base's every pair exactly equal
             if found:
                 out.setdefault(kind, {})[col] = found
     return out
