@@ -179,6 +179,35 @@ def test_sink_attention_is_softmax_with_one_more_logit():
     assert torch.allclose(first[0].double(), p[..., 0], atol=1e-6)  # the weight on token 0, the sink's share excluded
 
 
+def test_sinks_are_counted_per_head_so_one_sink_head_does_not_hide_under_the_mean():
+    """entropy_at(heads=True): each layer's and head's weight on token 0, windows averaged, whose mean over layers and
+    heads is the sink strength; a head whose queries are zero attends uniformly, 1/(p+1) on token 0. In the summary
+    one head at 0.5 among 15 at 0.01 (mean 0.04, far under any sink) is counted: 1 of 16 heads past 0.3, max 0.5."""
+    import numpy as np
+    from contextlib import nullcontext
+    from lab.measure.diagnostics import entropy_at
+    from lab.verdicts.summary_json import sink_head_buckets
+    m, T = make(), 12
+    with torch.no_grad():  # layer 0, head 1: q = 0, so every key scores 0 (uniform attention)
+        m.transformer.h[0].attn.c_attn.weight[16:32].zero_()
+        if m.transformer.h[0].attn.c_attn.bias is not None:
+            m.transformer.h[0].attn.c_attn.bias[16:32].zero_()
+    x = torch.randint(0, V, (2, T))
+    ps = list(range(T))
+    ent, first, heads = entropy_at(m, x, ps, 8, 4, nullcontext(), heads=True)
+    assert heads.shape == (m.config.n_layer, m.config.n_head, T)
+    assert np.allclose(heads.mean(axis=(0, 1)), first, atol=1e-6)
+    assert np.allclose(heads[0, 1], 1 / (np.arange(T) + 1), atol=1e-6)
+    assert np.allclose(entropy_at(m, x, ps, 8, 4, nullcontext())[1], first)  # the scalar path unchanged
+    w = np.full((4, 4, 32), 0.01)
+    w[2, 3] = 0.5
+    got = sink_head_buckets([dict(sink_heads=w)], 16, [16, 32])
+    assert got['0-16']['heads'] == got['16-32']['heads'] == 1 and got['16-32']['of'] == 16
+    assert got['16-32']['max'] == pytest.approx(0.5) and np.mean(got['16-32']['weights']) == pytest.approx(0.040625)
+    w[..., 16:] = np.nan  # not measured there (the truncated crop's form)
+    assert sink_head_buckets([dict(sink_heads=w)], 16, [16, 32])['16-32'] is None
+
+
 def test_rooms_carry_the_sink():
     """The crop (sliding window wider than the input), a position map that maps nothing (ReRoPE w >= T) and the
     model's own attention agree: the sink goes through lab.attention.attention_probs everywhere."""
@@ -311,6 +340,14 @@ def test_frequency_arms_and_sink_bases_in_an_eval(char_data, tmp_path):
     rows = list(csv.DictReader(open(tmp_path / 'e' / 'position_loss.csv')))
     base, dca = (np.array([float(r[n]) for r in rows[:10]]) for n in ('base (L=16)', 'dca S=12 w=2 zero-shot'))
     assert np.allclose(base, dca, atol=1e-5) and 'Sink strength' in open(tmp_path / 'e' / 'summary.md').read()
+    # sinks counted per head: the heads' weights average to the sink strength; none for the truncated crop
+    assert all(v is None for v in by['crop w=16 (truncated)']['sink_heads'].values())
+    for name in ('base (L=16)', 'base sinks (L=16)'):
+        for c, h in by[name]['sink_heads'].items():
+            w = np.array(h['weights'])
+            assert w.shape == (2, 2) and h['of'] == 4 and h['heads'] == int((w > 0.3).sum()), (name, c, h)
+            assert w.mean() == pytest.approx(by[name]['first_token_buckets'][c], abs=2e-4) and h['max'] >= w.max() - 1e-4
+    assert 'Sink heads' in open(tmp_path / 'e' / 'summary.md').read()
     from lab.pictures.method_plots import sweep_arms
     assert [k for k, _ in sweep_arms(s)] == [4, 8, 16] and (tmp_path / 'e' / 'clip_sweep.png').stat().st_size > 10000
 

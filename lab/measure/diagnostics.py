@@ -35,18 +35,23 @@ def attention_entropy(model, idx, chunk=256, logits=None, first_key=False):
 
 
 @torch.no_grad()
-def entropy_at(model, x, positions, n0, chunk, ctx, logits=None):
+def entropy_at(model, x, positions, n0, chunk, ctx, logits=None, heads=False):
     """Mean attention entropy and weight on the first token (over layers, heads, windows) per query position, each
     query scored as the model runs when generating: positions below n0 from one forward, any later p by a forward of
-    p + 1 tokens (lab.measure.scoring.score). -> (entropy [T], first-token weight [T]), NaN where not scored."""
+    p + 1 tokens (lab.measure.scoring.score). -> (entropy [T], first-token weight [T]), NaN where not scored; with
+    heads=True also the first-token weight of each layer and head (windows averaged) [n_layer, n_head, T], which is
+    what sinks are counted by (one sink head would hide under the mean)."""
     out, first = np.full(x.size(1), np.nan), np.full(x.size(1), np.nan)
+    per_head = np.full((model.config.n_layer, model.config.n_head, x.size(1)), np.nan)
     near = [p for p in positions if p < n0]
     with ctx:
         if near:
             ent, f = attention_entropy(model, x[:, :max(near) + 1], chunk, logits, True)
             out[near] = ent.float().mean(dim=(0, 1, 2)).cpu()[near].numpy()
             first[near] = f.float().mean(dim=(0, 1, 2)).cpu()[near].numpy()
+            per_head[..., near] = f.float().mean(dim=1).cpu()[..., near].numpy()
         for p in (p for p in positions if p >= n0):
             ent, f = attention_entropy(model, x[:, :p + 1], chunk, logits, True)
             out[p], first[p] = ent[..., p].float().mean().item(), f[..., p].float().mean().item()
-    return out, first
+            per_head[..., p] = f[..., p].float().mean(dim=1).cpu().numpy()
+    return (out, first, per_head) if heads else (out, first)

@@ -64,9 +64,11 @@ def side_measures(model, form, plan, run, cfg, ctx):
         ent = truncated_entropy(model, x, grid_positions(L, T, form.window, cfg['grid']), form.window, ctx, B, chunk,
                                 form.crop_logits)
         sink = np.full(T, np.nan)  # (each crop's first token is another token: not the sink strength)
+        sink_heads = np.full((model.config.n_layer, model.config.n_head, T), np.nan)
     else:
         first = plan[0][0][1]
-        ent, sink = entropy_at(model, x, grid_positions(L, T, first, cfg['grid']), first, chunk, ctx, form.logits)
+        ent, sink, sink_heads = entropy_at(model, x, grid_positions(L, T, first, cfg['grid']), first, chunk, ctx,
+                                           form.logits, heads=True)
     scored = None
     if form.n0 < T and not form.truncated and cfg['moving_examples']:  # a moving scale: each token its own forward
         first = set(run['ret_starts'][:cfg['moving_examples']])
@@ -74,4 +76,4 @@ def side_measures(model, form, plan, run, cfg, ctx):
     ret = retrieval_scores(form.scorer, run['buckets'], run['examples'], cfg['retrieval_len'], cfg['retrieval_cue'],
                            scored) if run['examples'] else []
     rooms = {n: room_scores(form.scorer, r['buckets'], r['examples'], scored) for n, r in run['rooms'].items()}
-    return dict(ent=ent, sink=sink, ret=ret, rooms=rooms)
+    return dict(ent=ent, sink=sink, sink_heads=sink_heads, ret=ret, rooms=rooms)

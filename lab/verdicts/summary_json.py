@@ -22,7 +22,7 @@ from configurator import ConfigError
 from lab.engine.checks import check_out_dir
 from data.common import atomic_write_text, read_json
 from lab.verdicts.compare import across_bases, compare, first_difference, vs_best, vs_reference, vs_self
-from lab.verdicts.summary_md import bases_markdown, summary_markdown
+from lab.verdicts.summary_md import SINK_EPS, bases_markdown, summary_markdown
 from lab.measure.outcomes import summarize_retrieval
 from lab.measure.scoring import bucket_ends
 from lab.measure.arm_specs import scaling_extras
@@ -46,6 +46,23 @@ def first_token_buckets(per_run, L, ends):
         first = np.nanmean(np.stack([p['sink'] for p in per_run]), axis=0)
         got = {f"{lo}-{hi}": float(np.nanmean(first[lo:hi])) for lo, hi in zip([0] + ends, ends)}
     return {k: (None if math.isnan(v) else round(v, 6)) for k, v in got.items()}
+
+
+def sink_head_buckets(per_run, L, ends):
+    """Sinks counted per head: for each bucket, every layer's and head's mean weight on the first token over the
+    bucket's measured queries (entropy windows and seeds averaged), how many heads pass SINK_EPS and the largest
+    weight. {bucket: dict(heads=k, of=n_layer * n_head, max=w, weights=[[layer][head]]) or None where the arm's form
+    does not measure it (the truncated crop)}."""
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', RuntimeWarning)
+        w = np.nanmean(np.stack([p['sink_heads'] for p in per_run]), axis=0)  # [n_layer, n_head, T]
+        out = {}
+        for lo, hi in zip([0] + ends, ends):
+            b = np.nanmean(w[..., lo:hi], axis=-1)
+            out[f"{lo}-{hi}"] = None if np.isnan(b).any() else dict(
+                heads=int((b > SINK_EPS).sum()), of=int(b.size), max=round(float(b.max()), 6),
+                weights=b.round(4).tolist())
+    return out
 
 
 def summarize_arm(arm, per_run, run, ent):
@@ -81,6 +98,7 @@ def summarize_arm(arm, per_run, run, ent):
                entropy_buckets={f"{lo}-{hi}": float(np.nanmean(ent[lo:hi]))
                                 for lo, hi in zip([0] + half + ends, half + ends)},
                first_token_buckets=first_token_buckets(per_run, L, ends),
+               sink_heads=sink_head_buckets(per_run, L, ends),
                per_window=exact, per_window_design=design,
                **{n: summarize_retrieval([p['rooms'][n] for p in per_run]) for n in run['rooms']})
     if len(per_run) > 1:

@@ -7,6 +7,9 @@ import numpy as np
 
 from lab.verdicts.compare import paired
 
+SINK_EPS = 0.3  # a sink head puts more than this mean weight on the first token (Gu et al. 2024, "When Attention
+                # Sink Emerges in Language Models": Sink^eps, the share of heads over layers with eps = 0.3)
+
 
 def header(first, cols):
     return [f"| {first} | " + ' | '.join(cols) + ' |', '|---' * (len(cols) + 1) + '|']
@@ -224,6 +227,14 @@ def summary_markdown(summary):
                        'and entropy windows averaged; a learned sink\'s share not counted; - where not measured):',
                        list(sinks[0]['first_token_buckets']), sinks,
                        lambda a, c: '-' if a['first_token_buckets'][c] is None else f"{a['first_token_buckets'][c]:.3f}")
+    heads = [a for a in arms if a.get('sink_heads')]
+    if heads:  # (summaries written before issue 46 lack it)
+        lines += table(f"Sink heads: how many of the layers' heads put more than {SINK_EPS} of their attention on the "
+                       f"first token, on average over a bucket's queries (Gu et al. 2024's Sink^eps, eps = {SINK_EPS}), "
+                       f"and the largest head's weight; - where not measured:",
+                       list(heads[0]['sink_heads']), heads,
+                       lambda a, c: '-' if a['sink_heads'].get(c) is None else
+                       f"{a['sink_heads'][c]['heads']}/{a['sink_heads'][c]['of']} (max {a['sink_heads'][c]['max']:.2f})")
     return '\n'.join(lines) + '\n'
 
 
