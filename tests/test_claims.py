@@ -72,3 +72,14 @@ def test_doctored_summary_stale_record_and_changed_sentence_are_reported(sandbox
 def test_check_names_an_unknown_claim():
     with pytest.raises(ValueError, match='no claim named'):
         claims.main(['--check', 'no-such-claim'])
+
+
+def test_a_claim_in_a_room_its_base_fails_inside_L_is_refused():
+    """Word needles on the test split: the base finds none inside L, so 'ReRoPE equivalent to the crop' there is floor
+    against floor (it was a registered claim until issue 46); stated as a claim, it is refused by name."""
+    c = claims.claim('rerope-word-needles-vs-crop-512', claims.RR, claims.CROP, '512-1024', 'any words',
+                     table=claims.VS_CROP, kind='needles_words')
+    got = claims.problems(c)
+    assert any('no positive control: base (L=128) finds 0% inside L' in p and 'not judged' in p for p in got), got
+    ok = claims.claim('p', claims.RR, claims.CROP, '512-1024', 'x', table=claims.VS_CROP, kind='exact_match')
+    assert not any('positive control' in p for p in claims.problems(ok))

@@ -227,3 +227,34 @@ def test_no_committed_file_holds_an_equivalent_the_lab_would_no_longer_print():
     assert len(files) > 40
     found = {os.path.relpath(f, root): n for f in files if (n := bad(json.load(open(f, encoding='utf-8'))))}
     assert not found, f"zero-width 'equivalent' not marked identical (rejudge these with eval.py --rejudge): {found}"
+
+
+def test_a_room_the_base_fails_inside_L_is_not_judged():
+    """The positive control: the demo's base finds 88% of passkeys inside L and 0% of word needles, so the passkey's
+    verdicts stand and the word needles' are 'not judged' (summary.md, the verdict grid), and a claim stated on them is
+    refused; an arm's own failure inside L (zero-shot PI) does not gate its comparisons: the control is its base's."""
+    from lab.pictures.verdict_plots import grid_rows
+    from lab.verdicts.summary_md import summary_markdown
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    s = json.load(open(os.path.join(root, 'assets', 'demo', 'summary.json'), encoding='utf-8'))
+    base = next(a for a in s['arms'] if a['kind'] == 'base')
+    assert C.inside_l(base, 'exact_match', 128) == pytest.approx(0.875)
+    assert C.inside_l(base, 'needles', 128) == pytest.approx(0.875)  # 16 at 100%, 16 at 75%: pooled
+    assert C.inside_l(base, 'needles_words', 128) == 0 and C.inside_l(base, 'loss', 128) is None
+    pair = ('rerope w=64 zero-shot', 'crop w=128 (sliding)')
+    assert C.no_control(s, 'exact_match', pair) is None and C.no_control(s, 'recall_gain', pair) is None
+    why = C.no_control(s, 'needles_words', pair)
+    assert why == 'no positive control: base (L=128) finds 0% inside L, under 80%'
+    pi = 'linear s=8 zero-shot'
+    assert C.inside_l(next(a for a in s['arms'] if a['name'] == pi), 'exact_match', 128) < 0.8
+    assert C.no_control(s, 'exact_match', (pi, 'crop w=128 (sliding)')) is None
+    md = summary_markdown(s)
+    assert f"(no marks: {why}; no difference in this room is judged)" in md
+    words = md[md.index('Named contrasts, word-needle'):].split('\n\n')[1]
+    assert 'not judged' in words and not any(w in words for w in ('equivalent', 'unresolved', 'better'))
+    cells = {n: c for title, _, rows in grid_rows(s) for n, c in rows if title.startswith('each arm')}
+    assert cells['rerope w=64 zero-shot']['needles_words'][1] == 'not judged'
+    assert cells['rerope w=64 zero-shot']['exact_match'][1] == 'better'
+    s['arms'] = [dict(a, needles_words=[dict(r, exact_match=1.0) for r in a['needles_words']]) if a is base else a
+                 for a in s['arms']]
+    assert C.no_control(s, 'needles_words', pair) is None  # a base that passes: judged again

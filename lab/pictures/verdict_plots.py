@@ -11,7 +11,8 @@ The verdicts as pictures (issue 34), drawn like every picture from files alone:
                     docs/results.md state in numbers, each with its interval and margin
 
 The verdict words are lab.verdicts.stats's: better / worse (the interval excludes 0 and is not inside the margin),
-equivalent (the interval inside ± the margin), unresolved (neither).
+equivalent (the interval inside ± the margin), unresolved (neither); a room whose base fails it inside L has no
+positive control, so its cells read 'not judged' and the forest plot leaves its rows out (lab.verdicts.compare.no_control).
 """
 import glob
 import os
@@ -20,6 +21,7 @@ import numpy as np
 
 from data.common import read_json
 from lab.pictures.plot_kit import RC, plt, save  # (and the Agg backend)
+from lab.verdicts.compare import no_control
 from lab.verdicts.summary_md import KIND_NAMES, units
 
 VERDICT_MARKS = {'better': dict(marker='o', color='#2ca02c', mfc='#2ca02c'),
@@ -27,7 +29,7 @@ VERDICT_MARKS = {'better': dict(marker='o', color='#2ca02c', mfc='#2ca02c'),
                  'equivalent': dict(marker='D', color='#555555', mfc='#555555'),
                  'unresolved': dict(marker='o', color='black', mfc='white')}
 CELL = {'better': '#a8dba8', 'worse': '#f4b0b0', 'equivalent': '#d9d9d9', 'unresolved': 'white',  # grid cells
-        'identical': '#eeeeee'}
+        'identical': '#eeeeee', 'not judged': '#dce6f2'}  # (not judged: the base fails the room inside L)
 SHORT = {'loss': 'loss', 'exact_match': 'passkey', 'passkey_depth': 'depth\npasskey', 'needles': 'needles',
          'needles_mq': 'multi-query\nneedles', 'recall_gain': 'recall\ngain', 'needles_words': 'word\nneedles',
          'needles_mv': 'multi-value\nneedles', 'tracking': 'variable\ntracking', 'passkey_text': 'passkey\n(text)'}
@@ -63,7 +65,8 @@ def tables(summary, kind):
 def verdict_rows(summary, kinds=('loss', 'exact_match')):
     """[(panel title, kind, [(label, diff, ci, verdict)])]: the forest plot's panels, per kind its tables()."""
     panels = [(f"{title}, {kind}, {col}", kind, [(n, r['diff'], r['ci'], r['verdict']) for n, r in rows.items()
-                                                 if not (r.get('identical') and title.startswith('each arm − crop'))])
+                                                 if not (r.get('identical') and title.startswith('each arm − crop'))
+                                                 and not no_control(summary, kind, (r['a'], r['b']))])
               for kind in kinds for title, col, rows in tables(summary, kind)]  # (left out: the crop against itself)
     return [p for p in panels if p[2]]
 
@@ -134,8 +137,9 @@ def grid_rows(summary):
         for title, col, rows in tables(summary, kind):
             table = panels.setdefault(title, {})
             for name, r in rows.items():
-                table.setdefault(name, {})[kind] = (r['diff'], 'identical' if r.get('identical') else r['verdict'],
-                                                    col)
+                v = 'not judged' if no_control(summary, kind, (r['a'], r['b'])) else \
+                    'identical' if r.get('identical') else r['verdict']
+                table.setdefault(name, {})[kind] = (r['diff'], v, col)
     return [(title, [k for k in KIND_NAMES if any(k in c for c in table.values())],
              [(n, c) for n, c in table.items() if any(v != 'identical' for _, v, _ in c.values())])
             for title, table in panels.items()]
@@ -159,7 +163,7 @@ def plot_verdict_grid(out_dir, summary):
                         continue
                     d, v, _ = cells[kind]
                     ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor=CELL[v], edgecolor='0.55', lw=0.6))
-                    ax.text(j, i, 'identical' if v == 'identical' else units(kind)[1](d) + SIGN.get(v, ''),
+                    ax.text(j, i, v if v in ('identical', 'not judged') else units(kind)[1](d) + SIGN.get(v, ''),
                             ha='center', va='center', fontsize=9)
             ax.set_xlim(-0.5, len(kinds) - 0.5)
             ax.set_ylim(len(rows) - 0.5, -0.5)

@@ -36,6 +36,37 @@ ROOMS = {'exact_match': ('retrieval', 'exact'), 'passkey_depth': ('passkey_depth
          'passkey_text': ('passkey_text', 'exact')}  # the natural-language passkey (lab/measure/passkey_text.py)
 
 
+CONTROL = 0.8  # a room's verdicts are reported only where the arms' base passes the room inside L at least this often
+
+
+def inside_l(arm, kind, L):
+    """An arm's exact match in a room over its distance buckets inside L (every distance < L; examples pooled), the
+    room's positive control; None for loss and gain columns, or where the arm has no bucket inside L."""
+    if kind == 'loss' or ROOMS[kind][1] != 'exact':
+        return None
+    rows = [r for r in arm.get(ROOMS[kind][0]) or [] if r['distance_hi'] < L]
+    n = sum(r['n'] for r in rows)
+    return sum(r['exact_match'] * r['n'] for r in rows) / n if n else None
+
+
+def no_control(summary, kind, names):
+    """Why a room's comparison of the named arms is not judged, or None: the base each arm comes from (the base arm
+    with its checkpoint, else the eval's base) fails the room inside L (inside_l < CONTROL), so a difference past L
+    would be floor against floor, not extension. Loss and gain columns, and evals without a base arm, are not gated."""
+    if kind == 'loss' or ROOMS[kind][1] != 'exact':
+        return None
+    arms, L = summary['arms'], summary['settings']['L']
+    bases = {a['checkpoint']: a for a in arms if a.get('kind') == 'base'}
+    main = bases.get(summary['settings'].get('base')) or next(iter(bases.values()), None)
+    by = {a['name']: a for a in arms}
+    for name in names:
+        base = bases.get(by[name]['checkpoint'], main) if name in by else main
+        rate = None if base is None else inside_l(base, kind, L)
+        if rate is not None and rate < CONTROL:
+            return f"no positive control: {base['name']} finds {100 * rate:.0f}% inside L, under {100 * CONTROL:.0f}%"
+    return None
+
+
 def room_bucket(arm, kind, column):
     return next(r for r in arm[ROOMS[kind][0]] if r['bucket'] == column)
 

@@ -5,7 +5,7 @@ nothing (the pictures are plot.py's).
 """
 import numpy as np
 
-from lab.verdicts.compare import paired
+from lab.verdicts.compare import CONTROL, no_control, paired
 
 SINK_EPS = 0.3  # a sink head puts more than this mean weight on the first token (Gu et al. 2024, "When Attention
                 # Sink Emerges in Language Models": Sink^eps, the share of heads over layers with eps = 0.3)
@@ -43,6 +43,9 @@ ROOM_TABLES = [  # (kind in settings.vs_best, arm field, the table's title from 
      f"all exact): exact match by distance from the key's first record to the query:"),
     ('tracking', 'tracking', lambda s: "Variable tracking (A:K and K:V at two places, the query A: asks for V, which "
      "no literal match finds): exact match of V by distance from the earlier record to the query:"),
+    ('passkey_text', 'passkey_text', lambda s: f"Natural-language passkey ({s['passkey_text']['format']}: a "
+     f"{s['passkey_text']['digits']}-digit key in filler text, asked at the end, greedy exact match; "
+     f"{s['passkey_text']['examples']} examples per bucket): exact match [95% interval] by distance:"),
 ]
 KIND_NAMES = {'loss': 'loss', 'exact_match': 'passkey exact match', 'passkey_depth': 'depth-passkey exact match',
               'needles': 'needle exact match', 'needles_mq': 'multi-query needle exact match',
@@ -52,8 +55,10 @@ KIND_NAMES = {'loss': 'loss', 'exact_match': 'passkey exact match', 'passkey_dep
 MARK = {'equivalent': ' ≈', 'unresolved': ' ?', 'worse': '', 'better': ' !'}  # against the column's best (*)
 
 
-def mark(s, kind, column, name):
-    vb = s['vs_best'][kind][column]
+def mark(summary, kind, column, name):
+    vb = summary['settings']['vs_best'][kind][column]
+    if no_control(summary, kind, [vb['best'], name]):  # a room the base fails inside L: no verdict to mark
+        return ''
     return ' *' if vb['best'] == name else MARK[vb['arms'][name]['verdict']]
 
 
@@ -71,15 +76,21 @@ def word(r):
                            else '')
 
 
-def diff_cell(r, fmt):
-    return f"{fmt(r['diff'])} [{fmt(r['ci'][0])}, {fmt(r['ci'][1])}] {word(r)}"
+def diff_cell(r, fmt, gated=False):
+    return f"{fmt(r['diff'])} [{fmt(r['ci'][0])}, {fmt(r['ci'][1])}] {'not judged' if gated else word(r)}"
 
 
-def contrast_table(title, rows_by_col, fmt):
+def contrast_table(title, rows_by_col, fmt, summary=None, kind='loss'):
+    """One row per contrast, one column per bucket; with the summary, a room's rows whose base fails it inside L
+    (compare.no_control) read 'not judged', the reason under the title."""
     cols = list(rows_by_col)
-    names = [f"{r['a']} vs {r['b']}" for r in rows_by_col[cols[0]]]
+    rows = rows_by_col[cols[0]]
+    why = [summary and no_control(summary, kind, (r['a'], r['b'])) for r in rows]
+    if any(why):
+        title += f" (not judged: {next(w for w in why if w)})"
     return ['', title, ''] + header('contrast', cols) + \
-        [f"| {n} | " + ' | '.join(diff_cell(rows_by_col[c][i], fmt) for c in cols) + ' |' for i, n in enumerate(names)]
+        [f"| {r['a']} vs {r['b']} | " + ' | '.join(diff_cell(rows_by_col[c][i], fmt, bool(why[i])) for c in cols) +
+         ' |' for i, r in enumerate(rows)]
 
 
 def _shares(buckets, L, labels, label):
@@ -155,7 +166,9 @@ def summary_markdown(summary):
     m = s['margins']
     rule = (f"Verdicts are paired tests on the same windows or examples, seeds inside the interval, Holm-corrected "
             f"within each column: better/worse = adjusted p < 0.05; equivalent = the 95% paired interval inside "
-            f"±{m['loss']:g} nats (loss) or ±{100 * m['exact_match']:g} points (exact match); unresolved = neither.")
+            f"±{m['loss']:g} nats (loss) or ±{100 * m['exact_match']:g} points (exact match); unresolved = neither. "
+            f"A room's differences are judged only where the base passes it inside L (at least {100 * CONTROL:.0f}%: "
+            f"its positive control); elsewhere they read 'not judged'.")
     lines = [f"# Loss by position: {s['dataset']}, {s['num_windows']} windows of T={s['T']} tokens, L={s['L']}", '',
              f"Windows: seed {s['seed']}, inside {'held-out' if s.get('split', 'val') == 'val' else 'TRAINING'} "
              f"documents, the same for every arm. {s['protocol']}", '', rule]
@@ -171,8 +184,8 @@ def summary_markdown(summary):
     def loss_cell(a, c):
         half = f"{a['buckets'][c]:.3f} ± {(a['buckets_ci'][c][1] - a['buckets_ci'][c][0]) / 2:.3f}"
         if 'per_window' not in a or a['per_window'][c] is not None or ref is None or ref['per_window'][c] is None:
-            return half + mark(s, 'loss', c, a['name'])
-        return f"{comparable_mean(a, ref, c):.3f}† (sampled {half})" + mark(s, 'loss', c, a['name'])
+            return half + mark(summary, 'loss', c, a['name'])
+        return f"{comparable_mean(a, ref, c):.3f}† (sampled {half})" + mark(summary, 'loss', c, a['name'])
     lines += table('Mean loss (nats) per position bucket ± the half-width of its 95% interval over windows and seeds '
                    '(* = best in the column; against it: ≈ equivalent, ? unresolved, no mark worse)' +
                    (f"; sampled positions, not every one: {'; '.join(sampled)}" if sampled else '') +
@@ -185,13 +198,14 @@ def summary_markdown(summary):
     for kind, field, title in ROOM_TABLES:
         if not arms[0].get(field):
             continue
-        gain = kind == 'recall_gain'
-        lines += table(title(s), [x['bucket'] for x in arms[0][field]], arms,
+        gain, why = kind == 'recall_gain', ref and no_control(summary, kind, [ref['name']])
+        lines += table(title(s) + (f" (no marks: {why}; no difference in this room is judged)" if why else ''),
+                       [x['bucket'] for x in arms[0][field]], arms,
                        lambda a, c, field=field, kind=kind, gain=gain: next(
                            (f"{x['gain']:+.3f} [{x['gain_ci'][0]:+.3f}, {x['gain_ci'][1]:+.3f}]" if gain else
                             f"{100 * x['exact_match']:.0f}% [{100 * x['exact_match_ci'][0]:.0f}-"
                             f"{100 * x['exact_match_ci'][1]:.0f}]" + (f" / {x['gain']:+.2f}" if 'gain' in x else ''))
-                           for x in a[field] if x['bucket'] == c) + mark(s, kind, c, a['name']))
+                           for x in a[field] if x['bucket'] == c) + mark(summary, kind, c, a['name']))
     for room, what in (('needles', 'Needles'), ('needles_words', 'Word needles')):
         if arms[0].get(room) and 'emitted' in arms[0][room][0]['per_example']:
             lines += table(f"{what}: whose value the model starts to write after the asked key (greedy first token), "
@@ -206,12 +220,12 @@ def summary_markdown(summary):
     for kind, rows in (s.get('contrasts') or {}).items():
         unit, fmt = units(kind)
         lines += contrast_table(f"Named contrasts, {KIND_NAMES[kind]}: difference A − B ({unit}) [95% paired "
-                                f"interval] verdict of A:", rows, fmt)
+                                f"interval] verdict of A:", rows, fmt, summary, kind)
     for kind, rows in (s.get('vs_self') or {}).items():
         unit, fmt = units(kind)
         lines += contrast_table(f"Each arm against its own crop (the same weights held to a window; negative loss or "
                                 f"positive retrieval: it uses what the window cannot see), {KIND_NAMES[kind]}: A − B "
-                                f"({unit}) [95% paired interval] verdict of A:", rows, fmt)
+                                f"({unit}) [95% paired interval] verdict of A:", rows, fmt, summary, kind)
     for crop, rows in (s.get('vs_crop') or {}).items():
         lines += table(f"Against the crop control {crop}: loss difference (nats) and its verdict per bucket; 'better' "
                        f"past L means the arm uses context the crop cannot see:", list(rows['loss']),
