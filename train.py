@@ -28,7 +28,7 @@ from configurator import ConfigError, get_config
 from lab.engine.cli import cli
 from data.common import (atomic_torch_save, atomic_write_text, check_vocab, data_dir_of, doc_windows, fetch_windows,
                          load_checkpoint, load_meta, load_split, model_args, model_from_checkpoint)
-import lab.alibi, lab.copy_mix, lab.sinks, lab.temperature  # noqa: E401,F401  register their attention classes, so every model builds and loads
+import lab.alibi, lab.copy_mix, lab.gated, lab.sinks, lab.temperature  # noqa: E401,F401  register their attention classes, so every model builds and loads
 from lab.engine import batches, bench  # batches: PoSE windows and synthetic copies
 from lab.engine.ddp import StopOnSignal, from_rank0, in_group, rng_states  # several processes, Ctrl-C
 from lab.engine.device import ddp_ranks, setup_device  # cpu / cuda / mps, autocast, torchrun's ranks

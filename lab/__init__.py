@@ -3,8 +3,8 @@ The lab's rooms. The spine (rope.py, rope_config.py, model.py) imports none of t
 never a script; the scripts (train.py, finetune_long.py, eval.py, sample.py, search_longrope.py) use the rooms
 through their public functions. Imports only go down and never in a circle (tests/test_spine.py walks the graph,
 function-local imports included). Importing this package imports nothing (lab.verdicts.stats needs no torch); a
-script that loads checkpoints imports lab.alibi, lab.copy_mix, lab.sinks and lab.temperature, which register their
-attention classes with model.py.
+script that loads checkpoints imports lab.alibi, lab.copy_mix, lab.gated, lab.sinks and lab.temperature, which register
+their attention classes with model.py.
 
 The methods and controls a learner came for, one file each:
 
@@ -13,12 +13,15 @@ The methods and controls a learner came for, one file each:
   temperature      the attention temperature's shapes as query factors (Llama 4, Ministral 3, log-n, DroPE, SSMax)
                    and Scalable-Softmax trained in (attention='ssmax')
   sinks            learned attention sinks, one logit per head in every softmax (attention='sinks', gpt-oss)
+  gated            gated attention: each head's output times a sigmoid gate of the layer's input (attention='gated',
+                   Qwen3-Next)
   alibi            ALiBi, the relative-bias baseline (attention of pos_emb='alibi')
   pose             PoSE position ids: train short, see long positions
   copy_mix         synthetic copies in training windows and smeared keys (attention='smear_keys'), so a base retrieves
   kv_cache         the KV cache and cached decoding (sample.py)
   longrope_search  LongRoPE's evolutionary search of per-pair factors, LongRoPE2's needle objective (search_longrope.py)
   rope_table       the per-pair table of every rope type (python -m lab.rope_table)
+  knobs            which knobs for my length: every method's settings for a target T (python -m lab.knobs)
   attention        attention a query chunk at a time, the helper the methods above share
 
 The machinery around them, one package per concern:

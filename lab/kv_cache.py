@@ -19,6 +19,7 @@ equal a full forward of the prefix.
   * Attention classes that mix in the previous token's key (smeared keys: `lookback = 1`) get the last cached token
     fed again with the new ones: its queries attend over the cache as before, its recomputed key is dropped (the
     cached one is right) and the new token's key mixes in the right previous key. One extra token per step.
+  * Gated attention (lab/gated.py): causal attention, which the cache's reproduces; each fed token's row is gated after.
 ALiBi's bias is not covered: generate() recomputes the prefix for it.
 """
 import torch
@@ -30,10 +31,12 @@ from model import CausalSelfAttention, allowed, check_generate, sample_next
 
 def blocker(model):
     """What keeps the cache from being exact for this model (None: nothing): ALiBi's bias, or an attention class
-    with its own attend (Scalable-Softmax: lab/temperature.py), which the cache's attention would bypass."""
+    with its own attend (Scalable-Softmax: lab/temperature.py), which the cache's attention would bypass; a class
+    whose attend is causal attention's says so (cache_exact: lab/gated.py, whose gate acts after the seam)."""
     if model.config.pos_emb == 'alibi':
         return 'pos_emb=alibi'
-    own = [type(b.attn).__name__ for b in model.transformer.h if type(b.attn).attend is not CausalSelfAttention.attend]
+    own = [type(b.attn).__name__ for b in model.transformer.h if type(b.attn).attend is not CausalSelfAttention.attend
+           and not getattr(b.attn, 'cache_exact', False)]  # (gated attention: causal attention, its gate after)
     return f"attention={model.config.attention!r}" if own else None
 
 

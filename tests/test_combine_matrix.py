@@ -13,6 +13,7 @@ import pytest
 import torch
 
 import lab.crop
+import lab.gated  # noqa: F401  registers attention='gated'
 from configurator import ConfigError
 from lab.measure.arm_specs import check_over_trained_in, scaling_name
 from lab.measure.combine import COMBINES, FEATURES, arm_features, check_arm
@@ -52,7 +53,7 @@ def spec_of(features, n_layer=2):
     aims the arm's scaling at the full layers, else a query temperature at the NoPE ones."""
     f = set(features)
     cfg = dict(block_size=16, vocab_size=V, n_layer=n_layer, n_head=2, n_embd=32,
-               attention='_'.join(a.lower() for a in ('SSMax', 'sinks') if a in f) or 'causal',  # (both: refused)
+               attention='_'.join(a.lower() for a in ('SSMax', 'sinks', 'gated') if a in f) or 'causal',  # two: refused
                pos_emb='alibi' if 'ALiBi' in f else 'rope')
     if 'layer pattern' in f or ('layer aim' in f and 'ALiBi' not in f):
         cfg.update(layers=PATTERN, n_layer=3)
@@ -89,8 +90,13 @@ def forms_of(pair):
 
 def model_of(cfg, arm):
     """The tiny random model of cfg with the arm's scaling switched on, as eval.py's measure_run does for a
-    zero-shot arm."""
+    zero-shot arm. A gated model's gate weights x30: gates spread over (0, 1) token by token, not all ~0.5, so a gate
+    taken from the wrong token's row shows in the losses."""
     model = tiny(**cfg)
+    with torch.no_grad():
+        for block in model.transformer.h:
+            if hasattr(block.attn, 'c_gate'):
+                block.attn.c_gate.weight.mul_(30.0)
     if model.config.pos_emb == 'rope':
         model.set_rope_scaling(arm['scaling'])
     return model
@@ -126,8 +132,8 @@ def check_wide_map(model, arm, mapped):
 
 def check_forms_agree():
     """On one layer the two crop forms see the same keys at the same distances: the same losses, for every attention
-    class (plain, SSMax, sinks, ALiBi)."""
-    for cls in ((), ('SSMax',), ('sinks',), ('ALiBi',)):
+    class (plain, SSMax, sinks, gated, ALiBi)."""
+    for cls in ((), ('SSMax',), ('sinks',), ('gated',), ('ALiBi',)):
         cfg, arm = spec_of(cls, n_layer=1)
         model = model_of(cfg, arm)
         slide, cut = (check_self_crop(model, arm, f) for f in ('sliding', 'truncated'))
@@ -135,10 +141,10 @@ def check_forms_agree():
 
 
 def check_live(model, arm, features):
-    """The model runs what the arm carries: its scaling switched on, SSMax's and the sinks' parameters in every layer
-    (pos_emb='alibi' would take the attention class and drop them silently)."""
+    """The model runs what the arm carries: its scaling switched on, SSMax's, the sinks' and the gate's parameters in
+    every layer (pos_emb='alibi' would take the attention class and drop them silently)."""
     assert model.config.rope_scaling == arm['scaling'], f"{arm['name']} runs rope_scaling={model.config.rope_scaling}"
-    for feature, attr in (('SSMax', 'ssmax'), ('sinks', 'sink')):
+    for feature, attr in (('SSMax', 'ssmax'), ('sinks', 'sink'), ('gated', 'c_gate')):
         assert feature not in features or all(hasattr(b.attn, attr) for b in model.transformer.h), feature
 
 
@@ -182,8 +188,10 @@ def refusal_elsewhere(cfg, arm):
         ('position map', 'ALiBi'): lambda: raises(lambda: mapped_logits(tiny(**cfg), arm['position_map']), 'pos_emb'),
         ('dynamic scaling', 'sliding crop'): crop_left_out, ('dynamic scaling', 'truncated crop'): crop_left_out,
         ('position map', 'sliding crop'): crop_left_out, ('position map', 'truncated crop'): crop_left_out,
-        ('SSMax', 'ALiBi'): alibi_refuses, ('sinks', 'ALiBi'): alibi_refuses,
+        ('SSMax', 'ALiBi'): alibi_refuses, ('sinks', 'ALiBi'): alibi_refuses, ('gated', 'ALiBi'): alibi_refuses,
         ('SSMax', 'sinks'): lambda: 'ssmax_sinks' not in ATTENTION,
+        ('SSMax', 'gated'): lambda: 'ssmax_gated' not in ATTENTION,
+        ('sinks', 'gated'): lambda: 'sinks_gated' not in ATTENTION,
     }
 
 

@@ -21,9 +21,9 @@ default, linear, dynamic, yarn, llama3 and longrope as themselves; ntk as 'defau
 b*s^(d/(d-2)); ntk_by_parts (and any other static per-pair curve) as 'longrope' with equal short and long factors
 f_i = theta_i / theta'_i and an explicit attention_factor. L goes to max_position_embeddings for 'dynamic' (HF reads
 it there) and to original_max_position_embeddings for yarn, llama3 and longrope, with max_position_embeddings = s*L.
-Refused, with what to do instead: smeared keys, ALiBi / sinusoidal / learned / no positions, Dynamic YaRN,
-LongRoPE with n-hat > 0 (start_token_idx: HF has no such key), position maps. --rope_type switches an arm spec on
-before export (eval.py's spec: yarn:beta_fast=8, ...).
+Refused, with what to do instead: smeared keys, gated attention, SSMax, sinks, ALiBi / sinusoidal / learned / no
+positions, Dynamic YaRN, LongRoPE with n-hat > 0 (start_token_idx: HF has no such key), position maps. --rope_type
+switches an arm spec on before export (eval.py's spec: yarn:beta_fast=8, ...).
 """
 import json
 import os
@@ -36,7 +36,7 @@ from configurator import ConfigError, get_config
 from lab.engine.cli import cli
 from data.common import atomic_write, atomic_write_text, load_checkpoint, train_len
 from data.sources import CHAR_EOT, GPT2_EOT, gpt2_files_on_disk
-import lab.alibi, lab.copy_mix, lab.sinks, lab.temperature  # noqa: E401,F401  register their attention classes, so every checkpoint loads
+import lab.alibi, lab.copy_mix, lab.gated, lab.sinks, lab.temperature  # noqa: E401,F401  register their attention classes, so every checkpoint loads
 import lab.hf.gguf, lab.hf.weights  # noqa: E401,F401  register the gguf: and hf: checkpoint loaders (real models' weights)
 from data.common import checkpoint_args, model_from_checkpoint
 from rope import plain_inv_freq
@@ -59,6 +59,9 @@ REFUSED = {  # rope types that transformers cannot express, and what to do inste
           f"each head with the base spread over it, another function, so the export would change the model; "
           f"transformers' own 'proportional' (Gemma 4) is the model to port it to" for t in ('proportional', 'clip')},
 }
+ATTENTION_WHAT = {'gated': "gated attention: each head's output times a sigmoid gate, in neither GPT-NeoX nor Llama",
+                  'smear_keys': 'smeared keys: each key mixed with the previous one',
+                  'ssmax': "Scalable-Softmax: queries times a learned s ln n", 'sinks': 'a learned sink logit per head'}
 POS_EMB_FIX = {'alibi': 'ALiBi', 'sinusoidal': 'sinusoidal positions', 'learned': 'learned positions',
                'none': 'no positions (NoPE)'}
 FILES = ('config.json', 'generation_config.json', 'model.safetensors', 'README.md', 'vocab.json', 'merges.txt',
@@ -73,9 +76,11 @@ def check_exportable(args):
     if llama:
         raise ValueError(f"{', '.join(f'{k}={v!r}' for k, v in llama.items())}: a Llama-family model (loaded from "
                          f"gguf: or hf:) has no GPT-NeoX form; its own Hugging Face folder or GGUF file is the export")
-    if args.get('attention', 'causal') != 'causal':
-        raise ValueError(f"attention={args['attention']!r} (smeared keys: each key mixed with the previous one) has no "
-                         f"GPT-NeoX counterpart; export a run trained with attention='causal'")
+    attention = args.get('attention', 'causal')
+    if attention != 'causal':
+        what = next((w for k, w in ATTENTION_WHAT.items() if k in attention), 'its own attention class')
+        raise ValueError(f"attention={attention!r} ({what}) has no GPT-NeoX counterpart; export a run trained with "
+                         f"attention='causal'")
     pe = args.get('pos_emb', 'rope')
     if pe != 'rope':
         raise ValueError(f"pos_emb={pe!r} ({POS_EMB_FIX.get(pe, pe)}): GPT-NeoX has RoPE only; export a RoPE run "

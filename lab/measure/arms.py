@@ -78,8 +78,9 @@ def ckpt_arm(path, ckpt):
     lin, args = lineage_of(ckpt), ckpt['model_args']
     sc, derived = args.get('rope_scaling'), bool(lin['base_checkpoint'])
     tuned = derived and lin['finetune_steps'] > 0  # a 0-step run (--max_iters=0, a LongRoPE search) is zero-shot
-    lay = (f" {args['layers']}" if args.get('layers') else '') + (' ssmax' if 'ssmax' in args.get('attention', '') else '') \
-        + (' sinks' if 'sinks' in args.get('attention', '') else '') \
+    att = args.get('attention', '')
+    lay = (f" {args['layers']}" if args.get('layers') else '') + (' ssmax' if 'ssmax' in att else '') \
+        + (' sinks' if 'sinks' in att else '') + (' gated' if att == 'gated' else '') \
         + (f" {scaling_name(sc).replace(' s=1', '')}" if sc and not derived else '')  # p-RoPE, clipped: trained in
     tags = (' needles' if lin.get('search_objective') == 'needle' else '') + \
         (' mixed' if (ckpt.get('config') or {}).get('mixed_short') else '')  # LongRoPE2's objective, its mixed windows

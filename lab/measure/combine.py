@@ -13,7 +13,7 @@ from rope_config import is_dynamic
 
 # The features, the more specific first (a dynamic scaling is a rope scaling too; its own refusal names it).
 FEATURES = ('dynamic scaling', 'layer aim', 'rope scaling', 'trained-in rope type', 'layer pattern', 'position map',
-            'sliding crop', 'truncated crop', 'query temperature', 'SSMax', 'sinks', 'ALiBi')
+            'sliding crop', 'truncated crop', 'query temperature', 'SSMax', 'sinks', 'gated', 'ALiBi')
 
 NO_ROPE = "ALiBi has no RoPE"  # (the start of every ALiBi refusal of a RoPE feature)
 ONE_CLASS = "one attention class per model (GPTConfig.attention_class)"
@@ -35,6 +35,7 @@ _TABLE = {
     ('dynamic scaling', 'query temperature'): None,
     ('dynamic scaling', 'SSMax'): None,
     ('dynamic scaling', 'sinks'): None,
+    ('dynamic scaling', 'gated'): None,
     ('dynamic scaling', 'ALiBi'): f"{NO_ROPE}, so no dynamic scale; evaluate the ALiBi model as trained",
     ('layer aim', 'rope scaling'): None,  # rope_scaling['layers'] = full | window
     ('layer aim', 'trained-in rope type'): None,
@@ -45,6 +46,7 @@ _TABLE = {
     ('layer aim', 'query temperature'): None,  # the temperature's own aim: rope | nope
     ('layer aim', 'SSMax'): None,
     ('layer aim', 'sinks'): None,
+    ('layer aim', 'gated'): None,
     ('layer aim', 'ALiBi'): None,  # a temperature on 'nope' scales every ALiBi layer (aimed_layers refuses 'rope')
     ('rope scaling', 'trained-in rope type'): "a scaling replaces a trained-in rope type, rope.py composes none "
                                               "over it (check_over_trained_in); evaluate the base as trained "
@@ -56,6 +58,7 @@ _TABLE = {
     ('rope scaling', 'query temperature'): None,
     ('rope scaling', 'SSMax'): None,
     ('rope scaling', 'sinks'): None,
+    ('rope scaling', 'gated'): None,
     ('rope scaling', 'ALiBi'): f"{NO_ROPE} to scale (--rope_types needs a rope model); evaluate it as trained",
     ('trained-in rope type', 'layer pattern'): None,
     ('trained-in rope type', 'position map'): None,  # the map turns by the model's own (trained-in) frequencies
@@ -64,6 +67,7 @@ _TABLE = {
     ('trained-in rope type', 'query temperature'): None,
     ('trained-in rope type', 'SSMax'): None,
     ('trained-in rope type', 'sinks'): None,
+    ('trained-in rope type', 'gated'): None,
     ('trained-in rope type', 'ALiBi'): f"{NO_ROPE}, so no rope type is trained into it (GPTConfig refuses "
                                        f"rope_scaling without pos_emb='rope'); drop rope_scaling",
     ('layer pattern', 'position map'): None,  # NoPE layers keep their own scores, windows their masks (mapped_logits)
@@ -72,6 +76,7 @@ _TABLE = {
     ('layer pattern', 'query temperature'): None,
     ('layer pattern', 'SSMax'): None,
     ('layer pattern', 'sinks'): None,
+    ('layer pattern', 'gated'): None,
     ('layer pattern', 'ALiBi'): f"{NO_ROPE} and a layer pattern sets RoPE per layer (GPTConfig); use pos_emb='rope' "
                                 f"for a pattern",
     ('position map', 'sliding crop'): MAP_CROP,
@@ -80,24 +85,33 @@ _TABLE = {
     ('position map', 'SSMax'): "a map scores with plain RoPE dot products and would drop SSMax's own scores "
                                "(mapped_logits); evaluate the SSMax model without a map",
     ('position map', 'sinks'): None,  # the sink joins the mapped scores (chunked_attention)
+    ('position map', 'gated'): None,  # the gate multiplies what mapped_attention returns
     ('position map', 'ALiBi'): f"{NO_ROPE} for a map to re-rotate (mapped_logits); evaluate it without a map",
     ('sliding crop', 'truncated crop'): None,  # one arm has one form; form=both makes two, equal on one layer
     ('sliding crop', 'query temperature'): None,
     ('sliding crop', 'SSMax'): None,  # ln n counts the keys the crop leaves
     ('sliding crop', 'sinks'): None,
+    ('sliding crop', 'gated'): None,  # the gate multiplies what window_attention returns
     ('sliding crop', 'ALiBi'): None,
     ('truncated crop', 'query temperature'): None,  # at the true positions of the cut input's tokens
     ('truncated crop', 'SSMax'): None,
     ('truncated crop', 'sinks'): None,
+    ('truncated crop', 'gated'): None,  # (GPT._last_layer_at: the gate takes the rows of the queries asked for)
     ('truncated crop', 'ALiBi'): None,
     ('query temperature', 'SSMax'): None,
     ('query temperature', 'sinks'): None,
+    ('query temperature', 'gated'): None,  # the queries are scaled before attention, the gate acts after it
     ('query temperature', 'ALiBi'): None,
     ('SSMax', 'sinks'): f"{ONE_CLASS} and none has both (model.ATTENTION); train one or the other",
+    ('SSMax', 'gated'): f"{ONE_CLASS} and none has both (model.ATTENTION); train one or the other",
     ('SSMax', 'ALiBi'): f"{ONE_CLASS}: pos_emb='alibi' takes it, so SSMax would be dropped (GPTConfig refuses "
                         f"it); train SSMax on RoPE or NoPE",
+    ('sinks', 'gated'): f"{ONE_CLASS} and none has both (model.ATTENTION); train one or the other (the paper's "
+                        f"gate is itself a way out of the first-token sink)",
     ('sinks', 'ALiBi'): f"{ONE_CLASS}: pos_emb='alibi' takes it, so the sinks would be dropped (GPTConfig "
                         f"refuses it); train sinks on RoPE or NoPE",
+    ('gated', 'ALiBi'): f"{ONE_CLASS}: pos_emb='alibi' takes it, so the gate would be dropped (GPTConfig refuses "
+                        f"it); train gated attention on RoPE or NoPE",
 }
 COMBINES = {frozenset(pair): why for pair, why in _TABLE.items()}  # {frozenset of two FEATURES: None | why}
 
@@ -131,7 +145,8 @@ def arm_features(arm):
           'trained-in rope type': trained_in, 'layer pattern': bool(args.get('layers')),
           'position map': bool(arm.get('position_map')), 'sliding crop': form == 'sliding',
           'truncated crop': form == 'truncated', 'query temperature': bool(temp),
-          'SSMax': 'ssmax' in attention, 'sinks': 'sinks' in attention, 'ALiBi': args.get('pos_emb') == 'alibi'}
+          'SSMax': 'ssmax' in attention, 'sinks': 'sinks' in attention, 'gated': 'gated' in attention,
+          'ALiBi': args.get('pos_emb') == 'alibi'}
     return [f for f in FEATURES if on[f]]
 
 
