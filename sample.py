@@ -6,7 +6,8 @@ Sample from a trained model (nanoGPT's sample.py), with any RoPE scaling switche
     python sample.py --ckpt=out/char-base --rope_type=dynamic --kv_cache=False      # recompute the prefix per token
 
 --start is the prompt, taken verbatim, or FILE:<path> to read it from a file. The tokenizer is the one the
-checkpoint was trained with (its 'dataset' entry: characters, or GPT-2 BPE).
+checkpoint was trained with (its 'dataset' entry: characters, GPT-2 BPE, a GGUF's own BPE for --ckpt=gguf:<file>, the
+folder's tokenizer.json for --ckpt=hf:<folder>).
 --rope_type is one arm spec of eval.py (default, linear, ntk, dynamic, yarn, yarn:beta_fast=8, dynamic_yarn, ...) or
 a position map (rerope:window=64, leaky_rerope:window=64:k=16, self_extend:window=64:group=32) switched on the model
 without training; empty keeps the model as it was trained. Its factor is --factor, or when
@@ -28,7 +29,7 @@ from lab.engine.cli import cli
 from lab.engine.device import autocast_context, pick_device
 from data.sources import get_tokenizer
 from lab import kv_cache
-import lab.alibi, lab.copy_mix, lab.sinks, lab.temperature  # noqa: E401,F401  register their attention classes, so every checkpoint loads
+import lab.alibi, lab.copy_mix, lab.gated, lab.sinks, lab.temperature  # noqa: E401,F401  register their attention classes, so every checkpoint loads
 import lab.hf.gguf, lab.hf.weights  # noqa: E401,F401  register the gguf: and hf: checkpoint loaders (real models' weights)
 from lab.position_maps import is_position_map_spec, mapped_attention, parse_position_map, position_map_name
 from data.common import model_from_checkpoint
@@ -117,11 +118,18 @@ def prompt_ids(cfg, encode):
 
 def tokenizer(ckpt, path):
     """(encode, decode) of the vocabulary the checkpoint was trained on (its 'dataset' entry): characters, GPT-2 BPE,
-    or a GGUF's own BPE ('tokenizer_file', e.g. a checkpoint loaded from gguf:<file>)."""
-    import lab.hf.tokenizer  # noqa: F401  registers the 'gguf' tokenizer with get_tokenizer
+    a GGUF's own BPE ('tokenizer_file', e.g. a checkpoint loaded from gguf:<file>), or a Hugging Face folder's
+    tokenizer.json ('tokenizer_file', a checkpoint loaded from hf:<folder>)."""
+    import lab.hf.tokenizer  # noqa: F401  registers the 'gguf' and 'hf' tokenizers with get_tokenizer
     ds = ckpt.get('dataset') or {}
-    need = {'char': 'itos', 'gguf': 'tokenizer_file'}.get(ds.get('tokenizer'))
-    if ds.get('tokenizer') not in ('char', 'gpt2', 'gguf') or need and not ds.get(need):
+    if ds.get('tokenizer') == 'hf' and not ds.get('tokenizer_file'):
+        where = path[len('hf:'):] if str(path).startswith('hf:') else path
+        raise ConfigError(f"checkpoint {path}: the folder {where} has no tokenizer.json, so there is no tokenizer to "
+                          f"write the prompt in; copy the model's tokenizer.json (from where its weights came) beside "
+                          f"its config.json, or sample from the same model as a GGUF (--ckpt=gguf:<file>), whose file "
+                          f"carries its tokenizer")
+    need = {'char': 'itos', 'gguf': 'tokenizer_file', 'hf': 'tokenizer_file'}.get(ds.get('tokenizer'))
+    if ds.get('tokenizer') not in ('char', 'gpt2', 'gguf', 'hf') or need and not ds.get(need):
         raise ConfigError(f"checkpoint {path} does not record its tokenizer (no 'dataset' entry with 'tokenizer' and, "
                           f"for characters, 'itos', for a GGUF's BPE, 'tokenizer_file'); sample from a run written "
                           f"by train.py")

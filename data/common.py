@@ -235,11 +235,12 @@ def load_meta(data_dir):
     elif meta['tokenizer'] == 'gpt2':
         if V != GPT2_VOCAB_SIZE:
             raise bad(f"vocab_size {V} is not GPT-2's {GPT2_VOCAB_SIZE}")
-    elif meta['tokenizer'] == 'gguf':  # a model's own BPE, read from the GGUF file named (lab/hf/tokenizer.py)
+    elif meta['tokenizer'] in ('gguf', 'hf'):  # a model's own BPE, read from the file named (lab/hf/tokenizer.py)
         if not isinstance(meta.get('tokenizer_file'), str) or not meta['tokenizer_file']:
-            raise bad("'tokenizer_file' (the GGUF's file name) missing for a gguf tokenizer")
+            raise bad("'tokenizer_file' (the GGUF's file name) missing for a gguf tokenizer" if meta['tokenizer'] ==
+                      'gguf' else "'tokenizer_file' (the path of the tokenizer.json) missing for an hf tokenizer")
     else:
-        raise bad(f"unknown tokenizer {meta['tokenizer']!r} (expected 'char', 'gpt2' or 'gguf')")
+        raise bad(f"unknown tokenizer {meta['tokenizer']!r} (expected 'char', 'gpt2', 'gguf' or 'hf')")
     for split in SPLITS:
         spans = meta['docs'].get(split)
         if not isinstance(spans, list) or not spans:
@@ -383,9 +384,10 @@ def to_device(x, y, device):
 
 def check_vocab(stored, meta, data_dir, source):
     """The model's vocabulary (a checkpoint's 'dataset' entry) must be the data's: same tokenizer, size and,
-    for characters, the same characters in the same order, for a GGUF's BPE the same file name; otherwise the token
-    ids mean different things."""
-    why = {'itos': ' (different characters)', 'tokenizer_file': ' (a different GGUF file)'}
+    for characters, the same characters in the same order, for a GGUF's BPE the same file name (a Hugging Face
+    folder's: the same tokenizer.json); otherwise the token ids mean different things."""
+    why = {'itos': ' (different characters)', 'tokenizer_file': ' (a different tokenizer.json)'
+           if stored.get('tokenizer') == 'hf' else ' (a different GGUF file)'}
     for key in ('tokenizer', 'vocab_size', 'itos', 'tokenizer_file'):
         if stored.get(key) is not None and stored[key] != meta.get(key):
             raise DataError(f"{source} was trained on a {stored.get('tokenizer')} vocabulary of {stored.get('vocab_size')} "

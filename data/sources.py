@@ -428,16 +428,17 @@ def gpt2_encoding(cache_dir=None):
 
 
 # tokenizers that rooms build: meta['tokenizer'] -> function(meta, cache_dir) -> (encode, decode), filled by the room
-# that builds it (lab/hf/tokenizer.py: 'gguf'), as data.common.LOADERS is for checkpoints; data/ imports no room
+# that builds it (lab/hf/tokenizer.py: 'gguf', 'hf'), as data.common.LOADERS is for checkpoints; data/ imports no room
 TOKENIZERS = {}
-TOKENIZER_ROOMS = {'gguf': 'lab.hf.tokenizer'}  # which module fills each entry (named in the error when it is missing)
+# which module fills each entry (named in the error when it is missing)
+TOKENIZER_ROOMS = {'gguf': 'lab.hf.tokenizer', 'hf': 'lab.hf.tokenizer'}
 
 
 def get_tokenizer(meta, cache_dir=None):
     """(encode, decode) for a dataset's meta: encode(str) -> list[int], decode(ids) -> str.
     Text is encoded as plain text (the eot token is never produced by encode; it is meta['eot_token']).
     'char' and 'gpt2' are built here; other kinds by the room registered in TOKENIZERS ('gguf': the model's own BPE
-    from meta['tokenizer_file'], lab/hf/tokenizer.py)."""
+    from meta['tokenizer_file'], 'hf': the same from a Hugging Face folder's tokenizer.json; lab/hf/tokenizer.py)."""
     kind = meta.get('tokenizer')
     if kind in TOKENIZERS:
         return TOKENIZERS[kind](meta, cache_dir)
@@ -464,5 +465,5 @@ def get_tokenizer(meta, cache_dir=None):
         def decode(ids):
             return enc.decode([int(i) for i in ids])
         return enc.encode_ordinary, decode
-    raise DataError(f"unknown tokenizer {kind!r} in meta of dataset {meta.get('dataset')!r}; expected 'char', 'gpt2' "
-                    f"or 'gguf'")
+    raise DataError(f"unknown tokenizer {kind!r} in meta of dataset {meta.get('dataset')!r}; expected 'char', 'gpt2', "
+                    f"'gguf' or 'hf'")

@@ -7,5 +7,6 @@ Hugging Face, in and out:
              python -m lab.hf.gguf --bench=True times it against transformers
   weights    Hugging Face folders (Llama, Mistral, Qwen2, SmolLM; GPT-NeoX as export writes it) loaded the same way:
              load_checkpoint('hf:<folder>'); safetensors read with numpy
-  tokenizer  a GGUF's own BPE (SmolLM2's) through tiktoken, registered as the tokenizer 'gguf' of data/
+  tokenizer  a GGUF's own BPE (SmolLM2's) or a folder's tokenizer.json (byte-level BPE) through tiktoken, registered
+             as the tokenizers 'gguf' and 'hf' of data/
 """

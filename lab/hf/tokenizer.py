@@ -1,6 +1,7 @@
 """
 A real model's own tokenizer, built from its GGUF file (SmolLM2-135M's: tokenizer.ggml.model = gpt2, a byte-level
-BPE of 49,152 tokens and 48,900 merges), run by tiktoken: no hand-written BPE.
+BPE of 49,152 tokens and 48,900 merges) or from a Hugging Face folder's tokenizer.json, run by tiktoken: no
+hand-written BPE. Both readers feed one class, ByteLevelBPE (tokens by id, merges, special ids, pre-split regex, eos).
 
   the tokens     are written in GPT-2's bytes-to-unicode spelling ('Ġthe' is b' the'); spelled back to bytes
   the merges     Hugging Face applies the merge list in its order; tiktoken merges by the rank of the merged bytes. So
@@ -17,11 +18,28 @@ BPE of 49,152 tokens and 48,900 merges), run by tiktoken: no hand-written BPE.
   special tokens the control tokens (<|endoftext|>, <|im_start|>, ...) are never made by encode: text that spells one
                  stays text (encode_ordinary, as data/shakespeare encodes); decode writes them out
 
-Importing this module registers the tokenizer 'gguf' with data.sources.get_tokenizer (a dataset's meta names its
-file in 'tokenizer_file'), which is how the rooms and sample.py reach it.
+A tokenizer.json (what an hf:<folder> checkpoint names in 'tokenizer_file') is read when it is byte-level BPE:
+
+  model          type 'BPE', vocab {token: id} in the same byte spelling, merges as 'a b' strings or [a, b] pairs
+                 (newer files write pairs); byte_fallback, a subword prefix / word suffix or dropout are refused
+  added_tokens   the special tokens (special or not): written out by decode as their content, never made by encode.
+                 (Hugging Face's encode matches them in the text even with add_special_tokens=False; here text that
+                 spells one stays text, as for the GGUF's control tokens)
+  pre_tokenizer  ByteLevel(use_regex=true) -> GPT-2's regex; Sequence[Digits(individual_digits=true),
+                 ByteLevel(use_regex=true)] (SmolLM / SmolLM2) -> the digit-split regex; Sequence[Split(pattern
+                 {Regex: R}, behavior Isolated), ByteLevel(use_regex=false)] (Llama 3, Qwen2) -> R itself, checked
+                 on every encode to cover the whole text (tiktoken drops what its regex does not match)
+  normalizer     none, or a Unicode normal form (Qwen2's NFC), applied with unicodedata before the split
+Anything else (a WordPiece or Unigram model, Metaspace and other sentencepiece-style pre-tokenizers, normalizers that
+rewrite text) is refused in one line naming the file and the field.
+
+Importing this module registers the tokenizers 'gguf' and 'hf' with data.sources.get_tokenizer (a dataset's meta
+names the file in 'tokenizer_file'), which is how the rooms and sample.py reach them.
 """
 import functools
+import json
 import os
+import unicodedata
 
 import numpy as np
 
@@ -76,14 +94,14 @@ def read_gguf_vocab(path):
 
 
 def bpe_ranks(tokens, merges, special):
-    """tiktoken's mergeable ranks from a merge list: {token bytes: rank}, the single-byte tokens first (in id order),
-    then the result of merge k at rank n_bytes + k, and ids [rank] -> the model's token id. ValueError when a merge
-    makes a token that is not in the vocabulary."""
+    """tiktoken's mergeable ranks from a merge list ('a b' strings or (a, b) pairs): {token bytes: rank}, the
+    single-byte tokens first (in id order), then the result of merge k at rank n_bytes + k, and ids [rank] -> the
+    model's token id. ValueError when a merge makes a token that is not in the vocabulary."""
     spell = byte_spelling()
     index = {t: i for i, t in enumerate(tokens)}
     order = [i for i, t in enumerate(tokens) if len(spelled_bytes(t, spell)) == 1 and i not in special]
     for m in merges:
-        a, b = m.split(' ')
+        a, b = m.split(' ') if isinstance(m, str) else m  # 'a b', or a pair [a, b] as newer tokenizer.json files write
         if a + b not in index:
             raise ValueError(f"merge {m!r} makes {a + b!r}, which is not a token")
         order.append(index[a + b])
@@ -91,41 +109,48 @@ def bpe_ranks(tokens, merges, special):
     return ranks, np.array(order, dtype=np.int64)
 
 
-class GGUFTokenizer:
-    """A GGUF's byte-level BPE: encode(text) -> list[int] (plain text: specials stay text), decode(ids) -> str
-    (invalid UTF-8 replaced), token_bytes(id), vocab_size, eot_token (<|endoftext|>'s id, else the eos id),
-    special_tokens {text: id}, pre (the tokenizer.ggml.pre it splits text as), name (the file's basename)."""
+class ByteLevelBPE:
+    """A byte-level BPE run by tiktoken: encode(text) -> list[int] (plain text: specials stay text), decode(ids) -> str
+    (invalid UTF-8 replaced), token_bytes(id), vocab_size, eot_token (<|endoftext|>'s id, else eos, else None),
+    special_tokens {text: id}, pre (the name of the pre-split), name.
 
-    def __init__(self, path):
+    Built from tokens (by id, in GPT-2's byte spelling; '' for an id that holds none), merges ('a b' or (a, b), in
+    order), special (the ids written as their own text and never made by encode), pat_str (the pre-split regex),
+    eos (an id or None). normalize: a function applied to the text first (None: none); check_cover: check that the
+    regex left no text out (see encode)."""
+    kind = 'bpe'  # the prefix of the tiktoken Encoding's name
+
+    def __init__(self, name, tokens, merges, special, pat_str, eos=None, pre=None, normalize=None, check_cover=False):
         import tiktoken
-        v = read_gguf_vocab(path)
-        if v['pre'] not in PRE_SPLITS:
-            raise DataError(f"{path}: tokenizer.ggml.pre {v['pre']!r} is not one this tokenizer knows "
-                            f"({', '.join(sorted(PRE_SPLITS))}); add its regex to lab/hf/tokenizer.py PRE_SPLITS")
-        tokens, spell = v['tokens'], byte_spelling()
-        self.name, self.pre, self.vocab_size = os.path.basename(path), v['pre'], len(tokens)
-        self.special_tokens = {t: i for i, (t, k) in enumerate(zip(tokens, v['types'])) if k == CONTROL}
-        ranks, self._ids = bpe_ranks(tokens, v['merges'], set(self.special_tokens.values()))
-        self._enc = tiktoken.Encoding(f'gguf:{self.name}', pat_str=PRE_SPLITS[v['pre']], mergeable_ranks=ranks,
-                                      special_tokens={})
-        self._bytes = [t.encode('utf-8') if i in self.special_tokens.values() else spelled_bytes(t, spell)
-                       for i, t in enumerate(tokens)]
+        spell, special = byte_spelling(), set(special)
+        self.name, self.pre, self.vocab_size = name, pre, len(tokens)
+        self.special_tokens = {tokens[i]: i for i in sorted(special)}
+        ranks, self._ids = bpe_ranks(tokens, merges, special)
+        self._enc = tiktoken.Encoding(f'{self.kind}:{name}', pat_str=pat_str, mergeable_ranks=ranks, special_tokens={})
+        self._bytes = [t.encode('utf-8') if i in special else spelled_bytes(t, spell) for i, t in enumerate(tokens)]
         have = {b[0] for b in ranks if len(b) == 1}
         self._missing = [bytes([b]) for b in range(256) if b not in have]  # no token spells them: tiktoken would panic
-        self.eot_token = self.special_tokens.get('<|endoftext|>', v['eos'])
-        if self.eot_token is None:
-            raise DataError(f"{path} has no <|endoftext|> token and no tokenizer.ggml.eos_token_id; "
-                            f"there is no end-of-document token to separate documents with")
+        self.eot_token = self.special_tokens.get('<|endoftext|>', eos)
+        self._normalize = normalize
+        self._lengths = np.array([len(b) for b in self._bytes], dtype=np.int64) if check_cover else None
 
     def encode(self, text):
         """The token ids of text as plain text (a special token's spelling is encoded as text). DataError naming the
-        character when the text needs a byte that no token spells (the vocabulary cannot write it)."""
+        character when the text needs a byte that no token spells (the vocabulary cannot write it), and, with
+        check_cover, when the pre-split regex matched less than the whole text (tiktoken would drop the rest)."""
+        if self._normalize is not None:
+            text = self._normalize(text)
         data = text.encode('utf-8', 'surrogatepass')
         if any(b in data for b in self._missing):
             c = next(c for c in text if any(b in c.encode('utf-8', 'surrogatepass') for b in self._missing))
             raise DataError(f"character {c!r} (U+{ord(c):04X}) cannot be written in the vocabulary of {self.name} "
                             f"(no token holds its UTF-8 bytes); remove it from the text")
-        return self._ids[self._enc.encode_ordinary(text)].tolist()
+        ids = self._ids[self._enc.encode_ordinary(text)]
+        if self._lengths is not None and int(self._lengths[ids].sum()) != len(data):
+            raise DataError(f"the pre-tokenizer regex of {self.name} leaves part of the text {text[:40]!r} "
+                            f"unmatched (tiktoken would drop it, Hugging Face keeps it as a piece); tiktoken cannot run "
+                            f"this regex")
+        return ids.tolist()
 
     encode_ordinary = encode
 
@@ -135,6 +160,189 @@ class GGUFTokenizer:
     def decode(self, ids):
         """The text of ids (bytes joined, then UTF-8 with invalid sequences replaced); special tokens as written."""
         return b''.join(self._bytes[int(i)] for i in ids).decode('utf-8', errors='replace')
+
+
+class GGUFTokenizer(ByteLevelBPE):
+    """A GGUF's byte-level BPE (ByteLevelBPE; pre is the tokenizer.ggml.pre it splits text as, name the file's
+    basename); the control tokens (token_type 3) are its special tokens."""
+    kind = 'gguf'
+
+    def __init__(self, path):
+        v = read_gguf_vocab(path)
+        if v['pre'] not in PRE_SPLITS:
+            raise DataError(f"{path}: tokenizer.ggml.pre {v['pre']!r} is not one this tokenizer knows "
+                            f"({', '.join(sorted(PRE_SPLITS))}); add its regex to lab/hf/tokenizer.py PRE_SPLITS")
+        super().__init__(os.path.basename(path), v['tokens'], v['merges'],
+                         [i for i, k in enumerate(v['types']) if k == CONTROL], PRE_SPLITS[v['pre']], v['eos'],
+                         pre=v['pre'])
+        if self.eot_token is None:
+            raise DataError(f"{path} has no <|endoftext|> token and no tokenizer.ggml.eos_token_id; "
+                            f"there is no end-of-document token to separate documents with")
+
+
+# ----------------------------------------------------------------------------- a Hugging Face folder's tokenizer.json
+
+NORMAL_FORMS = ('NFC', 'NFD', 'NFKC', 'NFKD')  # normalizers that unicodedata applies exactly
+SUPPORTED_PRE = ("ByteLevel(use_regex=true), Sequence[Digits(individual_digits=true), ByteLevel(use_regex=true)] or "
+                 "Sequence[Split(pattern {Regex}, behavior Isolated), ByteLevel(use_regex=false)]")
+
+
+def shape(node):
+    """A pre-tokenizer or normalizer as a short name: 'Metaspace', 'Sequence[Split, ByteLevel]', 'null'."""
+    if not isinstance(node, dict):
+        return json.dumps(node)[:40]
+    parts = node.get('pretokenizers', node.get('normalizers'))
+    return f"{node.get('type')}[{', '.join(shape(p) for p in parts)}]" if isinstance(parts, list) else \
+        str(node.get('type'))
+
+
+def pre_split(pre, path):
+    """(name, regex, whether the regex is the file's own) for a tokenizer.json's pre_tokenizer; DataError otherwise."""
+    def refuse(why):
+        return DataError(f"{path}: pre_tokenizer {why}; supported: {SUPPORTED_PRE} (byte-level BPE as GPT-2, SmolLM, "
+                         f"Llama 3 and Qwen2 write it)")
+
+    def byte_level(p, regex):
+        return (isinstance(p, dict) and p.get('type') == 'ByteLevel' and not p.get('add_prefix_space', False)
+                and bool(p.get('use_regex', True)) == regex)
+    parts = pre.get('pretokenizers') if isinstance(pre, dict) and pre.get('type') == 'Sequence' else None
+    first, last = (parts[0] if isinstance(parts[0], dict) else {}, parts[1]) \
+        if isinstance(parts, list) and len(parts) == 2 else ({}, None)
+    if byte_level(pre, True):
+        return 'gpt2', GPT2_SPLIT, False
+    if first.get('type') == 'Digits' and first.get('individual_digits') is True and byte_level(last, True):
+        return 'digits', DIGITS_SPLIT, False
+    if first.get('type') == 'Split' and byte_level(last, False):
+        split, pattern = first, first.get('pattern')
+        if not (isinstance(pattern, dict) and isinstance(pattern.get('Regex'), str)):
+            raise refuse(f"Split pattern {json.dumps(pattern)[:60]} is not {{\"Regex\": ...}}")
+        if split.get('behavior') != 'Isolated' or split.get('invert', False):
+            raise refuse(f"Split behavior {split.get('behavior')!r}, invert {split.get('invert')!r} (only Isolated, "
+                         f"not inverted)")
+        return 'split', pattern['Regex'], True
+    extra = ''
+    if isinstance(pre, dict) and pre.get('type') == 'ByteLevel':
+        extra = f" (add_prefix_space {pre.get('add_prefix_space')}, use_regex {pre.get('use_regex', True)})"
+    raise refuse(f"{shape(pre)}{extra} is not one this reader knows")
+
+
+def read_tokenizer_json(path):
+    """A tokenizer.json's byte-level BPE as ByteLevelBPE's arguments: dict(tokens, merges, special, pat_str, pre,
+    normalize, check_cover). DataError naming the file and the field for anything it cannot run exactly."""
+    try:
+        with open(path, encoding='utf-8') as f:
+            d = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise DataError(f"{path} could not be read as JSON ({str(e)[:120]}); restore the folder's tokenizer.json") \
+            from None
+    model = d.get('model') if isinstance(d, dict) else None
+    if not isinstance(model, dict):
+        raise DataError(f"{path}: no 'model' object; this is not a Hugging Face tokenizer.json")
+    only = ("only byte-level BPE (model.type 'BPE' with a ByteLevel pre-tokenizer, as GPT-2, SmolLM, Llama 3 and "
+            "Qwen2 write) is supported")
+    kind = model.get('type', 'BPE' if 'merges' in model else None)
+    if kind != 'BPE':
+        raise DataError(f"{path}: model.type {kind!r}; {only}")
+    if model.get('byte_fallback'):
+        raise DataError(f"{path}: model.byte_fallback is true (a sentencepiece-style BPE, as Llama 2 and Mistral "
+                        f"write); {only}")
+    for key in ('continuing_subword_prefix', 'end_of_word_suffix', 'dropout'):
+        if model.get(key):
+            raise DataError(f"{path}: model.{key} is {model[key]!r}; {only}, without it")
+    vocab, merges = model.get('vocab'), model.get('merges')
+    if not isinstance(vocab, dict) or not vocab or not all(isinstance(i, int) and i >= 0 for i in vocab.values()):
+        raise DataError(f"{path}: model.vocab is not an object of token -> id (ids >= 0)")
+    if not isinstance(merges, list) or not all(
+            isinstance(m, str) and m.count(' ') == 1 or isinstance(m, list) and len(m) == 2 and
+            all(isinstance(x, str) for x in m) for m in merges):
+        raise DataError(f"{path}: model.merges is not a list of 'a b' strings or [a, b] pairs")
+    added = d.get('added_tokens') or []
+    if not isinstance(added, list) or not all(isinstance(a, dict) and isinstance(a.get('id'), int) and a['id'] >= 0
+                                              and isinstance(a.get('content'), str) for a in added):
+        raise DataError(f"{path}: added_tokens is not a list of {{id, content, special}} objects")
+    norm = d.get('normalizer')
+    if norm is not None and not (isinstance(norm, dict) and norm.get('type') in NORMAL_FORMS):
+        raise DataError(f"{path}: normalizer {shape(norm)} changes the text before it is split; supported: none or "
+                        f"a Unicode normal form ({', '.join(NORMAL_FORMS)})")
+    pre, pat_str, own = pre_split(d.get('pre_tokenizer'), path)
+    special = {a['id']: a['content'] for a in added}
+    tokens = [''] * (max([*vocab.values(), *special]) + 1)
+    for t, i in vocab.items():
+        if tokens[i]:
+            raise DataError(f"{path}: model.vocab gives id {i} to both {tokens[i]!r} and {t!r}")
+        tokens[i] = t
+    for i, t in special.items():
+        tokens[i] = t
+    return dict(tokens=tokens, merges=merges, special=sorted(special), pat_str=pat_str, pre=pre, check_cover=own,
+                normalize=None if norm is None else functools.partial(unicodedata.normalize, norm['type']))
+
+
+class HFTokenizer(ByteLevelBPE):
+    """A Hugging Face tokenizer.json's byte-level BPE (ByteLevelBPE; see the module docstring). name: '<folder>/
+    tokenizer.json'; pre: 'gpt2', 'digits' or 'split'; eot_token: <|endoftext|>, else eos (the folder's config.json
+    eos_token_id when not given), else None. Ids past its tokens (a model's padded embedding rows, as Qwen2's) decode
+    to nothing."""
+    kind = 'hf'
+
+    def __init__(self, path, eos=None):
+        v = read_tokenizer_json(path)
+        if eos is None:
+            eos = folder_eos(os.path.dirname(path))
+        name = os.path.join(os.path.basename(os.path.dirname(os.path.abspath(path))), os.path.basename(path))
+        try:
+            super().__init__(name, v['tokens'], v['merges'], v['special'], v['pat_str'], eos, pre=v['pre'],
+                             normalize=v['normalize'], check_cover=v['check_cover'])
+        except DataError:
+            raise
+        except ValueError as e:  # a merge that makes no token; a regex tiktoken cannot compile
+            field = 'model.merges' if 'which is not a token' in str(e) else 'pre_tokenizer Split pattern'
+            raise DataError(f"{path}: {field}: {str(e).splitlines()[0][:160]}") from None
+
+    def decode(self, ids):
+        n = self.vocab_size
+        return b''.join(self._bytes[int(i)] for i in ids if int(i) < n).decode('utf-8', errors='replace')
+
+
+def folder_eos(folder):
+    """config.json's eos_token_id in folder (the first of a list), or None when there is none to read."""
+    try:
+        with open(os.path.join(folder, 'config.json'), encoding='utf-8') as f:
+            eos = json.load(f).get('eos_token_id')
+    except (OSError, ValueError, AttributeError):
+        return None
+    eos = eos[0] if isinstance(eos, list) and eos else eos
+    return eos if isinstance(eos, int) and not isinstance(eos, bool) else None
+
+
+@functools.lru_cache(maxsize=4)
+def _hf_tokenizer_at(path, mtime):
+    return HFTokenizer(path)
+
+
+def hf_tokenizer(path):
+    """The tokenizer of a tokenizer.json, or of a Hugging Face folder holding one (built once per file and process).
+    DataError naming the folder when there is no tokenizer.json."""
+    if os.path.isdir(path) or not path.endswith('.json'):
+        path = os.path.join(path, 'tokenizer.json')
+    path = os.path.abspath(path)
+    if not os.path.isfile(path):
+        raise DataError(f"{os.path.dirname(path)} has no {os.path.basename(path)}; copy the model's tokenizer.json "
+                        f"beside its config.json")
+    return _hf_tokenizer_at(path, os.path.getmtime(path))
+
+
+def hf_meta_tokenizer(meta, cache_dir=None):
+    """data.sources.get_tokenizer's entry for meta['tokenizer'] == 'hf' (an hf:<folder> checkpoint): (encode, decode)
+    of meta['tokenizer_file'] (the folder's tokenizer.json). Its tokens must fit the meta's vocab_size, the model's
+    embedding rows, which may be more (Qwen2 pads them)."""
+    if not meta.get('tokenizer_file'):
+        raise DataError(f"dataset {meta.get('dataset')!r} (tokenizer 'hf') names no tokenizer_file: the Hugging Face "
+                        f"folder it came from has no tokenizer.json; copy the model's tokenizer.json there")
+    tok = hf_tokenizer(meta['tokenizer_file'])
+    if meta.get('vocab_size') is not None and tok.vocab_size > meta['vocab_size']:
+        raise DataError(f"{tok.name} has {tok.vocab_size} tokens but dataset {meta.get('dataset')!r} says vocab_size "
+                        f"{meta['vocab_size']} (the model's embedding rows); use the tokenizer.json of this model")
+    return tok.encode, tok.decode
 
 
 @functools.lru_cache(maxsize=4)
@@ -160,3 +368,4 @@ def meta_tokenizer(meta, cache_dir=None):
 
 
 TOKENIZERS['gguf'] = meta_tokenizer
+TOKENIZERS['hf'] = hf_meta_tokenizer

@@ -242,9 +242,9 @@ def load_hf(folder):
                              f"set tie_word_embeddings to false in config.json if the head is its own")
         state = llama_state(config, {k: v for k, v in tensors.items() if not (config.tie_embeddings and k ==
                                                                                'lm_head.weight')}, HF_NAMES, source)
-    eos = d.get('eos_token_id')
-    dataset = {'dataset': None, 'tokenizer': 'hf', 'vocab_size': config.vocab_size,
-               'tokenizer_file': 'tokenizer.json' if os.path.isfile(os.path.join(folder, 'tokenizer.json')) else None,
+    eos, tok = d.get('eos_token_id'), os.path.abspath(os.path.join(folder, 'tokenizer.json'))
+    dataset = {'dataset': None, 'tokenizer': 'hf', 'vocab_size': config.vocab_size,  # lab/hf/tokenizer.py reads tok
+               'tokenizer_file': tok if os.path.isfile(tok) else None,
                'eot_token': eos[0] if isinstance(eos, list) else eos}
     return checkpoint(config, state, L, source, dataset)
 
