@@ -64,11 +64,12 @@ def test_the_default_model_gives_todays_logits():
             for got, key in ((m(x)[0], name), (m(x, at=torch.tensor([[5, 79], [40, 41]]))[0], name + '_at'),
                              (c.forward(m, x[:, 60:]), name + '_cache')):
                 torch.testing.assert_close(got, want[key], rtol=0, atol=1e-6, msg=key)
-        # the same model written as an explicit pattern: the same numbers
+        # the same model written as an explicit pattern: the same numbers, bit for bit on this machine (the fixture
+        # itself only to 1e-6 above: this AMD EPYC rounds the full forward 1.8e-7 from the fixture's, 2026-12-03)
         e = same_weights(m, GPT(GPTConfig(block_size=32, vocab_size=65, n_layer=2, n_head=2, n_embd=32,
                                           rope_scaling=sc, layers='2*rope')).eval())
         with torch.no_grad():
-            assert torch.equal(e(x)[0], want[name])
+            assert torch.equal(e(x)[0], m(x)[0])
 
 
 def hand_forward(m, x, specs, tables):
