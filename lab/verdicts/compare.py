@@ -36,7 +36,11 @@ ROOMS = {'exact_match': ('retrieval', 'exact'), 'passkey_depth': ('passkey_depth
          'passkey_text': ('passkey_text', 'exact')}  # the natural-language passkey (lab/measure/passkey_text.py)
 
 
-CONTROL = 0.8  # a room's verdicts are reported only where the arms' base passes the room inside L at least this often
+# A room's verdicts are reported only where the arms' base passes the room inside L at least this often (its positive
+# control). The lab's bases find 75-97% of what they were trained to copy inside L and 0-6% of the rooms in untrained
+# formats (word needles, multi-value, tracking); any gate between splits them the same way. One half, not 80%: a base
+# at 24 of 32 (75%, interval 57-89%) plainly copies, and a difference past L against it is not floor against floor.
+CONTROL = 0.5
 
 
 def inside_l(arm, kind, L):
@@ -190,8 +194,10 @@ def across_bases(summaries, margins):
                     pooled = [np.concatenate([p[i].ravel() for p in pairs]) for i in (0, 1)]
                     nc = newcombe_paired(*pooled, per_unit=len(pooled[0]) // vals[0][0].shape[1])
                     res['ci'] = [min(res['ci'][0], nc[0]), max(res['ci'][1], nc[1])]
+                why = next((w for w in (no_control(s, kind, (row['a'], row['b'])) for s in summaries) if w), None)
                 found.append(dict(name=row['name'], diffs=[g['diff'] for g in got], verdicts=[g['verdict'] for g in got],
-                                  diff=res['diff'], ci=res['ci'], p=res['p'], method='bases-random-factor'))
+                                  diff=res['diff'], ci=res['ci'], p=res['p'], method='bases-random-factor',
+                                  **({'no_control': why} if why else {})))  # a base fails the room inside L
             for r, ph in zip(found, holm([r['p'] for r in found])):
                 r['p_holm'] = ph
                 r['verdict'] = verdict(r['ci'], ph, margins['exact_match' if exact else 'loss'],

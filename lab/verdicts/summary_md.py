@@ -269,9 +269,13 @@ def bases_markdown(out):
         cols = list(rows)
         names = list(dict.fromkeys(r['name'] for c in cols for r in rows[c]))
         by = {(c, r['name']): r for c in cols for r in rows[c]}
-        lines += ['', f"{KIND_NAMES[kind].capitalize()}, A − B ({unit}):", ''] + header('contrast', cols)
+        why = next((r['no_control'] for c in cols for r in rows[c] if r.get('no_control')), None)
+        lines += ['', f"{KIND_NAMES[kind].capitalize()}, A − B ({unit})" + (f" (not judged where a base fails the "
+                                                                          f"room inside L: {why})" if why else '') +
+                  ':', ''] + header('contrast', cols)
         for n in names:
-            cells = [f"{diff_cell(by[c, n], fmt)} ({sum(v == by[c, n]['verdict'] for v in by[c, n]['verdicts'])}/"
+            cells = [f"{diff_cell(by[c, n], fmt, 'no_control' in by[c, n])} "
+                     f"({sum(v == by[c, n]['verdict'] for v in by[c, n]['verdicts'])}/"
                      f"{len(by[c, n]['verdicts'])})" if (c, n) in by else '' for c in cols]
             lines.append(f"| {n} | " + ' | '.join(cells) + ' |')
     return '\n'.join(lines) + '\n'
