@@ -37,8 +37,8 @@ ROOMS = {'exact_match': ('retrieval', 'exact'), 'passkey_depth': ('passkey_depth
 
 
 # A room's verdicts are reported only where the arms' base passes the room inside L at least this often (its positive
-# control). The lab's bases find 75-97% of what they were trained to copy inside L and 0-6% of the rooms in untrained
-# formats (word needles, multi-value, tracking); any gate between splits them the same way. One half, not 80%: a base
+# control). The lab's copying bases find 75-100% of what they were trained to copy inside L and 0-12% of the rooms in
+# untrained formats (word needles, multi-value, tracking); any gate between splits them the same way. One half, not 80%: a base
 # at 24 of 32 (75%, interval 57-89%) plainly copies, and a difference past L against it is not floor against floor.
 CONTROL = 0.5
 
