@@ -38,8 +38,9 @@ ROOMS = {'exact_match': ('retrieval', 'exact'), 'passkey_depth': ('passkey_depth
 
 # A room's verdicts are reported only where the arms' base passes the room inside L at least this often (its positive
 # control). The lab's copying bases find 75-100% of what they were trained to copy inside L and 0-12% of the rooms in
-# untrained formats (word needles, multi-value, tracking); any gate between splits them the same way. One half, not 80%: a base
-# at 24 of 32 (75%, interval 57-89%) plainly copies, and a difference past L against it is not floor against floor.
+# untrained formats (word needles, multi-value, tracking); any gate between splits them the same way. One half, not
+# 80%: a base at 24 of 32 (75%, interval 57-89%) plainly copies, and a difference past L against it is not floor
+# against floor.
 CONTROL = 0.5
 
 
@@ -57,8 +58,6 @@ def no_control(summary, kind, names):
     """Why a room's comparison of the named arms is not judged, or None: the base each arm comes from (the base arm
     with its checkpoint, else the eval's base) fails the room inside L (inside_l < CONTROL), so a difference past L
     would be floor against floor, not extension. Loss and gain columns, and evals without a base arm, are not gated."""
-    if kind == 'loss' or ROOMS[kind][1] != 'exact':
-        return None
     arms, L = summary['arms'], summary['settings']['L']
     bases = {a['checkpoint']: a for a in arms if a.get('kind') == 'base'}
     main = bases.get(summary['settings'].get('base')) or next(iter(bases.values()), None)
