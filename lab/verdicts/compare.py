@@ -58,6 +58,8 @@ def no_control(summary, kind, names):
     """Why a room's comparison of the named arms is not judged, or None: the base each arm comes from (the base arm
     with its checkpoint, else the eval's base) fails the room inside L (inside_l < CONTROL), so a difference past L
     would be floor against floor, not extension. Loss and gain columns, and evals without a base arm, are not gated."""
+    if kind == 'loss' or ROOMS[kind][1] != 'exact':  # (before reading the summary: loss tables of any summary pass)
+        return None
     arms, L = summary['arms'], summary['settings']['L']
     bases = {a['checkpoint']: a for a in arms if a.get('kind') == 'base'}
     main = bases.get(summary['settings'].get('base')) or next(iter(bases.values()), None)
