@@ -173,7 +173,7 @@ def truncated_entropy(model, x, positions, window, ctx=None, batch_size=8, chunk
         score = None if logits is None else \
             logits(torch.tensor([p for _, _, p in part], device=crops.device) - (crops.size(1) - 1))
         with ctx:
-            ent = attention_entropy(model, crops, chunk, score)[..., -1]  # (layers, N, H)
+            ent = attention_entropy(model, crops, chunk, score, last_only=True)[..., -1]  # (layers, N, H)
         per = ent.float().mean(dim=(0, 2)).cpu().numpy()
         for (_, _, p), e in zip(part, per):
             sums.setdefault(p, []).append(float(e))

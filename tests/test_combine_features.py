@@ -14,7 +14,8 @@ import pytest
 import torch
 
 import eval as ev
-import lab.alibi, lab.sinks, lab.temperature  # noqa: E401,F401  register the lab's attention classes
+import lab.alibi, lab.gated, lab.sinks, lab.temperature  # noqa: E401,F401  register the lab's attention classes
+from lab.measure import diagnostics
 from badinput import FT, check_refused
 from configurator import ConfigError
 from lab.crop import self_crop_arms
@@ -110,6 +111,29 @@ def test_the_truncated_crops_entropy_keeps_the_temperature(rows):
     want = entropy_at(model, rows[:, :T], ps, T, 256, nullcontext(), own.logits)[0]
     plain = entropy_at(model, rows[:, :T], ps, T, 256, nullcontext())[0]
     assert np.allclose(got[ps], want[ps], atol=1e-5) and np.abs(got[ps] - plain[ps]).max() > 1e-3
+
+
+@pytest.mark.parametrize('kw', [{}, dict(attention='sinks'), dict(attention='ssmax'), dict(attention='gated'),
+                                dict(pos_emb='alibi'), dict(n_kv_head=1), dict(layers='rope:w=5,nope')])
+def test_attention_entropy_of_the_last_query_alone(kw):
+    """last_only (one forward per moving-scale position) runs each layer's own attention and scores just the last
+    query beside it: the full chunked path's last column, the rest NaN, for every attention class, under a dynamic
+    scale too (the run's length sets it)."""
+    m = tiny(n_layer=2, sharpen=1.0, **kw)
+    for layer in m.transformer.h:  # learned parameters away from their zero / constant initial values
+        for name in ('sink', 'ssmax'):
+            if hasattr(layer.attn, name):
+                getattr(layer.attn, name).data.uniform_(-1, 1)
+    x = torch.randint(0, V, (2, 23))  # (past block_size: the dynamic scale moves)
+    for sc in ([None, {'rope_type': 'dynamic', 'factor': 1.0, 'original_max_position_embeddings': 8}]
+               if m.config.pos_emb == 'rope' else [None]):
+        if sc:
+            m.set_rope_scaling(sc)
+        full, f_full = diagnostics.attention_entropy(m, x, chunk=7, first_key=True)
+        last, f_last = diagnostics.attention_entropy(m, x, chunk=7, first_key=True, last_only=True)
+        assert torch.allclose(last[..., -1], full[..., -1], atol=1e-5) and last[..., :-1].isnan().all()
+        assert torch.allclose(f_last[..., -1], f_full[..., -1], atol=1e-5)
+        assert (full[..., -1] > 0.1).all()  # (not the trivial one-key distribution)
 
 
 # ----------------------------------------------------------------------------- 2. one layer: the two crop forms agree

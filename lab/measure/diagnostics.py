@@ -11,24 +11,32 @@ from lab.attention import attention_probs, chunked_attention, sink_of
 
 
 @torch.no_grad()
-def attention_entropy(model, idx, chunk=256, logits=None, first_key=False):
+def attention_entropy(model, idx, chunk=256, logits=None, first_key=False, last_only=False):
     """Entropy (nats) of every query's attention distribution: tensor (n_layer, B, n_head, T). logits: a score
     function fn(layer, q, k, s, e) (e.g. lab.position_maps.mapped_logits); default: each layer's own (causal, ALiBi).
-    first_key: also return the weight each query puts on key 0 (the sink strength; a learned sink's share excluded)."""
+    first_key: also return the weight each query puts on key 0 (the sink strength; a learned sink's share excluded).
+    last_only: only the last query is wanted (a moving-scale position, a truncated crop: one forward per query), the
+    other entries NaN; with the layer's own scores each layer then runs its own attention (SDPA) and just that
+    query's scores are computed beside it, about a plain forward's cost instead of the chunked softmax over T^2."""
     out, first = [None] * model.config.n_layer, [None] * model.config.n_layer
 
     def attend(layer, q, k, v):
-        score = (lambda s, e: logits(layer, q, k, s, e)) if logits else \
-            (lambda s, e: model.transformer.h[layer].attn.logits(q, k, s, e))
-        ent, first[layer] = torch.empty(q.shape[:3], device=q.device), torch.empty(q.shape[:3], device=q.device)
+        attn = model.transformer.h[layer].attn
+        score = (lambda s, e: logits(layer, q, k, s, e)) if logits else (lambda s, e: attn.logits(q, k, s, e))
+        ent, first[layer] = (torch.full(q.shape[:3], float('nan'), device=q.device) for _ in range(2))
+        out[layer], T = ent, q.size(2)
 
         def recorded(s, e):
             att = score(s, e)
-            p = attention_probs(att, sink_of(model, layer))
-            ent[..., s:e] = -(p * torch.log(p.clamp_min(1e-30))).sum(-1)
-            first[layer][..., s:e] = p[..., 0]
+            a = max(s, T - 1) if last_only else s  # the rows recorded
+            if a < e:
+                p = attention_probs(att[..., a - s:, :], sink_of(model, layer))
+                ent[..., a:e] = -(p * torch.log(p.clamp_min(1e-30))).sum(-1)
+                first[layer][..., a:e] = p[..., 0]
             return att
-        out[layer] = ent
+        if last_only and logits is None:  # the layer's own attention; the last query's scores beside it
+            recorded(T - 1, T)
+            return attn.attend(q, k, v)
         return chunked_attention(q, k, v, recorded, chunk, sink=sink_of(model, layer))
     model(idx, attend=attend)
     return (torch.stack(out), torch.stack(first)) if first_key else torch.stack(out)
@@ -51,7 +59,7 @@ def entropy_at(model, x, positions, n0, chunk, ctx, logits=None, heads=False):
             first[near] = f.float().mean(dim=(0, 1, 2)).cpu()[near].numpy()
             per_head[..., near] = f.float().mean(dim=1).cpu()[..., near].numpy()
         for p in (p for p in positions if p >= n0):
-            ent, f = attention_entropy(model, x[:, :p + 1], chunk, logits, True)
+            ent, f = attention_entropy(model, x[:, :p + 1], chunk, logits, True, last_only=True)
             out[p], first[p] = ent[..., p].float().mean().item(), f[..., p].float().mean().item()
             per_head[..., p] = f[..., p].float().mean(dim=1).cpu().numpy()
     return (out, first, per_head) if heads else (out, first)
