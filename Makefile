@@ -3,7 +3,7 @@
 .DEFAULT_GOAL := help  # `make` alone lists the targets
 PY ?= $(shell command -v python >/dev/null && echo python || echo python3)
 
-.PHONY: quick demo install data train-copy finetune pose longrope eval train eval-test bases-test knobs eval-2048 pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases ape longrope-ref longrope4 drope nope-base hybrid-base local-global-base ssmax-base abf longrope2 prope-base clip-base sinks-base clip-sweep frequencies frequency-bases temperature-knobs designs designs-2048 drope-eval scale-layers hybrid-eval own-crops gpu-check real-model-gpu real-model real-model-core real-model-rest real-model-ntk real-model-dynamic real-model-rerope real-model-self-extend real-model-data test help
+.PHONY: quick demo install data train-copy finetune pose longrope eval train eval-test bases-test knobs eval-2048 pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases ape longrope-ref longrope4 drope nope-base hybrid-base local-global-base ssmax-base abf longrope2 prope-base clip-base sinks-base clip-sweep pairs frequencies frequency-bases temperature-knobs designs designs-2048 drope-eval scale-layers hybrid-eval own-crops gpu-check real-model-gpu real-model real-model-core real-model-rest real-model-ntk real-model-dynamic real-model-rerope real-model-self-extend real-model-data test help
 
 ##@ story: the story in minutes
 
@@ -63,8 +63,8 @@ real-model-core: real-model-data  # the study's core: as shipped, the crop, PI a
 real-model-rest: real-model-ntk real-model-dynamic real-model-rerope real-model-self-extend  # the study's other 4 arms, one eval each (a stopped run keeps the arms it finished); make -j2 real-model-rest runs two side by side, one thread each (NTK-aware 37 min, ReRoPE 58 min, Self-Extend 53 min on 2 busy cores; Dynamic NTK unfinished after 1 h 43 min)
 real-model-ntk: real-model-data  # NTK-aware at s = 1.5, one thread (37 min)
 	OMP_NUM_THREADS=1 $(PY) eval.py config/eval_real_model_cpu.py --contrasts= --out_dir=out/$@ --rope_types=ntk
-real-model-dynamic: real-model-data  # Dynamic NTK, one thread (did not finish in 1 h 43 min: a forward per sampled position)
-	OMP_NUM_THREADS=1 $(PY) eval.py config/eval_real_model_cpu.py --contrasts= --out_dir=out/$@ --rope_types=dynamic
+real-model-dynamic: real-model-data  # Dynamic NTK, one thread: a forward per sampled position, its entropy at 4 per bucket past L (--grid=4)
+	OMP_NUM_THREADS=1 $(PY) eval.py config/eval_real_model_cpu.py --contrasts= --out_dir=out/$@ --rope_types=dynamic --grid=4
 real-model-rerope: real-model-data  # ReRoPE w = 4,096, one thread (58 min)
 	OMP_NUM_THREADS=1 $(PY) eval.py config/eval_real_model_cpu.py --contrasts= --out_dir=out/$@ --rope_types=rerope:window=4096
 real-model-self-extend: real-model-data  # Self-Extend w = 2,048, G = 4, one thread (53 min)
@@ -178,6 +178,9 @@ sinks-base:           # learned attention sinks trained in (gpt-oss: one logit p
 
 clip-sweep:           # which pairs matter: the demo's base with only its k fastest pairs rotating (k = 0..16, p-RoPE at inference), loss and retrieval at T = 1024 on the 32 dev windows, against the critical dimension (6 pairs)
 	$(PY) eval.py config/eval_clip_sweep_cpu.py
+
+pairs:                # which pairs each arm uses: every rotary pair's share of the attention logit per layer (and head), inside L and past it, the critical dimension marked: the demo's base, PI, NTK-aware, YaRN and ABF 1e6 zero-shot, its fine-tunes and ABF's (seeds averaged), 4 windows of 512 (needs make demo, abf; not yet timed)
+	$(PY) -m lab.pairs --ckpt=out/char-base-copy,out/char-ft,out/char-ft-abf --rope_types=default,linear,ntk,yarn:beta_fast=8,abf:new_base=1e6 --out_dir=out/pairs
 
 frequencies:          # the frequency designs under one protocol on the 32 dev windows at T = 1024: clipped and p-RoPE zero-shot, DCA beside ReRoPE / Self-Extend, ABF beside PI / YaRN, LongRoPE2's 2 x 2, the p-RoPE, clipped and sink bases; every arm also against its own crop (needs make demo, abf, longrope2)
 	$(PY) eval.py config/eval_frequencies_cpu.py

@@ -355,6 +355,14 @@ def test_merge_of_parts_equals_the_eval_run_at_once(lab, tmp_path):
         assert (tmp_path / 'm' / f).read_text(encoding='utf-8') == (tmp_path / 'whole' / f).read_text(encoding='utf-8')
     again = ev.main([f'--merge={tmp_path / "a"},{tmp_path / "b"}', f'--out_dir={tmp_path / "m2"}', '--plot=False'])
     assert again['settings']['contrasts'] is None  # no part named one: only the column's best and the crop
+    dyn = [a for a in stored['arms'] if a['dynamic']][0]['scoring']  # its entropy past L: one forward per grid point
+    for grid in (2, 3):  # a part with another --grid merges; each moving arm records how its entropy was sampled
+        ev.main(common + ['--rope_types=dynamic', f'--grid={grid}', f'--out_dir={tmp_path / f"g{grid}"}'])
+    got = ev.main([f'--merge={tmp_path / "a"},{tmp_path / "g2"}', f'--out_dir={tmp_path / "mg"}', '--plot=False'])
+    n = [a for a in got['arms'] if a['dynamic']][0]['scoring']['entropy_positions']
+    assert n < [a for a in ev.main([f'--merge={tmp_path / "a"},{tmp_path / "g3"}', f'--out_dir={tmp_path / "mg3"}',
+                                    '--plot=False'])['arms'] if a['dynamic']][0]['scoring']['entropy_positions']
+    assert 0 < n < dyn['entropy_positions'] and 'entropy_positions' not in stored['arms'][0]['scoring']
     ev.main(common + ['--rope_types=ntk', '--num_windows=3', f'--out_dir={tmp_path / "other"}'])
     for parts, words in ((f'{tmp_path / "a"},{tmp_path / "a"}', 'two or more different'),
                          (f'{tmp_path / "a"},{tmp_path / "whole"}', "arm 'base (L=16)' is in both"),

@@ -21,7 +21,8 @@ from lab.verdicts.summary_md import summary_markdown
 # settings that may differ between parts: which arms ran, how, where, and what was judged from them
 PER_PART = {'rope_types', 'checkpoints', 'finetune_lengths', 'training_mix', 'workers', 'batch_size', 'device',
             'arm_seconds', 'provenance', 'vs_best', 'contrasts', 'vs_crop', 'vs_self', 'margins', 'rejudged',
-            'merged', 'position_map', 'temperature', 'factor', 'plot', 'torch', 'data_dir'}
+            'merged', 'position_map', 'temperature', 'factor', 'plot', 'torch', 'data_dir',
+            'grid'}  # (grid: where a moving-scale arm's entropy is sampled; each arm records its count, scoring)
 FIRST = ('dataset', 'tokenizer', 'split', 'T', 'L', 'num_windows', 'seed', 'windows', 'base')  # named first when differing
 COLUMNS = ('position_loss.csv', 'attention_entropy.csv')  # one column per arm, one row per position
 

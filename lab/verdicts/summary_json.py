@@ -65,6 +65,13 @@ def sink_head_buckets(per_run, L, ends):
     return out
 
 
+def entropy_sampled(ent, moving_from):
+    """{'entropy_positions': n}: how many positions past moving_from the entropy diagnostic scored (its grid, one
+    forward each), for an arm whose scale moves; {} for the rest (every position scored). Recorded per arm, so that
+    parts merged with another --grid still say how each arm was sampled."""
+    return {} if moving_from >= len(ent) else {'entropy_positions': int(np.isfinite(ent[moving_from:]).sum())}
+
+
 def summarize_arm(arm, per_run, run, ent):
     """One arm's summary.json entry. Bucket means are exact (every position) where the arm was scored everywhere,
     else the design estimate (stratified sampled positions); the 95% interval carries windows and seeds
@@ -91,7 +98,8 @@ def summarize_arm(arm, per_run, run, ent):
                temperature=arm.get('temperature'), layers=arm['runs'][0]['ckpt']['model_args'].get('layers'),
                seeds=arm['seeds'],
                head_dim=model.head_dim, rope_base=model.config.rope_base, dynamic=arm['dynamic'],
-               scoring=dict(constant_runs=per_run[0]['runs'], moving_from=per_run[0]['moving_from'], buckets=how),
+               scoring=dict(constant_runs=per_run[0]['runs'], moving_from=per_run[0]['moving_from'], buckets=how,
+                            **entropy_sampled(ent, per_run[0]['moving_from'])),
                buckets=buckets, buckets_ci=cis,
                ppl_at={c: float(np.mean([p['ppl'][c] for p in per_run])) for c in per_run[0]['ppl']},
                retrieval=summarize_retrieval([p['ret'] for p in per_run]) if per_run[0]['ret'] else [],
