@@ -2,7 +2,7 @@
 nanoGPT's GPT (pre-LayerNorm blocks, SDPA attention, GELU MLP, tied embeddings) with a switchable position encoding:
 rope (default), sinusoidal, learned, alibi or none. RoPE comes from rope.py; its scaling (PI, NTK, YaRN, ...) is part
 of the config, and `set_rope_scaling` switches it on a trained model without touching a weight. As in 2025-26 models,
-each layer may differ (`layers`): RoPE or NoPE, a sliding window, its own base, scaled or not (rope_scaling['layers']).
+each layer may differ (`layers`): RoPE or NoPE, a window or chunk, its own base, scaled or not (rope_scaling['layers']).
 The Llama family is the same GPT with options: RMSNorm, SwiGLU, grouped-query heads (n_kv_head), q/k/v biases, an
 untied head; lab/hf loads GGUF files and Hugging Face folders into it.
 
@@ -38,7 +38,7 @@ class GPTConfig:
     rope_base: float = 10000.0
     rope_scaling: dict = None   # Hugging Face style rope_scaling dict, None = plain RoPE
     attention: str = 'causal'   # a class of ATTENTION: 'causal' here; rooms add more (lab/copy_mix.py: 'smear_keys')
-    layers: str = None          # per layer: RoPE or NoPE, window, base ('3*rope:w=32,nope'); None = RoPE everywhere
+    layers: str = None          # per layer: RoPE or NoPE, window or chunk, base ('3*rope:w=32,nope'); None = RoPE all
     norm: str = 'layernorm'     # layernorm | rmsnorm (Llama)
     norm_eps: float = 1e-5
     mlp: str = 'gelu'           # gelu | swiglu (Llama: down(silu(gate(x)) * up(x)))
@@ -116,10 +116,12 @@ def sinusoidal_table(positions, n_embd, device=None):
     pe[..., 1::2] = torch.cos(pos * inv)
     return pe
 
-def allowed(i, n_keys, window=None):
-    """Which keys 0..n_keys-1 the queries at positions i (a tensor) may see: j <= i, and i - j < window if set."""
-    j = torch.arange(n_keys, device=i.device)
-    return (j <= i[..., None]) & ((j > i[..., None] - window) if window else True)
+def allowed(i, n_keys, window=None, chunk=None):
+    """Which keys 0..n_keys-1 the queries at positions i (a tensor) may see: j <= i, and i - j < window if set, and
+    i // chunk == j // chunk if set (chunked local attention: the keys start again at every chunk edge)."""
+    j, i = torch.arange(n_keys, device=i.device), i[..., None]
+    ok = (j <= i) & ((j > i - window) if window else True)
+    return ok & (j // chunk == i // chunk) if chunk else ok
 
 def rotate(q, k, rope):
     """q and k rotated by rope = (cos, sin) float32 tables; unchanged when rope is None (no RoPE)."""
@@ -129,7 +131,7 @@ class CausalSelfAttention(nn.Module):
 
     def __init__(self, config, spec):  # spec: this layer's LayerSpec (layer_specs); a subclass takes and passes both
         super().__init__()
-        self.window = spec.window  # its sliding window of keys (None: every earlier key)
+        self.window, self.chunk = spec.window, spec.chunk  # its sliding window of keys or its chunk (None: all keys)
         self.n_head, self.n_kv_head, self.n_embd = config.n_head, config.n_kv_head, config.n_embd
         self.dropout = config.dropout
         self.kv_dim = config.n_kv_head * (config.n_embd // config.n_head)  # rows of k (and of v) in c_attn: q, k, v
@@ -151,15 +153,17 @@ class CausalSelfAttention(nn.Module):
     def logits(self, q, k, s, e):
         """Scaled float32 scores of queries s..e-1 against keys 0..e-1, -inf where j > i (for rooms that need them)."""
         att = (q[:, :, s:e] @ k[:, :, :e].transpose(-2, -1)).float() / math.sqrt(q.size(-1))
-        return att.masked_fill(~allowed(torch.arange(s, e, device=q.device), e, self.window), float('-inf'))
+        ok = allowed(torch.arange(s, e, device=q.device), e, self.window, self.chunk)
+        return att.masked_fill(~ok, float('-inf'))
 
     def attend(self, q, k, v, at=None):
-        """Causal attention (SDPA) within the layer's window; with at (B, K), q holds just the queries at those positions."""
+        """Causal attention (SDPA) in the layer's window or chunk; with at (B, K), q holds only the queries at `at`."""
         p = self.dropout if self.training else 0.0
-        if at is None and self.window is None:
+        if at is None and self.window is None and self.chunk is None:
             return F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=p)
         i = torch.arange(k.size(2), device=k.device) if at is None else at[:, None, :]
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed(i, k.size(2), self.window), dropout_p=p)
+        mask = allowed(i, k.size(2), self.window, self.chunk)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
 
     def forward(self, x, rope, attend=None):
         B, T, C = x.size()

@@ -207,26 +207,30 @@ def check_scaling(scaling, base=None):
 # --------------------------------------------------------------------------- per-layer positions (the 2025-26 designs)
 
 class LayerSpec(NamedTuple):
-    """One layer's positions: RoPE or none (NoPE), a sliding window of w keys (None: every earlier key), its base."""
+    """One layer's positions: RoPE or none (NoPE), a sliding window of w keys (None: every earlier key), its base,
+    and a chunk of c tokens (Llama 4's chunked local attention: query i sees keys j <= i with j // c == i // c)."""
     rope: bool = True
     window: Optional[int] = None
     base: Optional[float] = None
+    chunk: Optional[int] = None
 
 LAYER_KINDS = ('rope', 'nope')
-SCALE_LAYERS = ('all', 'full', 'window')  # rope_scaling['layers']: the RoPE layers it applies to (Gemma 3: 'full')
+SCALE_LAYERS = ('all', 'full', 'window')  # rope_scaling['layers']: the RoPE layers it applies to (Gemma 3: 'full';
+# 'window': the local layers, a sliding window or a chunk)
 
 
 def parse_layers(pattern, n_layer, base, block_size):
     """A layer pattern -> n_layer LayerSpecs. None: every layer RoPE at `base`, full attention (the default model).
     'rope:w=32,rope:w=32,rope:w=32,nope' = '3*rope:w=32,nope' (Command A's 3 windowed RoPE : 1 global NoPE);
-    'rope:w=32:base=1e4,rope:base=1e6' (Gemma 3's local and global layers). A window must be shorter than L.
+    'rope:w=32:base=1e4,rope:base=1e6' (Gemma 3's local and global layers); '3*rope:c=32,nope' (Llama 4's 3 chunked
+    RoPE : 1 global NoPE). A window or a chunk (a layer has one or neither) must be shorter than L.
     Numbers are read as Python reads them and kept exactly (base=1234567 stays 1234567.0; 1E6 is 1e6)."""
     if pattern is None:
         return [LayerSpec(True, None, base)] * n_layer
 
     def refuse(why):
-        raise ValueError(f"layers={pattern!r}: {why}; write each layer as rope[:w=W][:base=B] or nope[:w=W], "
-                         f"comma-separated, n*... repeats (e.g. '3*rope:w=32,nope')")
+        raise ValueError(f"layers={pattern!r}: {why}; write each layer as rope[:w=W|:c=C][:base=B] or "
+                         f"nope[:w=W|:c=C], comma-separated, n*... repeats (e.g. '3*rope:w=32,nope')")
     runs = []  # (count, LayerSpec): the repeats are counted before any list is built (a count of 10**9 is refused)
     for item in str(pattern).replace(' ', '').split(','):
         count, star, entry = item.rpartition('*')
@@ -238,17 +242,22 @@ def parse_layers(pattern, n_layer, base, block_size):
         got = {}
         for opt in opts:
             key, eq, value = opt.partition('=')
-            if key not in ('w', 'base') or (kind == 'nope' and key == 'base'):
-                refuse(f"{item!r} has a setting {key!r}; a {kind} layer takes w{' and base' if kind == 'rope' else ''}")
+            if key not in ('w', 'c', 'base') or (kind == 'nope' and key == 'base'):
+                takes = 'w or c' + (', and base' if kind == 'rope' else '')
+                refuse(f"{item!r} has a setting {key!r}; a {kind} layer takes {takes}")
             if not value:
                 refuse(f"{item!r} gives {key} no value")
             if key in got:
                 refuse(f"{item!r} gives {key} twice ({got[key]} and {value}); give it once")
             got[key] = value
-        w = got.get('w')
-        if w is not None and not (re.fullmatch('[0-9]+', w) and 1 <= int(w) < block_size):
-            refuse(f"window w={w} must be a whole number in 1..{block_size - 1} (shorter than the training length "
-                   f"L={block_size}; leave w out for full attention)")
+        w, c = got.get('w'), got.get('c')
+        if w is not None and c is not None:  # (a chunk inside a window, or the reverse, is neither design)
+            refuse(f"{item!r} gives both a window w={w} and a chunk c={c}; a layer is windowed (w) or chunked (c): "
+                   f"drop one")
+        for key, what, v in (('w', 'window', w), ('c', 'chunk', c)):
+            if v is not None and not (re.fullmatch('[0-9]+', v) and 1 <= int(v) < block_size):
+                refuse(f"{what} {key}={v} must be a whole number in 1..{block_size - 1} (shorter than the training "
+                       f"length L={block_size}; leave {key} out for full attention)")
         b = float(base)
         if 'base' in got:
             try:
@@ -258,7 +267,7 @@ def parse_layers(pattern, n_layer, base, block_size):
             if not (math.isfinite(b) and b > 1):
                 refuse(f"base={got['base']} must be a finite number > 1")
         runs.append((int(count) if star else 1, LayerSpec(kind == 'rope', int(w) if w else None,
-                                                          b if kind == 'rope' else None)))
+                                                          b if kind == 'rope' else None, int(c) if c else None)))
     total = sum(n for n, _ in runs)
     if total != n_layer:
         raise ValueError(f"layers={pattern!r} describes {total} layers but n_layer={n_layer}; give one per layer")
@@ -268,8 +277,8 @@ def parse_layers(pattern, n_layer, base, block_size):
 def scaled_layers(specs, scaling):
     """Which layers a (checked) rope scaling applies to, a bool per layer: its 'layers' key, all by default (Gemma 3
     scales its full-attention layers only: 'full'). A scaling aimed at no RoPE layer is refused."""
-    aim = (scaling or {}).get('layers', 'all')
-    hit = [s.rope and (aim == 'all' or (s.window is None) == (aim == 'full')) for s in specs]
+    aim = (scaling or {}).get('layers', 'all')  # (a chunked layer is a local one, as a windowed one)
+    hit = [s.rope and (aim == 'all' or (s.window is None and s.chunk is None) == (aim == 'full')) for s in specs]
     if scaling is not None and not any(hit):
         raise ValueError(f"rope_scaling is aimed at layers={aim!r}, but no such layer has RoPE; "
                          f"aim it at {' or '.join(repr(k) for k in SCALE_LAYERS if k != aim)}")

@@ -23,6 +23,9 @@ one runs positions it never saw). A model with one layer gives the same numbers 
 causal, sinks, ALiBi, NoPE, and SSMax, whose ln n counts only the keys the crop leaves (min(p + 1, w) in both forms);
 an arm's query temperature (lab/temperature.py) runs in both, at the query's true position p with n = the keys it
 sees. Not smeared keys (lab/copy_mix.py): their first key in the sliding window mixes in the token before it.
+A chunked layer (layers='rope:c=C', Llama 4) keeps its chunks in the sliding form (counted from the input's first
+token, the window masking within them) and counts them from the cut in the truncated form: the model on a text that
+begins there, as it was trained (tests/test_chunked.py builds both by hand).
 
 An arm's own crop (--self_crop, self_crop_arms) is the arm with a crop: its weights, RoPE, attention class and query
 temperature, built by the same code (lab.measure.forms.arm_form), so inside the window it is the arm itself.
@@ -86,7 +89,8 @@ def window_attention(model, window, chunk=256):
         if type(attn).logits is CausalSelfAttention.logits and sink_of(model, layer) is None:  # plain scores: SDPA,
             i = torch.arange(q.size(2), device=q.device)  # a band mask in the layer's own window (2-3x faster than the
             # chunks, the same up to rounding)
-            return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed(i, q.size(2), min(window, attn.window or window)))
+            mask = allowed(i, q.size(2), min(window, attn.window or window), attn.chunk)  # (and its own chunk)
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         return chunked_attention(q, k, v, lambda s, e: logits(layer, q, k, s, e), chunk, sink=sink_of(model, layer))
     return attend
 

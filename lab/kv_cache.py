@@ -6,8 +6,9 @@ The KV cache: decode one token per step instead of running the whole prefix agai
 
 Through the model's seams only: the new tokens run at positions past..l-1 (forward's pos) and every layer's attention
 is the cache's (forward's attend): it appends the new keys and values and lets the new queries attend over all of them.
-Exact for every rope type and layer pattern (NoPE layers, sliding windows, per-layer bases and scaling): the logits
-equal a full forward of the prefix.
+Exact for every rope type and layer pattern (NoPE layers, sliding windows, chunks, per-layer bases and scaling): the
+logits equal a full forward of the prefix. A chunked layer's chunks count from the cache's first token, as a forward's
+count from its first (Llama 4: from cache position 0).
   * Static types: a token's keys and values never change as the sequence grows, so each is computed once.
   * Dynamic types (dynamic, dynamic_yarn, longrope) change frequencies and temperature with the current length l.
     Caching keys unrotated and rotating them at use with l's tables (Hugging Face's fix for transformers #25104 /
@@ -83,12 +84,14 @@ class KVCache:
             keys[layer:layer + 1], values[layer:layer + 1] = [k], [v]
             if g > 1:  # grouped-query heads: the cache holds n_kv_head of them (1/g of the memory), repeated to use
                 k, v = (t.repeat_interleave(g, dim=1) for t in (k, v))
-            n, S, window = q.size(2), k.size(2), model.transformer.h[layer].attn.window
-            if n == S and not window:  # nothing cached before (a prompt, or a recomputed prefix)
+            attn = model.transformer.h[layer].attn
+            n, S, local = q.size(2), k.size(2), attn.window or attn.chunk
+            if n == S and not local:  # nothing cached before (a prompt, or a recomputed prefix)
                 return F.scaled_dot_product_attention(q, k, v, is_causal=True)
             # query i (position S - n + i) sees keys 0 .. S - n + i (its last `window` of them in a sliding-window
-            # layer); SDPA's is_causal would align the mask top-left
-            mask = None if n == 1 and not window else allowed(torch.arange(S - n, S, device=q.device), S, window)
+            # layer, those of its own chunk in a chunked one); SDPA's is_causal would align the mask top-left
+            mask = None if n == 1 and not local else allowed(torch.arange(S - n, S, device=q.device), S, attn.window,
+                                                             attn.chunk)
             return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         logits = model(feed, pos=torch.arange(past - back, past + idx.size(1), device=idx.device), attend=attend)[0]
         self.ids = idx if past == 0 else torch.cat((self.ids, idx), dim=1)

@@ -226,9 +226,9 @@ def far_logits(q, k, pm, inv_freq, s, e, L=None):
 def mapped_logits(model, pm, L=None):
     """fn(layer, q, k, s, e) -> far_logits under pm with the model's frequencies for the forward's length (a dynamic
     type at length T): the score function that mapped_attention and the attention diagnostics use. Per layer: its
-    own RoPE group's frequencies, its sliding window; a NoPE layer keeps its own scores (log scale included). L (for the log
-    scale): the length the model was trained at, by default model.config.block_size (a base: its L; a fine-tune: the
-    length it was fine-tuned at)."""
+    own RoPE group's frequencies, its window or chunk mask; a NoPE layer keeps its own scores (log scale included).
+    L (for the log scale): the length the model was trained at, by default model.config.block_size (a base: its L; a
+    fine-tune: the length it was fine-tuned at)."""
     pm = check_position_map(pm)
     if model.config.pos_emb != 'rope':
         raise ValueError(f"a position map re-rotates RoPE's queries and keys; this model has pos_emb="
@@ -251,8 +251,10 @@ def mapped_logits(model, pm, L=None):
             return att.mul_(log_scales(torch.arange(s, e, device=q.device), L).float()[:, None]) if pm['log_scale'] \
                 else att
         att = far_logits(q, k, pm, model.rope_freqs(q.size(2), group)[0], s, e, L)
-        return att if attn.window is None else att.masked_fill_(~allowed(torch.arange(s, e, device=q.device), e,
-                                                                         attn.window), float('-inf'))
+        if attn.window is None and attn.chunk is None:
+            return att
+        ok = allowed(torch.arange(s, e, device=q.device), e, attn.window, attn.chunk)
+        return att.masked_fill_(~ok, float('-inf'))
     return logits
 
 

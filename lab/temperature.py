@@ -12,7 +12,8 @@ Scalable-Softmax trained into a model. L is the length the model was trained at.
                                                         c chosen on dev windows (logn is c = 1/ln L)
   ssmax      s * ln(n),  n = the keys query p sees      Scalable-Softmax swapped in after training, one s for every
                                                         head (calibrated on dev windows); n = p + 1, or the window
-                                                        (the layer's, or a crop's: only the keys it leaves)
+                                                        (the layer's, or a crop's: only the keys it leaves), or
+                                                        p mod c + 1 in a layer chunked by c (keys_seen)
 
 As arms: `qtemp:shape=llama4:beta=0.1:layers=nope` alone (on the base's own RoPE) or after a rope spec,
 `yarn:beta_fast=8:attention_factor=1+qtemp:shape=ministral`; `layers` = all | rope | nope picks the layers it scales.
@@ -87,19 +88,27 @@ def query_factors(t, positions, L, window=None, keys=None):
     return torch.broadcast_to(SHAPES[t['shape']][1](p, n, L, t), p.shape).to(torch.float32)
 
 
+def keys_seen(i, attn, window=None):
+    """How many keys the queries at positions i (a tensor) see in layer attn: i + 1, in a layer chunked by c
+    i mod c + 1 (its keys start again at every chunk edge), at most the layer's window and a crop's `window`."""
+    n = i % attn.chunk + 1 if attn.chunk else i + 1
+    seen = [w for w in (attn.window, window) if w]
+    return n.clamp(max=min(seen)) if seen else n
+
+
 def scales_layer(t, model, layer):
     return t['layers'] == 'all' or (t['layers'] == 'nope') == (model.rope_index[layer] is None)
 
 
 def scaled_queries(t, model, layer, q, L, window=None, start=None):
     """q (B, H, T, d) of a full forward, each query times its factor where t scales the layer. Query i sits at
-    position i, or start[b] + i (start (B,): where each row's input begins, the truncated crop's cut); it sees i + 1
-    keys, at most the layer's window and the crop's `window` (a crop hides the rest: SSMax's n counts what is seen)."""
+    position i, or start[b] + i (start (B,): where each row's input begins, the truncated crop's cut); it sees
+    keys_seen(i) keys: i + 1 (i mod c + 1 in a chunked layer), at most the layer's window and the crop's `window`
+    (a crop hides the rest: SSMax's n counts what is seen)."""
     if not scales_layer(t, model, layer):
         return q
     i = torch.arange(q.size(2), device=q.device)
-    seen = [w for w in (model.transformer.h[layer].attn.window, window) if w]
-    keys = (i + 1).clamp(max=min(seen)) if seen else i + 1
+    keys = keys_seen(i, model.transformer.h[layer].attn, window)
     f = query_factors(t, i if start is None else start.to(i.device)[:, None] + i, L, keys=keys).to(q.dtype)
     return q * (f[:, None] if start is None else f[:, None, :, None])
 
@@ -142,8 +151,7 @@ def ssmax_class(base):
             self.ssmax = torch.nn.Parameter(torch.full((config.n_head, 1), 1 / math.log(max(config.block_size, 2))))
 
         def factors(self, i, window=None):  # i: query positions (T,) or (B, 1, K) -> (H, T, 1) or (B, H, K, 1), as q;
-            seen = [w for w in (self.window, window) if w]  # n: the keys i sees (the layer's and a crop's window)
-            n = ((i + 1).clamp(max=min(seen)) if seen else i + 1).to(torch.float32)
+            n = keys_seen(i, self, window).to(torch.float32)  # n: the keys i sees (chunk, layer's or crop's window)
             return (self.ssmax * torch.log(n)).unsqueeze(-1)
 
         def attend(self, q, k, v, at=None):

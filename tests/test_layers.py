@@ -327,15 +327,16 @@ def test_a_published_gemma3_config_reads_as_transformers_reads_it():
     assert ref.rope_parameters['sliding_attention'] == {'rope_type': 'default', 'rope_theta': 1e4}
 
 
-def test_llama4_chunked_layers_are_refused_by_name_not_read_as_windows():
+def test_llama4_chunked_layers_are_read_as_chunks_not_windows():
     """Scout's 36 chunked layers (a query sees only its own 8,192-token chunk) were read as sliding windows of 8,192,
-    or, without layer_types, as full attention; chunked attention is a different mask, so it is refused by name."""
-    with pytest.raises(ValueError, match=r'36 chunked_attention layers \(attention_chunk_size=8192') as e:
-        from_hf_layers({'model_type': 'llama4', 'text_config': LLAMA4_SCOUT})
-    assert '\n' not in str(e.value)
-    with pytest.raises(ValueError, match='chunked_attention'):
-        from_hf_layers({'layer_types': ['chunked_attention'] * 3 + ['full_attention'], 'sliding_window': 8192,
-                        'no_rope_layers': [1, 1, 1, 0], 'rope_theta': 5e5})
+    or, without layer_types, as full attention; then refused by name; now they are chunked layers (issue 47,
+    tests/test_chunked.py), its 12 NoPE layers global. (Scout's own llama3 dict, low = high = 1.0: check_llama3's.)"""
+    d = {k: v for k, v in LLAMA4_SCOUT.items() if k != 'rope_scaling'}
+    pattern, sc = from_hf_layers({'model_type': 'llama4', 'text_config': d})
+    assert pattern == ','.join((['rope:c=8192:base=500000.0'] * 3 + ['nope']) * 12) and sc is None
+    got = from_hf_layers({'layer_types': ['chunked_attention'] * 3 + ['full_attention'], 'sliding_window': 8192,
+                          'attention_chunk_size': 8192, 'no_rope_layers': [1, 1, 1, 0], 'rope_theta': 5e5})
+    assert got == ('rope:c=8192:base=500000.0,' * 3 + 'nope', None)  # the sliding window is for sliding layers only
 
 
 @pytest.mark.parametrize('d, match', [

@@ -1,14 +1,15 @@
 """
 Hugging Face's rope settings read into this lab's: one rope dict or a whole config.json (from_hf), and the per-layer
-form of transformers 5 (from_hf_layers: layer_types with rope_parameters keyed by layer type, a sliding window, NoPE
-layers) as this lab's layer pattern. lab/hf/export.py writes the other way.
+form of transformers 5 (from_hf_layers: layer_types with rope_parameters keyed by layer type, a sliding window, Llama
+4's chunks, NoPE layers) as this lab's layer pattern. lab/hf/export.py writes the other way.
 """
 import reprlib
 
 from model import layer_specs
 from rope_config import SCALE_LAYERS, _hf_rope_dict, _number, check_scaling, parse_layers
 
-LAYER_TYPES = {'sliding_attention': True, 'chunked_attention': True, 'full_attention': False}  # windowed or not
+LAYER_TYPES = {'sliding_attention': True, 'chunked_attention': True, 'full_attention': False}  # local or not
+LLAMA4_CHUNK = 8192  # Llama4TextConfig's attention_chunk_size when a config leaves it out
 
 HF_CONFIG_KEYS = ('rope_parameters', 'rope_scaling', 'max_position_embeddings', 'model_type', 'rotary_emb_base',
                   'rotary_pct', 'hidden_size')  # any of these (and no rope_type / type): a whole config.json
@@ -59,17 +60,34 @@ def _whole(d, key, low=1):
 
 def hf_layer_types(d):
     """layer_types as transformers 5 fills them in for a config published without them: Gemma 3 from
-    sliding_window_pattern (every 6th layer full), Llama 4 from no_rope_layers (its RoPE layers are chunked)."""
+    sliding_window_pattern (every 6th layer full), Llama 4 from no_rope_layers (1 = RoPE, 0 = NoPE; by default every
+    no_rope_layer_interval-th layer, 4, is NoPE): its RoPE layers are chunked, its NoPE layers global."""
     types, n, mt = d.get('layer_types'), _whole(d, 'num_hidden_layers'), str(d.get('model_type', ''))
     if types is None and n and mt.startswith('gemma3'):
         every = _whole(d, 'sliding_window_pattern') or 6
         types = ['full_attention' if (i + 1) % every == 0 else 'sliding_attention' for i in range(n)]
     if types is None and n and mt.startswith('llama4'):
-        every = _whole(d, 'no_rope_layer_interval') or 4
-        rope = d.get('no_rope_layers') or [int((i + 1) % every != 0) for i in range(n)]
-        types = ['chunked_attention' if r and d.get('attention_chunk_size') else 'full_attention'
+        rope = hf_rope_layers(d, n)
+        types = ['chunked_attention' if r else 'full_attention'  # (transformers: whatever attention_chunk_size says)
                  for r in (rope if isinstance(rope, list) else [])] or None
     return types
+
+
+def hf_rope_layers(d, n):
+    """no_rope_layers (per layer 1 = RoPE, 0 = NoPE) as transformers fills them in for a config that leaves them out
+    or empty: Llama 4's every no_rope_layer_interval-th layer (4) NoPE; RoPE in every layer otherwise."""
+    rope = d.get('no_rope_layers')
+    if not rope and str(d.get('model_type', '')).startswith('llama4'):
+        every = _whole(d, 'no_rope_layer_interval') or 4
+        rope = [int((i + 1) % every != 0) for i in range(n)]
+    return rope or [1] * n
+
+
+def hf_chunk(d):
+    """The chunk of a config's chunked_attention layers: attention_chunk_size; Llama 4's default when left out."""
+    if 'attention_chunk_size' not in d and str(d.get('model_type', '')).startswith('llama4'):
+        return LLAMA4_CHUNK
+    return _whole(d, 'attention_chunk_size')
 
 
 def from_hf_layers(d, n_layer=None):
@@ -80,20 +98,17 @@ def from_hf_layers(d, n_layer=None):
     'rope_theta': 1e4}}: Gemma 3) or one flat dict for all, or the older top-level rope_scaling (Gemma 3's applies to
     its full layers, its local ones at rope_local_base_freq), and optionally no_rope_layers (Llama 4, SmolLM3: per
     layer 1 = RoPE, 0 = NoPE). One scaling, on one layer type or on both, has a counterpart here (rope_scaling['layers']);
-    two different scalings have none. Llama 4's chunked attention (a query sees only its own chunk) is refused: a
-    sliding window is a different mask, and this lab has no chunked one yet."""
+    two different scalings have none. Llama 4's chunked_attention layers (a query sees only the keys of its own chunk
+    of attention_chunk_size tokens) become chunked layers ('rope:c=8192'), its NoPE ones global ('nope'), and its
+    scaling (llama3) applies to every RoPE layer: Scout's layers read as '3*rope:c=8192:base=500000.0,nope' x 12 (its
+    llama3 dict, low_freq_factor = high_freq_factor = 1.0, is refused by rope_config's check_llama3: low < high)."""
     if not isinstance(d, dict):
         raise ValueError(f"a Hugging Face config must be a dict, got {type(d).__name__}")
     d = d['text_config'] if isinstance(d.get('text_config'), dict) else d  # Llama 4 / Gemma 3 nest the text model
-    types, window = hf_layer_types(d), _whole(d, 'sliding_window')
+    types, window, chunk = hf_layer_types(d), _whole(d, 'sliding_window'), hf_chunk(d)
     if not isinstance(types, list) or not types or any(not isinstance(t, str) or t not in LAYER_TYPES for t in types):
         raise ValueError(f"layer_types must be a list of {', '.join(LAYER_TYPES)} (one per layer), got "
                          f"{reprlib.repr(types)}")
-    if 'chunked_attention' in types:
-        raise ValueError(f"layer_types has {types.count('chunked_attention')} chunked_attention layers "
-                         f"(attention_chunk_size={d.get('attention_chunk_size')!r}, Llama 4's local layers: a query sees "
-                         f"only the keys of its own chunk); this lab has no chunked attention, and a sliding window "
-                         f"would be a different model, so the config is not read")
     rp, top = d.get('rope_parameters') or {}, d.get('rope_scaling')
     rp = top if isinstance(top, dict) and top else rp  # transformers: an older rope_scaling wins over rope_parameters
     if not isinstance(rp, dict):
@@ -113,33 +128,37 @@ def from_hf_layers(d, n_layer=None):
                          f"picks the layers: {', '.join(SCALE_LAYERS)})")
     scaled = {LAYER_TYPES[t] for t, (sc, _) in per_type.items() if sc is not None}
     scale = 'all' if len(scaled) != 1 or len({LAYER_TYPES[t] for t in types}) == 1 else 'window' if True in scaled else 'full'
-    nope = d.get('no_rope_layers') or [1] * len(types)
+    nope = hf_rope_layers(d, len(types))
     if not isinstance(nope, list) or len(nope) != len(types) or any(r not in (0, 1) for r in nope):
         raise ValueError(f"the config's no_rope_layers = {reprlib.repr(nope)}: must be a list of 0 (NoPE) and 1 (RoPE), "
                          f"one per layer ({len(types)})")
-    if any(LAYER_TYPES[t] for t in types) and not window:
+    if 'sliding_attention' in types and not window:
         raise ValueError("layer_types has sliding_attention layers but the config has no sliding_window; set it")
+    if 'chunked_attention' in types and not chunk:  # (transformers' create_chunked_causal_mask refuses it too)
+        raise ValueError(f"layer_types has {types.count('chunked_attention')} chunked_attention layers but the config "
+                         f"has no attention_chunk_size; set it (Llama 4: 8192)")
     top_theta = d.get('rope_theta')
     layers = []
     for t, rope in zip(types, nope):
-        w = f":w={window}" if LAYER_TYPES[t] else ''
+        local = {'sliding_attention': f":w={window}", 'chunked_attention': f":c={chunk}"}.get(t, '')
         base = per_type[t][1] or (top_theta and _number(top_theta, 'rope_theta', 1)) or 10000.0
-        layers.append(f"rope{w}:base={float(base)!r}" if rope else f"nope{w}")
+        layers.append(f"rope{local}:base={float(base)!r}" if rope else f"nope{local}")
     pattern = ','.join(layers)
-    parse_layers(pattern, n_layer or len(types), 10000.0, (window or 0) + 2)  # the pattern reads back (n_layer, kinds)
+    parse_layers(pattern, n_layer or len(types), 10000.0, max(window or 0, chunk or 0) + 2)  # it reads back (n_layer)
     sc = next(iter(scalings.values()), None)
     return pattern, None if sc is None else check_scaling(dict(sc, **({} if scale == 'all' else {'layers': scale})))
 
 
 def to_hf_layers(config):
-    """A GPTConfig's per-layer positions in transformers 5's form: layer_types, sliding_window, no_rope_layers and
-    rope_parameters keyed by layer type (this lab's keys; rope_theta inside). Refused where HF has no form: windows
-    of different sizes, or layers of one type at different bases."""
+    """A GPTConfig's per-layer positions in transformers 5's form: layer_types, sliding_window, attention_chunk_size,
+    no_rope_layers and rope_parameters keyed by layer type (this lab's keys; rope_theta inside). Refused where HF has
+    no form: windows or chunks of different sizes, or layers of one type at different bases."""
     specs, scaled = layer_specs(config)
-    windows = {s.window for s in specs if s.window}
-    if len(windows) > 1:
-        raise ValueError(f"layers={config.layers!r} has windows of {sorted(windows)}; Hugging Face has one sliding_window")
-    types = ['sliding_attention' if s.window else 'full_attention' for s in specs]
+    windows, chunks = {s.window for s in specs if s.window}, {s.chunk for s in specs if s.chunk}
+    for sizes, what, key in ((windows, 'windows', 'sliding_window'), (chunks, 'chunks', 'attention_chunk_size')):
+        if len(sizes) > 1:
+            raise ValueError(f"layers={config.layers!r} has {what} of {sorted(sizes)}; Hugging Face has one {key}")
+    types = ['sliding_attention' if s.window else 'chunked_attention' if s.chunk else 'full_attention' for s in specs]
     rp = {}
     for t, s, on in zip(types, specs, scaled):
         if not s.rope:
@@ -151,5 +170,6 @@ def to_hf_layers(config):
                              f"has one rope_parameters entry per layer type")
     for t in set(types) - set(rp):  # a type of NoPE layers only
         rp[t] = {'rope_type': 'default', 'rope_theta': config.rope_base}
-    return dict(layer_types=types, sliding_window=windows.pop() if windows else None, rope_parameters=rp,
+    return dict(layer_types=types, sliding_window=windows.pop() if windows else None,
+                attention_chunk_size=chunks.pop() if chunks else None, rope_parameters=rp,
                 no_rope_layers=[int(s.rope) for s in specs])

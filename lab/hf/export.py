@@ -40,7 +40,7 @@ import lab.alibi, lab.copy_mix, lab.gated, lab.sinks, lab.temperature  # noqa: E
 import lab.hf.gguf, lab.hf.weights  # noqa: E401,F401  register the gguf: and hf: checkpoint loaders (real models' weights)
 from data.common import checkpoint_args, model_from_checkpoint
 from rope import plain_inv_freq
-from rope_config import DYNAMIC_TYPES, ROPE_SCALING, LayerSpec, parse_layers, rope_inv_freq, scaled_theta
+from rope_config import DYNAMIC_TYPES, ROPE_SCALING, parse_layers, rope_inv_freq, scaled_theta
 from lab.measure.arm_specs import ALIASES, parse_arm, scaling_name
 
 DEFAULTS = dict(
@@ -86,10 +86,15 @@ def check_exportable(args):
         raise ValueError(f"pos_emb={pe!r} ({POS_EMB_FIX.get(pe, pe)}): GPT-NeoX has RoPE only; export a RoPE run "
                          f"(train.py --pos_emb=rope)")
     specs = parse_layers(args.get('layers'), args['n_layer'], args['rope_base'], args['block_size'])
-    if any(s != LayerSpec(True, None, args['rope_base']) for s in specs):
-        raise ValueError(f"layers={args['layers']!r} (per-layer NoPE, windows or bases) has no GPT-NeoX counterpart, "
-                         f"which rotates every layer alike; lab.hf.config.to_hf_layers gives its transformers 5 "
-                         f"per-layer form (layer_types, rope_parameters by type) for a port by hand")
+    what = [name for name, on in (('NoPE layers', any(not s.rope for s in specs)),
+                                  ('sliding windows', any(s.window for s in specs)),
+                                  ('chunked attention', any(s.chunk for s in specs)),
+                                  ('per-layer bases', any(s.base not in (None, args['rope_base']) for s in specs)))
+            if on]
+    if what:
+        raise ValueError(f"layers={args['layers']!r} ({', '.join(what)}) has no GPT-NeoX counterpart, which rotates "
+                         f"every layer alike over every earlier key; lab.hf.config.to_hf_layers gives its transformers "
+                         f"5 per-layer form (layer_types, rope_parameters by type) for a port by hand")
     t = (args.get('rope_scaling') or {}).get('rope_type', 'default')
     if t in REFUSED:
         raise ValueError(REFUSED[t])

@@ -70,10 +70,11 @@ _TABLE = {
     ('trained-in rope type', 'gated'): None,
     ('trained-in rope type', 'ALiBi'): f"{NO_ROPE}, so no rope type is trained into it (GPTConfig refuses "
                                        f"rope_scaling without pos_emb='rope'); drop rope_scaling",
-    ('layer pattern', 'position map'): None,  # NoPE layers keep their own scores, windows their masks (mapped_logits)
-    ('layer pattern', 'sliding crop'): None,
-    ('layer pattern', 'truncated crop'): None,
-    ('layer pattern', 'query temperature'): None,
+    # (a pattern's windowed and chunked layers alike: tests/test_chunked.py builds each pair with chunks by hand)
+    ('layer pattern', 'position map'): None,  # NoPE layers keep their own scores, windows and chunks their masks
+    ('layer pattern', 'sliding crop'): None,  # a chunk and the crop's window both mask
+    ('layer pattern', 'truncated crop'): None,  # a chunked layer's chunks count from the cut (lab/crop.py)
+    ('layer pattern', 'query temperature'): None,  # n, the keys a query sees: its chunk's (lab.temperature.keys_seen)
     ('layer pattern', 'SSMax'): None,
     ('layer pattern', 'sinks'): None,
     ('layer pattern', 'gated'): None,
