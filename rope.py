@@ -154,9 +154,12 @@ def dynamic_yarn_scale(factor, L, seq_len):
 def llama3_inv_freq(head_dim, base, s, L, low_freq_factor=1.0, high_freq_factor=4.0):
     """Llama 3.1, in wavelengths: lambda < L/high_freq_factor keeps theta; lambda > L/low_freq_factor uses theta/s;
     in between smooth = (L/lambda - low)/(high - low), theta' = (1-smooth)*theta/s + smooth*theta.
-    The same as NTK-by-parts with alpha = 1, beta = 4. No temperature."""
+    The same as NTK-by-parts with alpha = 1, beta = 4. No temperature. low = high (Llama 4 Scout: 1 and 1) has no
+    ramp: a step at lambda = L/low (a pair exactly there keeps theta)."""
     theta = plain_inv_freq(head_dim, base)
     wavelen = 2 * math.pi / theta
+    if high_freq_factor == low_freq_factor:
+        return torch.where(wavelen > L / low_freq_factor, theta / s, theta)
     smooth = (L / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor)
     out = torch.where(wavelen > L / low_freq_factor, theta / s, (1 - smooth) * theta / s + smooth * theta)
     return torch.where(wavelen < L / high_freq_factor, theta, out)

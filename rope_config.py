@@ -37,11 +37,12 @@ def check_yarn(c):
     return check_bands(c)
 
 def check_llama3(c):
-    """Llama 3.1: 0 < low_freq_factor < high_freq_factor (wavelength cut-offs L/low and L/high)."""
+    """Llama 3.1: 0 < low_freq_factor <= high_freq_factor (wavelength cut-offs L/low and L/high; equal: a step,
+    Llama 4 Scout's 1 and 1)."""
     if not c['low_freq_factor'] > 0:
         return 'low_freq_factor', "must be > 0"
-    if not c['low_freq_factor'] < c['high_freq_factor']:
-        return 'low_freq_factor', f"must be < high_freq_factor = {c['high_freq_factor']}"
+    if not c['low_freq_factor'] <= c['high_freq_factor']:
+        return 'low_freq_factor', f"must be <= high_freq_factor = {c['high_freq_factor']}"
 
 def check_longrope(c):
     """LongRoPE: attention_factor > 0; n-hat = 0 is every position scaled, the same config as no n-hat (dropped)."""

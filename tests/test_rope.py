@@ -181,6 +181,18 @@ def test_llama3_equals_by_parts_with_alpha1_beta4():
     assert mid.sum() >= 3 and torch.all((ll[mid] > 1 / s - 1e-6) & (ll[mid] < 1 + 1e-6))
 
 
+def test_llama3_with_equal_factors_is_a_step():
+    """low_freq_factor = high_freq_factor (Llama 4 Scout: 1 and 1): no ramp, theta kept below wavelength L/low and
+    divided by s above it (the ramp's formula would divide by zero)."""
+    s = 16.0
+    ll = freq_ratio(D, B, cfg('llama3', s, low_freq_factor=1.0, high_freq_factor=1.0))
+    lam = wavelengths(D, B)
+    assert torch.isfinite(ll).all() and (lam < L).sum() >= 3 and (lam > L).sum() >= 3
+    assert torch.all(ll[lam < L] == 1.0) and close(ll[lam > L], torch.full_like(ll[lam > L], 1 / s))
+    near = freq_ratio(D, B, cfg('llama3', s, low_freq_factor=1.0, high_freq_factor=1.0 + 1e-9))  # the ramp's limit
+    assert close(ll, near, 1e-6)
+
+
 def test_dynamic_types():
     plain = PLAIN
     for a in (1.0, 2.0):

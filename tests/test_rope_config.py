@@ -26,7 +26,7 @@ from test_rope import cfg
     ({'rope_type': 'yarn', 'factor': 2.0, 'original_max_position_embeddings': 0}, 'original_max_position_embeddings'),
     (cfg('yarn', beta_fast=1.0, beta_slow=1.0), 'beta_fast'),
     (cfg('ntk_by_parts', beta_fast=4.0, beta_slow=8.0), 'beta_fast'),
-    (cfg('llama3', low_freq_factor=4.0, high_freq_factor=4.0), 'low_freq_factor'),
+    (cfg('llama3', low_freq_factor=5.0, high_freq_factor=4.0), 'low_freq_factor'),
     (cfg('yarn', mscale=0.7), 'mscale_all_dim'),
     (cfg('yarn', truncate='no'), 'truncate'),
     (cfg('yarn', attention_factor=0.0), 'attention_factor'),
