@@ -32,12 +32,12 @@ import torch
 
 from configurator import get_config
 from lab.engine.cli import cli
-from data.common import atomic_write_text, data_dir_of, doc_windows, load_meta, load_split, model_from_checkpoint
+from data.common import atomic_write_text, data_dir_of, doc_windows, load_meta, load_split
 import lab.alibi, lab.copy_mix, lab.gated, lab.sinks, lab.temperature  # noqa: E401,F401  register their attention classes, so every checkpoint loads
 import lab.hf.gguf, lab.hf.weights  # noqa: E401,F401  register the gguf: and hf: checkpoint loaders (real models' weights)
 from lab.verdicts import compare
 from lab.measure import forms, passkey_text, retrieval
-from lab.measure.arms import parse_contrasts, plan_arms
+from lab.measure.arms import arm_model, parse_contrasts, plan_arms
 from lab.engine.device import autocast_context, pick_device
 from lab.engine.checks import check_eval_data, check_eval_settings, without_windows_of
 from lab.measure.forms import arm_form, side_measures
@@ -93,9 +93,7 @@ def measure_run(arm, r, run, cfg, device, ctx):
     """One checkpoint of an arm (one seed): per-position losses [windows, T] (NaN where not scored), ppl_at, and the
     side measurements (attention entropy, passkey and room outcomes), with the number of forwards its plan took."""
     L, T, B = run['L'], run['T'], cfg['batch_size']
-    model = model_from_checkpoint(r['ckpt'])
-    if (arm['kind'] == 'zero-shot' or arm.get('retuned')) and model.config.pos_emb == 'rope':
-        model.set_rope_scaling(arm['scaling'])  # the switch: the same weights, new rotation frequencies
+    model = arm_model(arm, r['ckpt'])  # the switch: the same weights, new rotation frequencies
     model.to(device).eval()
     plan = scoring_plan(model, T, cfg['samples'])  # the runs of forward lengths with the same RoPE tables
     form = arm_form(model, arm, plan, ctx, B)  # causal attention, a position map or a crop (lab/measure/forms.py)

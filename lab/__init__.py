@@ -22,6 +22,8 @@ The methods and controls a learner came for, one file each:
   longrope_search  LongRoPE's evolutionary search of per-pair factors, LongRoPE2's needle objective (search_longrope.py)
   rope_table       the per-pair table of every rope type (python -m lab.rope_table)
   knobs            which knobs for my length: every method's settings for a target T (python -m lab.knobs)
+  pairs            which rotary pairs each arm uses: each pair's share of the attention logit per layer and head,
+                   inside L and past it (python -m lab.pairs)
   attention        attention a query chunk at a time, the helper the methods above share
 
 The machinery around them, one package per concern:

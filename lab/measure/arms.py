@@ -16,7 +16,8 @@ import os
 import re
 
 from configurator import ConfigError
-from data.common import DataError, checkpoint_ref, data_dir_of, load_checkpoint, read_json, read_jsonl
+from data.common import (DataError, checkpoint_ref, data_dir_of, load_checkpoint, model_from_checkpoint, read_json,
+                         read_jsonl)
 from lab.crop import crop_name, is_crop_spec, parse_crop, self_crop_arms
 from lab.position_maps import POSITION_MAPS, is_position_map_spec, parse_position_map, position_map_name
 from rope_config import ROPE_TYPES, is_dynamic
@@ -95,6 +96,16 @@ def ckpt_arm(path, ckpt):
                 pose=lin['pose'], seed=cfg.get('seed'), run_dir=run_dir(path), copy_mix=copy_mix,
                 base_checkpoint=checkpoint_ref(lin['base_checkpoint']) if derived else None,
                 training={k: v for k, v in cfg.items() if k not in TRAINING_IGNORED and k not in copy_mix})
+
+
+def arm_model(arm, ckpt):
+    """The model one run of an arm runs: its checkpoint rebuilt and, for a zero-shot or retuned arm, the arm's scaling
+    switched on (the same weights, new rotation frequencies); a position map, crop or temperature is added by its form
+    (lab/measure/forms.py), not here."""
+    model = model_from_checkpoint(ckpt)
+    if (arm['kind'] == 'zero-shot' or arm.get('retuned')) and model.config.pos_emb == 'rope':
+        model.set_rope_scaling(arm['scaling'])
+    return model
 
 
 def identity(arm):
