@@ -1,10 +1,10 @@
 """
 nanoGPT's GPT (pre-LayerNorm blocks, SDPA attention, GELU MLP, tied embeddings) with a switchable position encoding:
-rope (default), sinusoidal, learned, alibi or none. RoPE comes from rope.py; its scaling (PI, NTK, YaRN, ...) is part
-of the config, and `set_rope_scaling` switches it on a trained model without touching a weight. As in 2025-26 models,
-each layer may differ (`layers`): RoPE or NoPE, a window or chunk, its own base, scaled or not (rope_scaling['layers']).
-The Llama family is the same GPT with options: RMSNorm, SwiGLU, grouped-query heads (n_kv_head), q/k/v biases, an
-untied head; lab/hf loads GGUF files and Hugging Face folders into it.
+rope (default), sinusoidal, learned, alibi, fire or none. RoPE comes from rope.py; its scaling (PI, NTK, YaRN, ...) is
+part of the config, and `set_rope_scaling` switches it on a trained model without touching a weight. As in 2025-26
+models, each layer may differ (`layers`): RoPE or NoPE, a window or chunk, its own base, scaled or not
+(rope_scaling['layers']). The Llama family is the same GPT with options: RMSNorm, SwiGLU, grouped-query heads
+(n_kv_head), q/k/v biases, an untied head; lab/hf loads GGUF files and Hugging Face folders into it.
 
 Seams for lab/ (imported by none of this file): `forward(pos=ids)` runs tokens at given positions (PoSE, KV cache);
 `forward(rope=[(cos, sin) per RoPE group])` takes ready-made tables; `forward(attend=fn)`: fn(layer, q, k, v) -> y (q, k
@@ -21,7 +21,8 @@ from torch.nn import functional as F
 from rope import apply_rope, longrope_start_tokens, plain_inv_freq, rope_cos_sin
 from rope_config import check_scaling, is_dynamic, parse_layers, rope_inv_freq, scaled_layers
 
-POS_EMBS = ('rope', 'sinusoidal', 'learned', 'alibi', 'none')
+POS_EMBS = ('rope', 'sinusoidal', 'learned', 'alibi', 'fire', 'none')
+BIASES = {'alibi': 'ALiBi', 'fire': 'FIRE'}  # the pos_embs that live in their attention class (a room), by name
 NORMS = ('layernorm', 'rmsnorm')
 MLPS = ('gelu', 'swiglu')
 
@@ -34,7 +35,7 @@ class GPTConfig:
     n_embd: int = 128
     dropout: float = 0.0
     bias: bool = False
-    pos_emb: str = 'rope'       # rope | sinusoidal | learned | alibi | none
+    pos_emb: str = 'rope'       # rope | sinusoidal | learned | alibi | fire | none
     rope_base: float = 10000.0
     rope_scaling: dict = None   # Hugging Face style rope_scaling dict, None = plain RoPE
     attention: str = 'causal'   # a class of ATTENTION: 'causal' here; rooms add more (lab/copy_mix.py: 'smear_keys')
@@ -49,7 +50,7 @@ class GPTConfig:
 
     @property
     def attention_class(self):
-        return 'alibi' if self.pos_emb == 'alibi' else self.attention  # ALiBi lives in its attention (lab/alibi.py)
+        return self.pos_emb if self.pos_emb in BIASES else self.attention  # ALiBi, FIRE: lab/alibi.py, lab/fire.py
 
     def __post_init__(self):
         self.n_kv_head = self.n_head if self.n_kv_head is None else self.n_kv_head  # the defaults: nanoGPT's
@@ -71,12 +72,12 @@ class GPTConfig:
                  f"rope_scaling is set but pos_emb={self.pos_emb!r}; scaling only applies to pos_emb='rope'"),
                 (self.layers is not None and self.pos_emb != 'rope',
                  f"layers={self.layers!r} sets RoPE per layer, which needs pos_emb='rope' (NoPE: pos_emb='none')"),
-                (self.pos_emb == 'alibi' and self.attention != 'causal',  # one class per layer: ALiBi's would win
-                 f"pos_emb='alibi' brings its own attention class, so attention={self.attention!r} would be dropped; "
-                 f"use attention='causal' with ALiBi, or another pos_emb"),
+                (self.pos_emb in BIASES and self.attention != 'causal',  # one class per layer: the bias's would win
+                 f"pos_emb={self.pos_emb!r} brings its own attention class, so attention={self.attention!r} would be "
+                 f"dropped; use attention='causal' with {BIASES.get(self.pos_emb)}, or another pos_emb"),
                 (self.attention_class not in ATTENTION,
                  f"attention={self.attention_class!r} is unknown ({', '.join(ATTENTION)}); import the room that "
-                 f"registers it (lab.alibi for pos_emb='alibi', lab.copy_mix for 'smear_keys')")):
+                 f"registers it (lab.alibi for pos_emb='alibi', lab.fire for 'fire', lab.copy_mix for 'smear_keys')")):
             if bad:
                 raise ValueError(why)
         self.rope_scaling = check_scaling(self.rope_scaling, self.rope_base)  # HF forms too (lab/hf/config.py)
@@ -323,10 +324,11 @@ class GPT(nn.Module):
         (lab/measure/scoring.py's row_tables). at: (B, K) positions, the only outputs wanted (logits and loss (B, K)):
         the last layer runs just their queries (_last_layer_at); not with attend."""
         (B, T), c = idx.size(), self.config
-        if pos is not None and (not isinstance(pos, torch.Tensor) or pos.is_floating_point() or c.pos_emb == 'alibi'
+        if pos is not None and (not isinstance(pos, torch.Tensor) or pos.is_floating_point() or c.pos_emb in BIASES
                                 or tuple(pos.shape) not in ((T,), (B, T))):
             raise ValueError(f"pos must be an integer tensor of shape ({T},) or ({B}, {T}), one position per token"
-                             + (" (ALiBi reads distances from the token order: pass none)" if c.pos_emb == 'alibi' else ''))
+                             + (f" ({BIASES[c.pos_emb]} reads distances from the token order: pass none)"
+                                if c.pos_emb in BIASES else ''))
         if at is not None and attend is not None:
             raise ValueError("at= picks the queries of causal attention; it cannot be combined with attend=")
         given, pos = pos is not None, torch.arange(T, device=idx.device) if pos is None else pos.to(idx.device)

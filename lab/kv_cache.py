@@ -21,23 +21,27 @@ count from its first (Llama 4: from cache position 0).
     fed again with the new ones: its queries attend over the cache as before, its recomputed key is dropped (the
     cached one is right) and the new token's key mixes in the right previous key. One extra token per step.
   * Gated attention (lab/gated.py): causal attention, which the cache's reproduces; each fed token's row is gated after.
+  * FIRE (lab/fire.py, cache_at): its bias reads the query's position, so the cache runs the layer's own attend with
+    the new queries' positions (at=) over every cached key; the forward gets no position ids (FIRE takes none).
 ALiBi's bias is not covered: generate() recomputes the prefix for it.
 """
 import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from model import CausalSelfAttention, allowed, check_generate, sample_next
+from model import BIASES, CausalSelfAttention, allowed, check_generate, sample_next
 
 
 def blocker(model):
     """What keeps the cache from being exact for this model (None: nothing): ALiBi's bias, or an attention class
     with its own attend (Scalable-Softmax: lab/temperature.py), which the cache's attention would bypass; a class
-    whose attend is causal attention's says so (cache_exact: lab/gated.py, whose gate acts after the seam)."""
+    whose attend is causal attention's says so (cache_exact: lab/gated.py, whose gate acts after the seam), and one
+    whose attend takes the queries' positions (cache_at: lab/fire.py) is run with them."""
     if model.config.pos_emb == 'alibi':
         return 'pos_emb=alibi'
     own = [type(b.attn).__name__ for b in model.transformer.h if type(b.attn).attend is not CausalSelfAttention.attend
-           and not getattr(b.attn, 'cache_exact', False)]  # (gated attention: causal attention, its gate after)
+           and not getattr(b.attn, 'cache_exact', False)  # (gated attention: causal attention, its gate after)
+           and not getattr(b.attn, 'cache_at', False)]  # (FIRE: its own attend, told the queries' positions)
     return f"attention={model.config.attention!r}" if own else None
 
 
@@ -86,6 +90,9 @@ class KVCache:
                 k, v = (t.repeat_interleave(g, dim=1) for t in (k, v))
             attn = model.transformer.h[layer].attn
             n, S, local = q.size(2), k.size(2), attn.window or attn.chunk
+            if getattr(attn, 'cache_at', False):  # the layer's own attention for queries at S - n .. S - 1
+                at = None if n == S else torch.arange(S - n, S, device=q.device).expand(q.size(0), n)
+                return attn.attend(q, k, v, at)
             if n == S and not local:  # nothing cached before (a prompt, or a recomputed prefix)
                 return F.scaled_dot_product_attention(q, k, v, is_causal=True)
             # query i (position S - n + i) sees keys 0 .. S - n + i (its last `window` of them in a sliding-window
@@ -93,7 +100,8 @@ class KVCache:
             mask = None if n == 1 and not local else allowed(torch.arange(S - n, S, device=q.device), S, attn.window,
                                                              attn.chunk)
             return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-        logits = model(feed, pos=torch.arange(past - back, past + idx.size(1), device=idx.device), attend=attend)[0]
+        pos = torch.arange(past - back, past + idx.size(1), device=idx.device)
+        logits = model(feed, pos=None if model.config.pos_emb in BIASES else pos, attend=attend)[0]  # (FIRE: at=)
         self.ids = idx if past == 0 else torch.cat((self.ids, idx), dim=1)
         self.keys, self.values, self.freqs = keys, values, freqs
         return logits[:, -T:]

@@ -232,7 +232,7 @@ def mapped_logits(model, pm, L=None):
     pm = check_position_map(pm)
     if model.config.pos_emb != 'rope':
         raise ValueError(f"a position map re-rotates RoPE's queries and keys; this model has pos_emb="
-                         f"{model.config.pos_emb!r}")
+                         f"{model.config.pos_emb!r}: evaluate it without a map")
     if (model.config.rope_scaling or {}).get('start_token_idx'):
         raise ValueError("a position map re-rotates with one frequency table for every position; LongRoPE's "
                          "start_token_idx (n-hat) keeps the first positions on another: set it to 0 to combine them")

@@ -1,10 +1,11 @@
 """Issue 45, items 1-2: lab/measure/combine.py's table, pair by pair. The matrix is generated (itertools.combinations
-over FEATURES, not a hand-picked list): a supported pair is built as one arm with both features on a tiny random model
-and run through eval's arm_form and its scorer (finite losses; where a direct construction exists its numbers match:
-an arm's own crop inside its window is the arm, a position map whose window covers T is the arm without it, the two
-crop forms agree on one layer for every attention class); a refused pair's arm is refused by check_arm in one line
-naming both, and the refusal that already exists in the code (where one does) refuses it too. A planted mismatch, a
-self-crop built without its arm's temperature, is caught by the matrix's own self-crop check."""
+over FEATURES, not a hand-picked list): a supported pair is built as one arm with both features on a tiny random
+model and run through eval's arm_form and its scorer (finite losses; where a direct construction exists its numbers
+match: an arm's own crop inside its window is the arm, a position map whose window covers T is the arm without it,
+the two crop forms agree on one layer for every attention class but FIRE's, tests/test_fire.py); a refused pair's arm
+is refused by check_arm in one line naming both, and the refusal that already exists in the code (where one does)
+refuses it too. A planted mismatch, a self-crop built without its arm's temperature, is caught by the matrix's own
+self-crop check."""
 import re
 from itertools import combinations
 
@@ -13,6 +14,7 @@ import pytest
 import torch
 
 import lab.crop
+import lab.fire  # noqa: F401  registers pos_emb='fire'
 import lab.gated  # noqa: F401  registers attention='gated'
 from configurator import ConfigError
 from lab.measure.arm_specs import check_over_trained_in, scaling_name
@@ -54,8 +56,8 @@ def spec_of(features, n_layer=2):
     f = set(features)
     cfg = dict(block_size=16, vocab_size=V, n_layer=n_layer, n_head=2, n_embd=32,
                attention='_'.join(a.lower() for a in ('SSMax', 'sinks', 'gated') if a in f) or 'causal',  # two: refused
-               pos_emb='alibi' if 'ALiBi' in f else 'rope')
-    if 'layer pattern' in f or ('layer aim' in f and 'ALiBi' not in f):
+               pos_emb='_'.join(a.lower() for a in ('ALiBi', 'FIRE') if a in f) or 'rope')  # two: refused
+    if 'layer pattern' in f or ('layer aim' in f and not f & {'ALiBi', 'FIRE'}):
         cfg.update(layers=PATTERN, n_layer=3)
     own, new = scalings(f)
     if own:
@@ -132,7 +134,8 @@ def check_wide_map(model, arm, mapped):
 
 def check_forms_agree():
     """On one layer the two crop forms see the same keys at the same distances: the same losses, for every attention
-    class (plain, SSMax, sinks, gated, ALiBi)."""
+    class (plain, SSMax, sinks, gated, ALiBi). Not FIRE: its normaliser reads the query's own position, which the
+    truncated crop restarts (lab/crop.py; tests/test_fire.py builds both by hand)."""
     for cls in ((), ('SSMax',), ('sinks',), ('gated',), ('ALiBi',)):
         cfg, arm = spec_of(cls, n_layer=1)
         model = model_of(cfg, arm)
@@ -175,12 +178,18 @@ def refusal_elsewhere(cfg, arm):
             fn()
     own = cfg.get('rope_scaling')
     crop_left_out = lambda: [held(arm, f) for f in ('sliding', 'truncated')] == [None, None]  # noqa: E731
-    alibi_refuses = lambda: raises(lambda: GPTConfig(**cfg), 'would be dropped')  # noqa: E731  (one class per layer)
+    class_taken = lambda: raises(lambda: GPTConfig(**cfg), 'would be dropped')  # noqa: E731  (one class per layer)
     return {
         ('rope scaling', 'trained-in rope type'): lambda: raises(
             lambda: check_over_trained_in(own, arm['scaling'], 'base', 'arm', 'fix'), 'would replace it'),
         ('rope scaling', 'ALiBi'): lambda: raises(lambda: tiny(**cfg).set_rope_scaling(arm['scaling']), 'alibi'),
         ('dynamic scaling', 'ALiBi'): lambda: raises(lambda: tiny(**cfg).set_rope_scaling(arm['scaling']), 'alibi'),
+        ('rope scaling', 'FIRE'): lambda: raises(lambda: tiny(**cfg).set_rope_scaling(arm['scaling']), 'fire'),
+        ('dynamic scaling', 'FIRE'): lambda: raises(lambda: tiny(**cfg).set_rope_scaling(arm['scaling']), 'fire'),
+        ('trained-in rope type', 'FIRE'): lambda: raises(lambda: GPTConfig(**cfg), 'rope_scaling is set'),
+        ('layer pattern', 'FIRE'): lambda: raises(lambda: GPTConfig(**cfg), 'sets RoPE per layer'),
+        ('position map', 'FIRE'): lambda: raises(lambda: mapped_logits(tiny(**cfg), arm['position_map']), 'pos_emb'),
+        ('ALiBi', 'FIRE'): lambda: raises(lambda: GPTConfig(**cfg), "pos_emb='alibi_fire' is unknown"),
         ('trained-in rope type', 'ALiBi'): lambda: raises(lambda: GPTConfig(**cfg), 'rope_scaling is set'),
         ('layer pattern', 'ALiBi'): lambda: raises(lambda: GPTConfig(**cfg), 'sets RoPE per layer'),
         ('position map', 'SSMax'): lambda: raises(lambda: mapped_logits(tiny(**cfg), arm['position_map']),
@@ -188,7 +197,8 @@ def refusal_elsewhere(cfg, arm):
         ('position map', 'ALiBi'): lambda: raises(lambda: mapped_logits(tiny(**cfg), arm['position_map']), 'pos_emb'),
         ('dynamic scaling', 'sliding crop'): crop_left_out, ('dynamic scaling', 'truncated crop'): crop_left_out,
         ('position map', 'sliding crop'): crop_left_out, ('position map', 'truncated crop'): crop_left_out,
-        ('SSMax', 'ALiBi'): alibi_refuses, ('sinks', 'ALiBi'): alibi_refuses, ('gated', 'ALiBi'): alibi_refuses,
+        ('SSMax', 'ALiBi'): class_taken, ('sinks', 'ALiBi'): class_taken, ('gated', 'ALiBi'): class_taken,
+        ('SSMax', 'FIRE'): class_taken, ('sinks', 'FIRE'): class_taken, ('gated', 'FIRE'): class_taken,
         ('SSMax', 'sinks'): lambda: 'ssmax_sinks' not in ATTENTION,
         ('SSMax', 'gated'): lambda: 'ssmax_gated' not in ATTENTION,
         ('sinks', 'gated'): lambda: 'sinks_gated' not in ATTENTION,

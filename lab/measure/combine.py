@@ -13,9 +13,10 @@ from rope_config import is_dynamic
 
 # The features, the more specific first (a dynamic scaling is a rope scaling too; its own refusal names it).
 FEATURES = ('dynamic scaling', 'layer aim', 'rope scaling', 'trained-in rope type', 'layer pattern', 'position map',
-            'sliding crop', 'truncated crop', 'query temperature', 'SSMax', 'sinks', 'gated', 'ALiBi')
+            'sliding crop', 'truncated crop', 'query temperature', 'SSMax', 'sinks', 'gated', 'ALiBi', 'FIRE')
 
 NO_ROPE = "ALiBi has no RoPE"  # (the start of every ALiBi refusal of a RoPE feature)
+FIRE_NO_ROPE = "FIRE has no RoPE (its learned bias interpolates past L by itself, lab/fire.py)"  # (FIRE's alike)
 ONE_CLASS = "one attention class per model (GPTConfig.attention_class)"
 CROP_DYNAMIC = ("a dynamic scale follows the input length, which a crop changes (sliding: the scale of p + 1 tokens "
                 "seeing w keys; truncated: of w), so it is not the arm held to its window (self_crop_arms leaves it "
@@ -37,6 +38,7 @@ _TABLE = {
     ('dynamic scaling', 'sinks'): None,
     ('dynamic scaling', 'gated'): None,
     ('dynamic scaling', 'ALiBi'): f"{NO_ROPE}, so no dynamic scale; evaluate the ALiBi model as trained",
+    ('dynamic scaling', 'FIRE'): f"{FIRE_NO_ROPE}, so no dynamic scale; evaluate the FIRE model as trained",
     ('layer aim', 'rope scaling'): None,  # rope_scaling['layers'] = full | window
     ('layer aim', 'trained-in rope type'): None,
     ('layer aim', 'layer pattern'): None,
@@ -48,6 +50,7 @@ _TABLE = {
     ('layer aim', 'sinks'): None,
     ('layer aim', 'gated'): None,
     ('layer aim', 'ALiBi'): None,  # a temperature on 'nope' scales every ALiBi layer (aimed_layers refuses 'rope')
+    ('layer aim', 'FIRE'): None,  # (FIRE's alike)
     ('rope scaling', 'trained-in rope type'): "a scaling replaces a trained-in rope type, rope.py composes none "
                                               "over it (check_over_trained_in); evaluate the base as trained "
                                               "('default') or scale its own type",
@@ -60,6 +63,7 @@ _TABLE = {
     ('rope scaling', 'sinks'): None,
     ('rope scaling', 'gated'): None,
     ('rope scaling', 'ALiBi'): f"{NO_ROPE} to scale (--rope_types needs a rope model); evaluate it as trained",
+    ('rope scaling', 'FIRE'): f"{FIRE_NO_ROPE} to scale (--rope_types needs a rope model); evaluate it as trained",
     ('trained-in rope type', 'layer pattern'): None,
     ('trained-in rope type', 'position map'): None,  # the map turns by the model's own (trained-in) frequencies
     ('trained-in rope type', 'sliding crop'): None,
@@ -70,6 +74,8 @@ _TABLE = {
     ('trained-in rope type', 'gated'): None,
     ('trained-in rope type', 'ALiBi'): f"{NO_ROPE}, so no rope type is trained into it (GPTConfig refuses "
                                        f"rope_scaling without pos_emb='rope'); drop rope_scaling",
+    ('trained-in rope type', 'FIRE'): f"{FIRE_NO_ROPE}, so no rope type is trained into it (GPTConfig refuses "
+                                      f"rope_scaling without pos_emb='rope'); drop rope_scaling",
     # (a pattern's windowed and chunked layers alike: tests/test_chunked.py builds each pair with chunks by hand)
     ('layer pattern', 'position map'): None,  # NoPE layers keep their own scores, windows and chunks their masks
     ('layer pattern', 'sliding crop'): None,  # a chunk and the crop's window both mask
@@ -80,6 +86,8 @@ _TABLE = {
     ('layer pattern', 'gated'): None,
     ('layer pattern', 'ALiBi'): f"{NO_ROPE} and a layer pattern sets RoPE per layer (GPTConfig); use pos_emb='rope' "
                                 f"for a pattern",
+    ('layer pattern', 'FIRE'): f"{FIRE_NO_ROPE} and a layer pattern sets RoPE per layer (GPTConfig); use "
+                               f"pos_emb='rope' for a pattern",
     ('position map', 'sliding crop'): MAP_CROP,
     ('position map', 'truncated crop'): MAP_CROP,
     ('position map', 'query temperature'): None,
@@ -88,21 +96,25 @@ _TABLE = {
     ('position map', 'sinks'): None,  # the sink joins the mapped scores (chunked_attention)
     ('position map', 'gated'): None,  # the gate multiplies what mapped_attention returns
     ('position map', 'ALiBi'): f"{NO_ROPE} for a map to re-rotate (mapped_logits); evaluate it without a map",
+    ('position map', 'FIRE'): f"{FIRE_NO_ROPE} for a map to re-rotate (mapped_logits); evaluate it without a map",
     ('sliding crop', 'truncated crop'): None,  # one arm has one form; form=both makes two, equal on one layer
     ('sliding crop', 'query temperature'): None,
     ('sliding crop', 'SSMax'): None,  # ln n counts the keys the crop leaves
     ('sliding crop', 'sinks'): None,
     ('sliding crop', 'gated'): None,  # the gate multiplies what window_attention returns
     ('sliding crop', 'ALiBi'): None,
+    ('sliding crop', 'FIRE'): None,  # at the full model's normaliser ψ(max(L_thr, p)): the forms differ (lab/crop.py)
     ('truncated crop', 'query temperature'): None,  # at the true positions of the cut input's tokens
     ('truncated crop', 'SSMax'): None,
     ('truncated crop', 'sinks'): None,
     ('truncated crop', 'gated'): None,  # (GPT._last_layer_at: the gate takes the rows of the queries asked for)
     ('truncated crop', 'ALiBi'): None,
+    ('truncated crop', 'FIRE'): None,  # (FIRE's attend(at=) builds the bias at the positions asked for)
     ('query temperature', 'SSMax'): None,
     ('query temperature', 'sinks'): None,
     ('query temperature', 'gated'): None,  # the queries are scaled before attention, the gate acts after it
     ('query temperature', 'ALiBi'): None,
+    ('query temperature', 'FIRE'): None,  # the queries are scaled, then FIRE's own attention adds its bias
     ('SSMax', 'sinks'): f"{ONE_CLASS} and none has both (model.ATTENTION); train one or the other",
     ('SSMax', 'gated'): f"{ONE_CLASS} and none has both (model.ATTENTION); train one or the other",
     ('SSMax', 'ALiBi'): f"{ONE_CLASS}: pos_emb='alibi' takes it, so SSMax would be dropped (GPTConfig refuses "
@@ -113,6 +125,14 @@ _TABLE = {
                         f"refuses it); train sinks on RoPE or NoPE",
     ('gated', 'ALiBi'): f"{ONE_CLASS}: pos_emb='alibi' takes it, so the gate would be dropped (GPTConfig refuses "
                         f"it); train gated attention on RoPE or NoPE",
+    ('SSMax', 'FIRE'): f"{ONE_CLASS}: pos_emb='fire' takes it, so SSMax would be dropped (GPTConfig refuses "
+                       f"it); train SSMax on RoPE or NoPE",
+    ('sinks', 'FIRE'): f"{ONE_CLASS}: pos_emb='fire' takes it, so the sinks would be dropped (GPTConfig "
+                       f"refuses it); train sinks on RoPE or NoPE",
+    ('gated', 'FIRE'): f"{ONE_CLASS}: pos_emb='fire' takes it, so the gate would be dropped (GPTConfig refuses "
+                       f"it); train gated attention on RoPE or NoPE",
+    ('ALiBi', 'FIRE'): "one position encoding per model (GPTConfig.pos_emb) and none has both (model.POS_EMBS); "
+                       "train one or the other",
 }
 COMBINES = {frozenset(pair): why for pair, why in _TABLE.items()}  # {frozenset of two FEATURES: None | why}
 
@@ -147,7 +167,7 @@ def arm_features(arm):
           'position map': bool(arm.get('position_map')), 'sliding crop': form == 'sliding',
           'truncated crop': form == 'truncated', 'query temperature': bool(temp),
           'SSMax': 'ssmax' in attention, 'sinks': 'sinks' in attention, 'gated': 'gated' in attention,
-          'ALiBi': args.get('pos_emb') == 'alibi'}
+          'ALiBi': 'alibi' in (args.get('pos_emb') or ''), 'FIRE': 'fire' in (args.get('pos_emb') or '')}
     return [f for f in FEATURES if on[f]]
 
 
