@@ -1,8 +1,8 @@
 """
 nanoGPT's GPT (pre-LayerNorm blocks, SDPA attention, GELU MLP, tied embeddings) with a switchable position encoding:
-rope (default), sinusoidal, learned, alibi, fire or none. RoPE comes from rope.py; its scaling (PI, NTK, YaRN, ...) is
-part of the config, and `set_rope_scaling` switches it on a trained model without touching a weight. As in 2025-26
-models, each layer may differ (`layers`): RoPE or NoPE, a window or chunk, its own base, scaled or not
+rope (default), sinusoidal, learned, alibi, fire, cope or none. RoPE comes from rope.py; its scaling (PI, NTK, YaRN,
+...) is part of the config, and `set_rope_scaling` switches it on a trained model without touching a weight. As in
+2025-26 models, each layer may differ (`layers`): RoPE or NoPE, a window or chunk, its own base, scaled or not
 (rope_scaling['layers']). The Llama family is the same GPT with options: RMSNorm, SwiGLU, grouped-query heads
 (n_kv_head), q/k/v biases, an untied head; lab/hf loads GGUF files and Hugging Face folders into it.
 
@@ -21,8 +21,8 @@ from torch.nn import functional as F
 from rope import apply_rope, longrope_start_tokens, plain_inv_freq, rope_cos_sin
 from rope_config import check_scaling, is_dynamic, parse_layers, rope_inv_freq, scaled_layers
 
-POS_EMBS = ('rope', 'sinusoidal', 'learned', 'alibi', 'fire', 'none')
-BIASES = {'alibi': 'ALiBi', 'fire': 'FIRE'}  # the pos_embs that live in their attention class (a room), by name
+POS_EMBS = ('rope', 'sinusoidal', 'learned', 'alibi', 'fire', 'cope', 'none')
+BIASES = {'alibi': 'ALiBi', 'fire': 'FIRE', 'cope': 'CoPE'}  # the pos_embs in their attention class (a room), by name
 NORMS = ('layernorm', 'rmsnorm')
 MLPS = ('gelu', 'swiglu')
 
@@ -35,7 +35,7 @@ class GPTConfig:
     n_embd: int = 128
     dropout: float = 0.0
     bias: bool = False
-    pos_emb: str = 'rope'       # rope | sinusoidal | learned | alibi | fire | none
+    pos_emb: str = 'rope'       # rope | sinusoidal | learned | alibi | fire | cope | none
     rope_base: float = 10000.0
     rope_scaling: dict = None   # Hugging Face style rope_scaling dict, None = plain RoPE
     attention: str = 'causal'   # a class of ATTENTION: 'causal' here; rooms add more (lab/copy_mix.py: 'smear_keys')
@@ -77,7 +77,7 @@ class GPTConfig:
                  f"dropped; use attention='causal' with {BIASES.get(self.pos_emb)}, or another pos_emb"),
                 (self.attention_class not in ATTENTION,
                  f"attention={self.attention_class!r} is unknown ({', '.join(ATTENTION)}); import the room that "
-                 f"registers it (lab.alibi for pos_emb='alibi', lab.fire for 'fire', lab.copy_mix for 'smear_keys')")):
+                 f"registers it (lab.alibi, lab.fire, lab.cope for those pos_embs, lab.copy_mix for 'smear_keys')")):
             if bad:
                 raise ValueError(why)
         self.rope_scaling = check_scaling(self.rope_scaling, self.rope_base)  # HF forms too (lab/hf/config.py)

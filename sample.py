@@ -13,9 +13,9 @@ a position map (rerope:window=64, leaky_rerope:window=64:k=16, self_extend:windo
 without training; empty keeps the model as it was trained. Its factor is --factor, or when
 that is 0: (prompt + new tokens) / L, at least 1, for the static types, and 1 for the dynamic ones (their scale
 then follows l / L as the text grows). L is the checkpoint's training length.
-The KV cache (lab/kv_cache.py) is exact for every rope type, for smeared keys and for FIRE; --kv_cache=False
-recomputes the whole prefix for every token (the slow reference), and so does a model the cache does not cover
-(ALiBi, a position map): the line printed first says which.
+The KV cache (lab/kv_cache.py) is exact for every rope type, for smeared keys, for FIRE and for CoPE;
+--kv_cache=False recomputes the whole prefix for every token (the slow reference), and so does a model the cache does
+not cover (ALiBi, a position map): the line printed first says which.
 """
 import math
 import os
@@ -30,7 +30,7 @@ from lab.engine.device import autocast_context, pick_device
 from data.sources import get_tokenizer
 from lab import kv_cache
 # register their attention classes, so every checkpoint loads
-import lab.alibi, lab.copy_mix, lab.fire, lab.gated, lab.sinks, lab.temperature  # noqa: E401,F401
+import lab.alibi, lab.cope, lab.copy_mix, lab.fire, lab.gated, lab.sinks, lab.temperature  # noqa: E401,F401
 import lab.hf.gguf, lab.hf.weights  # noqa: E401,F401  register the gguf: and hf: checkpoint loaders (real models' weights)
 from lab.position_maps import is_position_map_spec, mapped_attention, parse_position_map, position_map_name
 from data.common import model_from_checkpoint

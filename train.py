@@ -29,7 +29,7 @@ from lab.engine.cli import cli
 from data.common import (atomic_torch_save, atomic_write_text, check_vocab, data_dir_of, doc_windows, fetch_windows,
                          load_checkpoint, load_meta, load_split, model_args, model_from_checkpoint)
 # register their attention classes, so every model builds and loads
-import lab.alibi, lab.copy_mix, lab.fire, lab.gated, lab.sinks, lab.temperature  # noqa: E401,F401
+import lab.alibi, lab.cope, lab.copy_mix, lab.fire, lab.gated, lab.sinks, lab.temperature  # noqa: E401,F401
 from lab.engine import batches, bench  # batches: PoSE windows and synthetic copies
 from lab.engine.ddp import StopOnSignal, from_rank0, in_group, rng_states  # several processes, Ctrl-C
 from lab.engine.device import ddp_ranks, setup_device  # cpu / cuda / mps, autocast, torchrun's ranks
@@ -53,7 +53,7 @@ DEFAULTS = dict(
     **batches.DEFAULTS,           # PoSE (pose, pose_len, pose_chunks) and synthetic copies (copy_*): lab/engine/batches.py
     # model
     n_layer=4, n_head=4, n_embd=128, dropout=0.0, bias=False, layers=None,  # layers: per-layer positions (model.py)
-    pos_emb='rope',               # rope | sinusoidal | learned | alibi | fire (lab/fire.py) | none
+    pos_emb='rope',               # rope | sinusoidal | learned | alibi | fire (lab/fire.py) | cope (lab/cope.py) | none
     rope_base=10000.0,
     rope_scaling=None,            # a rope type trained in, e.g. {'rope_type': 'proportional', 'partial_rotary_factor': 0.25}
     attention='causal',           # causal | smear_keys (lab/copy_mix.py) | ssmax (lab/temperature.py) | sinks (lab/sinks.py)

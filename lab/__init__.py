@@ -3,8 +3,8 @@ The lab's rooms. The spine (rope.py, rope_config.py, model.py) imports none of t
 never a script; the scripts (train.py, finetune_long.py, eval.py, sample.py, search_longrope.py) use the rooms
 through their public functions. Imports only go down and never in a circle (tests/test_spine.py walks the graph,
 function-local imports included). Importing this package imports nothing (lab.verdicts.stats needs no torch); a
-script that loads checkpoints imports lab.alibi, lab.copy_mix, lab.fire, lab.gated, lab.sinks and lab.temperature,
-which register their attention classes with model.py.
+script that loads checkpoints imports lab.alibi, lab.cope, lab.copy_mix, lab.fire, lab.gated, lab.sinks and
+lab.temperature, which register their attention classes with model.py.
 
 The methods and controls a learner came for, one file each:
 
@@ -18,6 +18,8 @@ The methods and controls a learner came for, one file each:
   alibi            ALiBi, the relative-bias baseline (attention of pos_emb='alibi')
   fire             FIRE, a learned bias of the distance over the query's position, progressive interpolation
                    (attention of pos_emb='fire')
+  cope             CoPE, contextual positions: a key's position counts the tokens the query's gates open on, and
+                   what each head counts (attention of pos_emb='cope'; python -m lab.cope)
   pose             PoSE position ids: train short, see long positions
   copy_mix         synthetic copies in training windows and smeared keys (attention='smear_keys'), so a base retrieves
   kv_cache         the KV cache and cached decoding (sample.py)

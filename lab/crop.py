@@ -24,6 +24,7 @@ causal, sinks, ALiBi, NoPE, and SSMax, whose ln n counts only the keys the crop 
 not FIRE (lab/fire.py): its bias divides by ψ(max(L_thr, i)) at the query's own position, so past w the sliding crop
 scores the window's distances with the full model's normaliser ψ(max(L_thr, p)) and the truncated one with
 ψ(max(L_thr, w - 1)) (at w = L: as trained): the two agree at p < w and where p <= L_thr, and differ past both;
+CoPE (lab/cope.py) does: key j's position counts the gates of keys j..i only, all in the window when j is;
 an arm's query temperature (lab/temperature.py) runs in both, at the query's true position p with n = the keys it
 sees. Not smeared keys (lab/copy_mix.py): their first key in the sliding window mixes in the token before it.
 A chunked layer (layers='rope:c=C', Llama 4) keeps its chunks in the sliding form (counted from the input's first

@@ -23,6 +23,8 @@ count from its first (Llama 4: from cache position 0).
   * Gated attention (lab/gated.py): causal attention, which the cache's reproduces; each fed token's row is gated after.
   * FIRE (lab/fire.py, cache_at): its bias reads the query's position, so the cache runs the layer's own attend with
     the new queries' positions (at=) over every cached key; the forward gets no position ids (FIRE takes none).
+  * CoPE (lab/cope.py, cache_at) alike: every cached key's position counts the gates of the new query, so its attend
+    recomputes them from the cached keys at each step.
 ALiBi's bias is not covered: generate() recomputes the prefix for it.
 """
 import torch
@@ -36,12 +38,12 @@ def blocker(model):
     """What keeps the cache from being exact for this model (None: nothing): ALiBi's bias, or an attention class
     with its own attend (Scalable-Softmax: lab/temperature.py), which the cache's attention would bypass; a class
     whose attend is causal attention's says so (cache_exact: lab/gated.py, whose gate acts after the seam), and one
-    whose attend takes the queries' positions (cache_at: lab/fire.py) is run with them."""
+    whose attend takes the queries' positions (cache_at: lab/fire.py, lab/cope.py) is run with them."""
     if model.config.pos_emb == 'alibi':
         return 'pos_emb=alibi'
     own = [type(b.attn).__name__ for b in model.transformer.h if type(b.attn).attend is not CausalSelfAttention.attend
            and not getattr(b.attn, 'cache_exact', False)  # (gated attention: causal attention, its gate after)
-           and not getattr(b.attn, 'cache_at', False)]  # (FIRE: its own attend, told the queries' positions)
+           and not getattr(b.attn, 'cache_at', False)]  # (FIRE, CoPE: their own attend, told the queries' positions)
     return f"attention={model.config.attention!r}" if own else None
 
 
@@ -101,7 +103,7 @@ class KVCache:
                                                              attn.chunk)
             return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         pos = torch.arange(past - back, past + idx.size(1), device=idx.device)
-        logits = model(feed, pos=None if model.config.pos_emb in BIASES else pos, attend=attend)[0]  # (FIRE: at=)
+        logits = model(feed, pos=None if model.config.pos_emb in BIASES else pos, attend=attend)[0]  # (FIRE, CoPE: at=)
         self.ids = idx if past == 0 else torch.cat((self.ids, idx), dim=1)
         self.keys, self.values, self.freqs = keys, values, freqs
         return logits[:, -T:]

@@ -53,7 +53,8 @@ from lab.measure.arms import arm_model, expand_ckpts, plan_arms
 from lab.pictures.pair_plots import draw_pairs
 from lab.verdicts.summary_json import csv_text, json_text
 from rope import critical_dimension
-import lab.alibi, lab.copy_mix, lab.fire, lab.gated, lab.sinks, lab.temperature  # noqa: E401,F401  their classes load
+# their attention classes load
+import lab.alibi, lab.cope, lab.copy_mix, lab.fire, lab.gated, lab.sinks, lab.temperature  # noqa: E401,F401
 import lab.hf.gguf, lab.hf.weights  # noqa: E401,F401  the gguf: and hf: checkpoint loaders
 
 DEFAULTS = dict(

@@ -2,10 +2,10 @@
 over FEATURES, not a hand-picked list): a supported pair is built as one arm with both features on a tiny random
 model and run through eval's arm_form and its scorer (finite losses; where a direct construction exists its numbers
 match: an arm's own crop inside its window is the arm, a position map whose window covers T is the arm without it,
-the two crop forms agree on one layer for every attention class but FIRE's, tests/test_fire.py); a refused pair's arm
-is refused by check_arm in one line naming both, and the refusal that already exists in the code (where one does)
-refuses it too. A planted mismatch, a self-crop built without its arm's temperature, is caught by the matrix's own
-self-crop check."""
+the two crop forms agree on one layer for every attention class but FIRE's, tests/test_fire.py, CoPE's included); a
+refused pair's arm is refused by check_arm in one line naming both, and the refusal that already exists in the code
+(where one does) refuses it too. A planted mismatch, a self-crop built without its arm's temperature, is caught by the
+matrix's own self-crop check."""
 import re
 from itertools import combinations
 
@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import lab.crop
+import lab.cope  # noqa: F401  registers pos_emb='cope'
 import lab.fire  # noqa: F401  registers pos_emb='fire'
 import lab.gated  # noqa: F401  registers attention='gated'
 from configurator import ConfigError
@@ -56,8 +57,8 @@ def spec_of(features, n_layer=2):
     f = set(features)
     cfg = dict(block_size=16, vocab_size=V, n_layer=n_layer, n_head=2, n_embd=32,
                attention='_'.join(a.lower() for a in ('SSMax', 'sinks', 'gated') if a in f) or 'causal',  # two: refused
-               pos_emb='_'.join(a.lower() for a in ('ALiBi', 'FIRE') if a in f) or 'rope')  # two: refused
-    if 'layer pattern' in f or ('layer aim' in f and not f & {'ALiBi', 'FIRE'}):
+               pos_emb='_'.join(a.lower() for a in ('ALiBi', 'FIRE', 'CoPE') if a in f) or 'rope')  # two: refused
+    if 'layer pattern' in f or ('layer aim' in f and not f & {'ALiBi', 'FIRE', 'CoPE'}):
         cfg.update(layers=PATTERN, n_layer=3)
     own, new = scalings(f)
     if own:
@@ -93,12 +94,16 @@ def forms_of(pair):
 def model_of(cfg, arm):
     """The tiny random model of cfg with the arm's scaling switched on, as eval.py's measure_run does for a
     zero-shot arm. A gated model's gate weights x30: gates spread over (0, 1) token by token, not all ~0.5, so a gate
-    taken from the wrong token's row shows in the losses."""
+    taken from the wrong token's row shows in the losses. A CoPE model's position embeddings N(0, 0.5²) instead of its
+    zeros (as trained from scratch: NoPE), so a position counted wrong shows too."""
     model = tiny(**cfg)
     with torch.no_grad():
         for block in model.transformer.h:
             if hasattr(block.attn, 'c_gate'):
                 block.attn.c_gate.weight.mul_(30.0)
+            if hasattr(block.attn, 'cope_e'):
+                block.attn.cope_e.copy_(0.5 * torch.randn(block.attn.cope_e.shape,
+                                                          generator=torch.Generator().manual_seed(2)))
     if model.config.pos_emb == 'rope':
         model.set_rope_scaling(arm['scaling'])
     return model
@@ -134,9 +139,10 @@ def check_wide_map(model, arm, mapped):
 
 def check_forms_agree():
     """On one layer the two crop forms see the same keys at the same distances: the same losses, for every attention
-    class (plain, SSMax, sinks, gated, ALiBi). Not FIRE: its normaliser reads the query's own position, which the
-    truncated crop restarts (lab/crop.py; tests/test_fire.py builds both by hand)."""
-    for cls in ((), ('SSMax',), ('sinks',), ('gated',), ('ALiBi',)):
+    class (plain, SSMax, sinks, gated, ALiBi, CoPE: key j's position counts keys j..i, all in the window). Not FIRE:
+    its normaliser reads the query's own position, which the truncated crop restarts (lab/crop.py; tests/test_fire.py
+    builds both by hand)."""
+    for cls in ((), ('SSMax',), ('sinks',), ('gated',), ('ALiBi',), ('CoPE',)):
         cfg, arm = spec_of(cls, n_layer=1)
         model = model_of(cfg, arm)
         slide, cut = (check_self_crop(model, arm, f) for f in ('sliding', 'truncated'))
@@ -190,6 +196,13 @@ def refusal_elsewhere(cfg, arm):
         ('layer pattern', 'FIRE'): lambda: raises(lambda: GPTConfig(**cfg), 'sets RoPE per layer'),
         ('position map', 'FIRE'): lambda: raises(lambda: mapped_logits(tiny(**cfg), arm['position_map']), 'pos_emb'),
         ('ALiBi', 'FIRE'): lambda: raises(lambda: GPTConfig(**cfg), "pos_emb='alibi_fire' is unknown"),
+        ('rope scaling', 'CoPE'): lambda: raises(lambda: tiny(**cfg).set_rope_scaling(arm['scaling']), 'cope'),
+        ('dynamic scaling', 'CoPE'): lambda: raises(lambda: tiny(**cfg).set_rope_scaling(arm['scaling']), 'cope'),
+        ('trained-in rope type', 'CoPE'): lambda: raises(lambda: GPTConfig(**cfg), 'rope_scaling is set'),
+        ('layer pattern', 'CoPE'): lambda: raises(lambda: GPTConfig(**cfg), 'sets RoPE per layer'),
+        ('position map', 'CoPE'): lambda: raises(lambda: mapped_logits(tiny(**cfg), arm['position_map']), 'pos_emb'),
+        ('ALiBi', 'CoPE'): lambda: raises(lambda: GPTConfig(**cfg), "pos_emb='alibi_cope' is unknown"),
+        ('FIRE', 'CoPE'): lambda: raises(lambda: GPTConfig(**cfg), "pos_emb='fire_cope' is unknown"),
         ('trained-in rope type', 'ALiBi'): lambda: raises(lambda: GPTConfig(**cfg), 'rope_scaling is set'),
         ('layer pattern', 'ALiBi'): lambda: raises(lambda: GPTConfig(**cfg), 'sets RoPE per layer'),
         ('position map', 'SSMax'): lambda: raises(lambda: mapped_logits(tiny(**cfg), arm['position_map']),
@@ -199,6 +212,7 @@ def refusal_elsewhere(cfg, arm):
         ('position map', 'sliding crop'): crop_left_out, ('position map', 'truncated crop'): crop_left_out,
         ('SSMax', 'ALiBi'): class_taken, ('sinks', 'ALiBi'): class_taken, ('gated', 'ALiBi'): class_taken,
         ('SSMax', 'FIRE'): class_taken, ('sinks', 'FIRE'): class_taken, ('gated', 'FIRE'): class_taken,
+        ('SSMax', 'CoPE'): class_taken, ('sinks', 'CoPE'): class_taken, ('gated', 'CoPE'): class_taken,
         ('SSMax', 'sinks'): lambda: 'ssmax_sinks' not in ATTENTION,
         ('SSMax', 'gated'): lambda: 'ssmax_gated' not in ATTENTION,
         ('sinks', 'gated'): lambda: 'sinks_gated' not in ATTENTION,

@@ -117,7 +117,7 @@ def test_the_methods_are_at_the_top_of_lab():
     """A reader looking for a method finds it in lab/'s listing; the machinery sits in packages named by concern."""
     top = {n[:-3] for n in os.listdir(os.path.join(ROOT, 'lab')) if n.endswith('.py') and n != '__init__.py'}
     packages = {n for n in os.listdir(os.path.join(ROOT, 'lab')) if os.path.isfile(os.path.join(ROOT, 'lab', n, '__init__.py'))}
-    assert {'position_maps', 'crop', 'temperature', 'sinks', 'alibi', 'fire', 'pose', 'kv_cache',
+    assert {'position_maps', 'crop', 'temperature', 'sinks', 'alibi', 'fire', 'cope', 'pose', 'kv_cache',
             'longrope_search'} <= top
     assert packages == {'measure', 'verdicts', 'pictures', 'engine', 'hf'}
     index = __import__('lab').__doc__
@@ -141,10 +141,12 @@ def test_make_bases_runs_the_demo_eval_it_combines_first(tmp_path):
 
 @pytest.mark.parametrize('script', ['train', 'finetune_long', 'eval', 'sample', 'search_longrope', 'lab.hf.export'])
 def test_every_script_registers_the_attention_rooms(script):
-    """A script that builds or loads models imports lab.alibi, lab.fire and lab.copy_mix itself (model.py names no
-    room), so `python train.py --pos_emb=alibi` (or fire) and a smeared-key checkpoint work from every entry point."""
+    """A script that builds or loads models imports lab.alibi, lab.fire, lab.cope and lab.copy_mix itself (model.py
+    names no room), so `python train.py --pos_emb=alibi` (or fire, cope) and a smeared-key checkpoint work from every
+    entry point."""
     code = (f"import {script}; from model import GPTConfig; GPTConfig(pos_emb='alibi'); GPTConfig(pos_emb='fire'); "
-            f"GPTConfig(attention='smear_keys'); GPTConfig(attention='smear_keys_ssmax'); print('ok')")
+            f"GPTConfig(pos_emb='cope'); GPTConfig(attention='smear_keys'); GPTConfig(attention='smear_keys_ssmax'); "
+            f"print('ok')")
     out = subprocess.run([sys.executable, '-c', code], cwd=ROOT, capture_output=True, text=True)
     assert out.stdout.strip() == 'ok', out.stderr[-500:]
 

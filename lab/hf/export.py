@@ -21,9 +21,9 @@ default, linear, dynamic, yarn, llama3 and longrope as themselves; ntk as 'defau
 b*s^(d/(d-2)); ntk_by_parts (and any other static per-pair curve) as 'longrope' with equal short and long factors
 f_i = theta_i / theta'_i and an explicit attention_factor. L goes to max_position_embeddings for 'dynamic' (HF reads
 it there) and to original_max_position_embeddings for yarn, llama3 and longrope, with max_position_embeddings = s*L.
-Refused, with what to do instead: smeared keys, gated attention, SSMax, sinks, ALiBi / FIRE / sinusoidal / learned /
-no positions, Dynamic YaRN, LongRoPE with n-hat > 0 (start_token_idx: HF has no such key), position maps. --rope_type
-switches an arm spec on before export (eval.py's spec: yarn:beta_fast=8, ...).
+Refused, with what to do instead: smeared keys, gated attention, SSMax, sinks, ALiBi / FIRE / CoPE / sinusoidal /
+learned / no positions, Dynamic YaRN, LongRoPE with n-hat > 0 (start_token_idx: HF has no such key), position maps.
+--rope_type switches an arm spec on before export (eval.py's spec: yarn:beta_fast=8, ...).
 """
 import json
 import os
@@ -37,7 +37,7 @@ from lab.engine.cli import cli
 from data.common import atomic_write, atomic_write_text, load_checkpoint, train_len
 from data.sources import CHAR_EOT, GPT2_EOT, gpt2_files_on_disk
 # register their attention classes, so every checkpoint loads
-import lab.alibi, lab.copy_mix, lab.fire, lab.gated, lab.sinks, lab.temperature  # noqa: E401,F401
+import lab.alibi, lab.cope, lab.copy_mix, lab.fire, lab.gated, lab.sinks, lab.temperature  # noqa: E401,F401
 import lab.hf.gguf, lab.hf.weights  # noqa: E401,F401  register the gguf: and hf: checkpoint loaders (real models' weights)
 from data.common import checkpoint_args, model_from_checkpoint
 from rope import plain_inv_freq
@@ -63,8 +63,9 @@ REFUSED = {  # rope types that transformers cannot express, and what to do inste
 ATTENTION_WHAT = {'gated': "gated attention: each head's output times a sigmoid gate, in neither GPT-NeoX nor Llama",
                   'smear_keys': 'smeared keys: each key mixed with the previous one',
                   'ssmax': "Scalable-Softmax: queries times a learned s ln n", 'sinks': 'a learned sink logit per head'}
-POS_EMB_FIX = {'alibi': 'ALiBi', 'fire': 'FIRE: a learned bias of the normalised distance', 'sinusoidal':
-               'sinusoidal positions', 'learned': 'learned positions', 'none': 'no positions (NoPE)'}
+POS_EMB_FIX = {'alibi': 'ALiBi', 'fire': 'FIRE: a learned bias of the normalised distance',
+               'cope': 'CoPE: positions that count the tokens gates open on', 'sinusoidal': 'sinusoidal positions',
+               'learned': 'learned positions', 'none': 'no positions (NoPE)'}
 FILES = ('config.json', 'generation_config.json', 'model.safetensors', 'README.md', 'vocab.json', 'merges.txt',
          'tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json')  # what an export may write
 

@@ -13,10 +13,11 @@ from rope_config import is_dynamic
 
 # The features, the more specific first (a dynamic scaling is a rope scaling too; its own refusal names it).
 FEATURES = ('dynamic scaling', 'layer aim', 'rope scaling', 'trained-in rope type', 'layer pattern', 'position map',
-            'sliding crop', 'truncated crop', 'query temperature', 'SSMax', 'sinks', 'gated', 'ALiBi', 'FIRE')
+            'sliding crop', 'truncated crop', 'query temperature', 'SSMax', 'sinks', 'gated', 'ALiBi', 'FIRE', 'CoPE')
 
 NO_ROPE = "ALiBi has no RoPE"  # (the start of every ALiBi refusal of a RoPE feature)
 FIRE_NO_ROPE = "FIRE has no RoPE (its learned bias interpolates past L by itself, lab/fire.py)"  # (FIRE's alike)
+COPE_NO_ROPE = "CoPE has no RoPE (its positions count what its gates open on, lab/cope.py)"  # (CoPE's alike)
 ONE_CLASS = "one attention class per model (GPTConfig.attention_class)"
 CROP_DYNAMIC = ("a dynamic scale follows the input length, which a crop changes (sliding: the scale of p + 1 tokens "
                 "seeing w keys; truncated: of w), so it is not the arm held to its window (self_crop_arms leaves it "
@@ -39,6 +40,7 @@ _TABLE = {
     ('dynamic scaling', 'gated'): None,
     ('dynamic scaling', 'ALiBi'): f"{NO_ROPE}, so no dynamic scale; evaluate the ALiBi model as trained",
     ('dynamic scaling', 'FIRE'): f"{FIRE_NO_ROPE}, so no dynamic scale; evaluate the FIRE model as trained",
+    ('dynamic scaling', 'CoPE'): f"{COPE_NO_ROPE}, so no dynamic scale; evaluate the CoPE model as trained",
     ('layer aim', 'rope scaling'): None,  # rope_scaling['layers'] = full | window
     ('layer aim', 'trained-in rope type'): None,
     ('layer aim', 'layer pattern'): None,
@@ -51,6 +53,7 @@ _TABLE = {
     ('layer aim', 'gated'): None,
     ('layer aim', 'ALiBi'): None,  # a temperature on 'nope' scales every ALiBi layer (aimed_layers refuses 'rope')
     ('layer aim', 'FIRE'): None,  # (FIRE's alike)
+    ('layer aim', 'CoPE'): None,  # (CoPE's alike)
     ('rope scaling', 'trained-in rope type'): "a scaling replaces a trained-in rope type, rope.py composes none "
                                               "over it (check_over_trained_in); evaluate the base as trained "
                                               "('default') or scale its own type",
@@ -64,6 +67,7 @@ _TABLE = {
     ('rope scaling', 'gated'): None,
     ('rope scaling', 'ALiBi'): f"{NO_ROPE} to scale (--rope_types needs a rope model); evaluate it as trained",
     ('rope scaling', 'FIRE'): f"{FIRE_NO_ROPE} to scale (--rope_types needs a rope model); evaluate it as trained",
+    ('rope scaling', 'CoPE'): f"{COPE_NO_ROPE} to scale (--rope_types needs a rope model); evaluate it as trained",
     ('trained-in rope type', 'layer pattern'): None,
     ('trained-in rope type', 'position map'): None,  # the map turns by the model's own (trained-in) frequencies
     ('trained-in rope type', 'sliding crop'): None,
@@ -75,6 +79,8 @@ _TABLE = {
     ('trained-in rope type', 'ALiBi'): f"{NO_ROPE}, so no rope type is trained into it (GPTConfig refuses "
                                        f"rope_scaling without pos_emb='rope'); drop rope_scaling",
     ('trained-in rope type', 'FIRE'): f"{FIRE_NO_ROPE}, so no rope type is trained into it (GPTConfig refuses "
+                                      f"rope_scaling without pos_emb='rope'); drop rope_scaling",
+    ('trained-in rope type', 'CoPE'): f"{COPE_NO_ROPE}, so no rope type is trained into it (GPTConfig refuses "
                                       f"rope_scaling without pos_emb='rope'); drop rope_scaling",
     # (a pattern's windowed and chunked layers alike: tests/test_chunked.py builds each pair with chunks by hand)
     ('layer pattern', 'position map'): None,  # NoPE layers keep their own scores, windows and chunks their masks
@@ -88,6 +94,8 @@ _TABLE = {
                                 f"for a pattern",
     ('layer pattern', 'FIRE'): f"{FIRE_NO_ROPE} and a layer pattern sets RoPE per layer (GPTConfig); use "
                                f"pos_emb='rope' for a pattern",
+    ('layer pattern', 'CoPE'): f"{COPE_NO_ROPE} and a layer pattern sets RoPE per layer (GPTConfig); use "
+                               f"pos_emb='rope' for a pattern",
     ('position map', 'sliding crop'): MAP_CROP,
     ('position map', 'truncated crop'): MAP_CROP,
     ('position map', 'query temperature'): None,
@@ -97,6 +105,7 @@ _TABLE = {
     ('position map', 'gated'): None,  # the gate multiplies what mapped_attention returns
     ('position map', 'ALiBi'): f"{NO_ROPE} for a map to re-rotate (mapped_logits); evaluate it without a map",
     ('position map', 'FIRE'): f"{FIRE_NO_ROPE} for a map to re-rotate (mapped_logits); evaluate it without a map",
+    ('position map', 'CoPE'): f"{COPE_NO_ROPE} for a map to re-rotate (mapped_logits); evaluate it without a map",
     ('sliding crop', 'truncated crop'): None,  # one arm has one form; form=both makes two, equal on one layer
     ('sliding crop', 'query temperature'): None,
     ('sliding crop', 'SSMax'): None,  # ln n counts the keys the crop leaves
@@ -104,17 +113,20 @@ _TABLE = {
     ('sliding crop', 'gated'): None,  # the gate multiplies what window_attention returns
     ('sliding crop', 'ALiBi'): None,
     ('sliding crop', 'FIRE'): None,  # at the full model's normaliser ψ(max(L_thr, p)): the forms differ (lab/crop.py)
+    ('sliding crop', 'CoPE'): None,  # key j's position counts keys j..i, all in the window: the forms agree (one layer)
     ('truncated crop', 'query temperature'): None,  # at the true positions of the cut input's tokens
     ('truncated crop', 'SSMax'): None,
     ('truncated crop', 'sinks'): None,
     ('truncated crop', 'gated'): None,  # (GPT._last_layer_at: the gate takes the rows of the queries asked for)
     ('truncated crop', 'ALiBi'): None,
     ('truncated crop', 'FIRE'): None,  # (FIRE's attend(at=) builds the bias at the positions asked for)
+    ('truncated crop', 'CoPE'): None,  # (CoPE's attend(at=) counts the gates of the queries asked for)
     ('query temperature', 'SSMax'): None,
     ('query temperature', 'sinks'): None,
     ('query temperature', 'gated'): None,  # the queries are scaled before attention, the gate acts after it
     ('query temperature', 'ALiBi'): None,
     ('query temperature', 'FIRE'): None,  # the queries are scaled, then FIRE's own attention adds its bias
+    ('query temperature', 'CoPE'): None,  # the scaled queries sharpen CoPE's gates too: the positions move with it
     ('SSMax', 'sinks'): f"{ONE_CLASS} and none has both (model.ATTENTION); train one or the other",
     ('SSMax', 'gated'): f"{ONE_CLASS} and none has both (model.ATTENTION); train one or the other",
     ('SSMax', 'ALiBi'): f"{ONE_CLASS}: pos_emb='alibi' takes it, so SSMax would be dropped (GPTConfig refuses "
@@ -133,6 +145,16 @@ _TABLE = {
                        f"it); train gated attention on RoPE or NoPE",
     ('ALiBi', 'FIRE'): "one position encoding per model (GPTConfig.pos_emb) and none has both (model.POS_EMBS); "
                        "train one or the other",
+    ('SSMax', 'CoPE'): f"{ONE_CLASS}: pos_emb='cope' takes it, so SSMax would be dropped (GPTConfig refuses "
+                       f"it); train SSMax on RoPE or NoPE",
+    ('sinks', 'CoPE'): f"{ONE_CLASS}: pos_emb='cope' takes it, so the sinks would be dropped (GPTConfig "
+                       f"refuses it); train sinks on RoPE or NoPE",
+    ('gated', 'CoPE'): f"{ONE_CLASS}: pos_emb='cope' takes it, so the gate would be dropped (GPTConfig refuses "
+                       f"it); train gated attention on RoPE or NoPE",
+    ('ALiBi', 'CoPE'): "one position encoding per model (GPTConfig.pos_emb) and none has both (model.POS_EMBS); "
+                       "train one or the other",
+    ('FIRE', 'CoPE'): "one position encoding per model (GPTConfig.pos_emb) and none has both (model.POS_EMBS); "
+                      "train one or the other",
 }
 COMBINES = {frozenset(pair): why for pair, why in _TABLE.items()}  # {frozenset of two FEATURES: None | why}
 
@@ -167,7 +189,8 @@ def arm_features(arm):
           'position map': bool(arm.get('position_map')), 'sliding crop': form == 'sliding',
           'truncated crop': form == 'truncated', 'query temperature': bool(temp),
           'SSMax': 'ssmax' in attention, 'sinks': 'sinks' in attention, 'gated': 'gated' in attention,
-          'ALiBi': 'alibi' in (args.get('pos_emb') or ''), 'FIRE': 'fire' in (args.get('pos_emb') or '')}
+          'ALiBi': 'alibi' in (args.get('pos_emb') or ''), 'FIRE': 'fire' in (args.get('pos_emb') or ''),
+          'CoPE': 'cope' in (args.get('pos_emb') or '')}
     return [f for f in FEATURES if on[f]]
 
 

@@ -95,13 +95,13 @@ METHOD_COLORS = {'base': 'black', 'crop': '#7f7f7f', 'linear': '#d62728', 'ntk':
                  'dynamic_yarn': '#17becf', 'llama3': '#e377c2', 'longrope': '#6b3d9a', 'abf': '#b15928',
                  'proportional': '#a6761d', 'clip': '#666600', 'leaky_rerope': '#66a61e', 'self_extend': '#1b9e77',
                  'dca': '#e7298a', 'sinusoidal': '#393b79', 'alibi': '#637939', 'none': '#843c39', 'learned': '#7b4173',
-                 'fire': '#8c6d31'}
+                 'fire': '#8c6d31', 'cope': '#e7ba52'}
 
 
 def method_of(arm):
     """An arm's method, the key of its colour: 'crop' for a crop, its position map's method, else its rope type
-    ('default': plain RoPE), else its position encoding (sinusoidal, alibi, fire, none, learned); None for what has no
-    fixed colour."""
+    ('default': plain RoPE), else its position encoding (sinusoidal, alibi, fire, cope, none, learned); None for what
+    has no fixed colour."""
     if arm.get('crop'):
         return 'crop'
     m = (arm.get('position_map') or {}).get('method') or (arm.get('rope_type') if arm.get('pos_emb', 'rope') == 'rope'
