@@ -18,7 +18,7 @@ quick:                # the story in minutes: a small base at L=128, plain RoPE 
 demo: install data train-copy finetune pose longrope eval  # the whole CPU pipeline below, in order (27 min 15 s and 27 min 39 s from clean clones on 2 cores; 26 min 53 s on an Intel Xeon)
 
 install:              # what requirements.txt lists, unless it is already importable
-	$(PY) -c "import torch, numpy, scipy, tiktoken, tqdm, matplotlib, pytest" 2>/dev/null || $(PY) -m pip install -r requirements.txt
+	$(PY) -c "import torch, numpy, scipy, tiktoken, tqdm, matplotlib, pytest, xdist, gguf" 2>/dev/null || $(PY) -m pip install -r requirements.txt
 
 data:                 # character-level Shakespeare, 4 plays held out (~5 s)
 	$(PY) data/shakespeare_char/prepare.py
@@ -60,10 +60,10 @@ out/char-eval-test/summary.json:  # the test split's eval, which `make bases-tes
 real-model-core: real-model-data  # the study's core: as shipped, the crop, PI and YaRN (4 of the 8 arms, the same windows and passkeys), one contrast (1 h 2 min 52 s on 2 cores, peak 8.95 GB)
 	$(PY) eval.py config/eval_real_model_cpu.py --rope_types=default,crop:form=sliding,linear,yarn --contrasts='yarn_s1.5_zero-shot | linear_s1.5_zero-shot' --out_dir=out/real-model-core
 
-real-model-rest: real-model-ntk real-model-dynamic real-model-rerope real-model-self-extend  # the study's other 4 arms, one eval each (a stopped run keeps the arms it finished); make -j2 real-model-rest runs two side by side, one thread each (NTK-aware 37 min, ReRoPE 58 min, Self-Extend 53 min on 2 busy cores; Dynamic NTK unfinished after 1 h 43 min)
+real-model-rest: real-model-ntk real-model-dynamic real-model-rerope real-model-self-extend  # the study's other 4 arms, one eval each (a stopped run keeps the arms it finished); make -j2 real-model-rest runs two side by side, one thread each (NTK-aware 37 min, ReRoPE 58 min, Self-Extend 53 min, Dynamic NTK 1 h 0 min on 2 busy cores)
 real-model-ntk: real-model-data  # NTK-aware at s = 1.5, one thread (37 min)
 	OMP_NUM_THREADS=1 $(PY) eval.py config/eval_real_model_cpu.py --contrasts= --out_dir=out/$@ --rope_types=ntk
-real-model-dynamic: real-model-data  # Dynamic NTK, one thread: a forward per sampled position, its entropy at 4 per bucket past L (--grid=4)
+real-model-dynamic: real-model-data  # Dynamic NTK, one thread (1 h 0 min): a forward per sampled position, its entropy at 4 past L (--grid=4)
 	OMP_NUM_THREADS=1 $(PY) eval.py config/eval_real_model_cpu.py --contrasts= --out_dir=out/$@ --rope_types=dynamic --grid=4
 real-model-rerope: real-model-data  # ReRoPE w = 4,096, one thread (58 min)
 	OMP_NUM_THREADS=1 $(PY) eval.py config/eval_real_model_cpu.py --contrasts= --out_dir=out/$@ --rope_types=rerope:window=4096
