@@ -8,10 +8,26 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 FIXTURE_CORPUS = os.path.join(ROOT, 'tests', 'fixtures', 'corpus')
+if os.environ.get('PYTEST_XDIST_WORKER'):  # pytest -n N: N workers share the cores, so one thread each (and in the
+    os.environ['OMP_NUM_THREADS'] = '1'   # scripts they start): two 2-thread torch jobs on 2 cores run 8-14x slower
+    import torch
+    torch.set_num_threads(1)
 
 # A tiny model that trains in seconds on 2 CPU cores; L = 32 so 4 x L = 128 stays cheap.
 TINY = dict(block_size=32, batch_size=16, n_layer=2, n_head=2, n_embd=64, learning_rate=3e-3,
             warmup_iters=10, min_lr=3e-4, eval_iters=4, progress=False, seed=1337)
+
+
+# The slowest files (torchrun launches, whole scripts in subprocesses, every picture), scheduled first: the two workers
+# (pytest.ini) take whole files in collection order, and one of these last would leave a worker alone on it at the end.
+SLOW_FIRST = ('test_train_bugs.py', 'test_figures.py', 'test_gpu_check.py', 'test_pipeline.py', 'test_train.py',
+              'test_reliability.py', 'test_eval.py', 'test_eval_fixes.py', 'test_bad_input_eval.py',
+              'test_bad_input_finetune.py', 'test_fixes.py', 'test_real_model.py')
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: i for i, name in enumerate(SLOW_FIRST)}
+    items.sort(key=lambda item: rank.get(os.path.basename(str(item.fspath)), len(rank)))  # (stable: the rest as found)
 
 
 def at_positions(logits, loss, at):
