@@ -37,6 +37,51 @@ def at_positions(logits, loss, at):
     return logits.gather(1, at[..., None].expand(-1, -1, logits.size(-1))), loss.gather(1, at)
 
 
+def assert_attention_paths(model, x, q, k, v, direct, layer=0):
+    """A bias-carrying attention class (FIRE, CoPE) on every path against `direct`, its masked softmax built by hand
+    for the layer's q, k, v of x (B = 2, T = 20): attend, logits per query chunk of 6 (softmax, then v), attend(at=)
+    for scattered queries, the model's forward(at=); and the class matters (plain causal SDPA differs)."""
+    import torch
+    import torch.nn.functional as F
+    attn, T, H = model.transformer.h[layer].attn, x.size(1), q.size(1)
+    assert (attn.attend(q, k, v) - direct).abs().max() < 1e-5
+    manual = torch.cat([F.pad(attn.logits(q, k, s, min(s + 6, T)).softmax(-1), (0, T - min(s + 6, T)))
+                        for s in range(0, T, 6)], dim=2) @ v
+    assert (manual - direct).abs().max() < 1e-5
+    at = torch.tensor([[0, 5, 19], [3, 4, 17]])
+    rows = direct.gather(2, at[:, None, :, None].expand(-1, H, -1, direct.size(-1)))
+    qa = q.gather(2, at[:, None, :, None].expand(-1, H, -1, q.size(-1)))
+    assert (attn.attend(qa, k, v, at) - rows).abs().max() < 1e-5
+    full = model(x)[0]
+    assert (model(x, at=at)[0] - full.gather(1, at[..., None].expand(-1, -1, full.size(-1)))).abs().max() < 1e-5
+    assert (F.scaled_dot_product_attention(q, k, v, is_causal=True) - direct).abs().max() > 1e-2
+
+
+def bias_refusal(pos_emb, make, case, extra=None):
+    """The message of one refused use of a model whose position encoding lives in its attention class (FIRE, CoPE):
+    another attention class, a rope scaling (in the config or switched on), a position map, position ids, a layer
+    pattern, the export; extra: the room's own cases. make() builds a small model of that pos_emb."""
+    import pytest
+    import torch
+    import lab.temperature  # noqa: F401  registers attention='ssmax'
+    from lab.hf.export import check_exportable
+    from lab.position_maps import mapped_logits
+    from model import GPTConfig
+    cases = {
+        'attention class': lambda: GPTConfig(pos_emb=pos_emb, attention='ssmax'),
+        'rope scaling in the config': lambda: GPTConfig(pos_emb=pos_emb, rope_scaling={'rope_type': 'linear',
+                                                                                       'factor': 2.0}),
+        'rope scaling switched on': lambda: make().set_rope_scaling({'rope_type': 'yarn', 'factor': 4.0}),
+        'position map': lambda: mapped_logits(make(), {'method': 'rerope', 'window': 4}),
+        'position ids': lambda: make()(torch.zeros(1, 8, dtype=torch.long), pos=torch.arange(8)),
+        'layer pattern': lambda: GPTConfig(pos_emb=pos_emb, layers='rope,nope'),
+        'export': lambda: check_exportable(dict(vars(make().config))),
+        **(extra or {})}
+    with pytest.raises(ValueError) as e:
+        cases[case]()
+    return str(e.value)
+
+
 def run(args, **kw):
     """Run a project script in a subprocess from the repo root; returns CompletedProcess (text)."""
     return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, **kw)

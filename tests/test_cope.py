@@ -14,6 +14,7 @@ import torch.nn.functional as F
 import lab.cope as cope_mod
 from badinput import assert_refused, call
 from configurator import ConfigError
+from conftest import assert_attention_paths, bias_refusal
 from data.common import atomic_torch_save, model_args
 from lab.cope import (CLASSES, CoPEAttention, cope_gates, cope_interpolate, cope_logits, cope_positions, counts_table,
                       gate_sums, token_class, what_it_counts)
@@ -123,18 +124,7 @@ def test_logits_attend_and_at_agree_with_a_direct_construction(monkeypatch, chun
         q, k, v = blk.attn.qkv(blk.ln_1(mdl.transformer.wte(x)), None)
         gates = cope_gates(q, k, torch.ones(20, 20, dtype=torch.bool).tril())[1]
         assert cope_positions(gates, 1000).max().item() > 6 and 0.05 < gates[gates > 0].mean().item() < 0.95
-        direct = direct_attention(blk.attn.cope_e, q, k, v, 6)
-        assert (blk.attn.attend(q, k, v) - direct).abs().max() < 1e-5
-        manual = torch.cat([F.pad(blk.attn.logits(q, k, s, min(s + 6, 20)).softmax(-1), (0, 20 - min(s + 6, 20)))
-                            for s in range(0, 20, 6)], dim=2) @ v
-        assert (manual - direct).abs().max() < 1e-5
-        at = torch.tensor([[0, 5, 19], [3, 4, 17]])
-        rows = direct.gather(2, at[:, None, :, None].expand(-1, 4, -1, direct.size(-1)))
-        qa = q.gather(2, at[:, None, :, None].expand(-1, 4, -1, q.size(-1)))
-        assert (blk.attn.attend(qa, k, v, at) - rows).abs().max() < 1e-5
-        full = mdl(x)[0]
-        assert (mdl(x, at=at)[0] - full.gather(1, at[..., None].expand(-1, -1, V))).abs().max() < 1e-5
-        assert (F.scaled_dot_product_attention(q, k, v, is_causal=True) - direct).abs().max() > 1e-2
+        assert_attention_paths(mdl, x, q, k, v, direct_attention(blk.attn.cope_e, q, k, v, 6))
 
 
 def test_kv_cache_is_exact_and_greedy_decoding_agrees():
@@ -331,25 +321,11 @@ def test_what_it_counts_on_a_hand_built_case():
 
 def refusal(case):
     """Run one refused use of a CoPE model; returns the error's message."""
-    from lab.hf.export import check_exportable
-    from lab.position_maps import mapped_logits
-    cases = {
-        'attention class': lambda: GPTConfig(pos_emb='cope', attention='ssmax'),
-        'rope scaling in the config': lambda: GPTConfig(pos_emb='cope', rope_scaling={'rope_type': 'linear',
-                                                                                      'factor': 2.0}),
-        'rope scaling switched on': lambda: make().set_rope_scaling({'rope_type': 'yarn', 'factor': 4.0}),
-        'position map': lambda: mapped_logits(make(), {'method': 'rerope', 'window': 4}),
-        'position ids': lambda: make()(torch.zeros(1, 8, dtype=torch.long), pos=torch.arange(8)),
-        'layer pattern': lambda: GPTConfig(pos_emb='cope', layers='rope,nope'),
-        'export': lambda: check_exportable(dict(vars(make().config))),
+    return bias_refusal('cope', make, case, {
         'what it counts of another model': lambda: what_it_counts(GPT(GPTConfig(block_size=8, vocab_size=V, n_layer=1,
                                                                                 n_head=2, n_embd=16)),
                                                                   torch.zeros(1, 4, dtype=torch.long), ['other'] * V),
-    }
-    import lab.temperature  # noqa: F401  registers attention='ssmax'
-    with pytest.raises(ValueError) as e:
-        cases[case]()
-    return str(e.value)
+    })
 
 
 @pytest.mark.parametrize('case, fix', [

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 
 import lab.fire as fire_mod
 from configurator import ConfigError
+from conftest import assert_attention_paths, bias_refusal
 from lab.fire import EPS, FIREAttention, fire_argument, fire_bias
 from model import GPT, GPTConfig
 
@@ -121,18 +122,7 @@ def test_logits_attend_and_at_agree_with_a_direct_construction(monkeypatch, chun
     mdl = make(n_head=4)
     blk, x = mdl.transformer.h[0], torch.randint(0, V, (2, 20))
     q, k, v = blk.attn.qkv(blk.ln_1(mdl.transformer.wte(x)), None)
-    direct = direct_attention(blk.attn, q, k, v)
-    assert (blk.attn.attend(q, k, v) - direct).abs().max() < 1e-5
-    manual = torch.cat([F.pad(blk.attn.logits(q, k, s, min(s + 6, 20)).softmax(-1), (0, 20 - min(s + 6, 20)))
-                        for s in range(0, 20, 6)], dim=2) @ v
-    assert (manual - direct).abs().max() < 1e-5
-    at = torch.tensor([[0, 5, 19], [3, 4, 17]])
-    rows = direct.gather(2, at[:, None, :, None].expand(-1, 4, -1, direct.size(-1)))
-    qa = q.gather(2, at[:, None, :, None].expand(-1, 4, -1, q.size(-1)))
-    assert (blk.attn.attend(qa, k, v, at) - rows).abs().max() < 1e-5
-    full = mdl(x)[0]
-    assert (mdl(x, at=at)[0] - full.gather(1, at[..., None].expand(-1, -1, V))).abs().max() < 1e-5
-    assert (F.scaled_dot_product_attention(q, k, v, is_causal=True) - direct).abs().max() > 1e-2
+    assert_attention_paths(mdl, x, q, k, v, direct_attention(blk.attn, q, k, v))
 
 
 def test_kv_cache_is_exact_and_greedy_decoding_agrees():
@@ -227,22 +217,7 @@ def test_trains_reloads_and_decays_only_the_matrices(char_data, tmp_path):
 
 def refusal(case):
     """Run one refused use of a FIRE model; returns the error's message."""
-    from lab.hf.export import check_exportable
-    from lab.position_maps import mapped_logits
-    cases = {
-        'attention class': lambda: GPTConfig(pos_emb='fire', attention='ssmax'),
-        'rope scaling in the config': lambda: GPTConfig(pos_emb='fire', rope_scaling={'rope_type': 'linear',
-                                                                                      'factor': 2.0}),
-        'rope scaling switched on': lambda: make().set_rope_scaling({'rope_type': 'yarn', 'factor': 4.0}),
-        'position map': lambda: mapped_logits(make(), {'method': 'rerope', 'window': 4}),
-        'position ids': lambda: make()(torch.zeros(1, 8, dtype=torch.long), pos=torch.arange(8)),
-        'layer pattern': lambda: GPTConfig(pos_emb='fire', layers='rope,nope'),
-        'export': lambda: check_exportable(dict(vars(make().config))),
-    }
-    import lab.temperature  # noqa: F401  registers attention='ssmax'
-    with pytest.raises(ValueError) as e:
-        cases[case]()
-    return str(e.value)
+    return bias_refusal('fire', make, case)
 
 
 @pytest.mark.parametrize('case, fix', [

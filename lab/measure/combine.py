@@ -129,33 +129,16 @@ _TABLE = {
     ('query temperature', 'CoPE'): None,  # the scaled queries sharpen CoPE's gates too: the positions move with it
     ('SSMax', 'sinks'): f"{ONE_CLASS} and none has both (model.ATTENTION); train one or the other",
     ('SSMax', 'gated'): f"{ONE_CLASS} and none has both (model.ATTENTION); train one or the other",
-    ('SSMax', 'ALiBi'): f"{ONE_CLASS}: pos_emb='alibi' takes it, so SSMax would be dropped (GPTConfig refuses "
-                        f"it); train SSMax on RoPE or NoPE",
     ('sinks', 'gated'): f"{ONE_CLASS} and none has both (model.ATTENTION); train one or the other (the paper's "
                         f"gate is itself a way out of the first-token sink)",
-    ('sinks', 'ALiBi'): f"{ONE_CLASS}: pos_emb='alibi' takes it, so the sinks would be dropped (GPTConfig "
-                        f"refuses it); train sinks on RoPE or NoPE",
-    ('gated', 'ALiBi'): f"{ONE_CLASS}: pos_emb='alibi' takes it, so the gate would be dropped (GPTConfig refuses "
-                        f"it); train gated attention on RoPE or NoPE",
-    ('SSMax', 'FIRE'): f"{ONE_CLASS}: pos_emb='fire' takes it, so SSMax would be dropped (GPTConfig refuses "
-                       f"it); train SSMax on RoPE or NoPE",
-    ('sinks', 'FIRE'): f"{ONE_CLASS}: pos_emb='fire' takes it, so the sinks would be dropped (GPTConfig "
-                       f"refuses it); train sinks on RoPE or NoPE",
-    ('gated', 'FIRE'): f"{ONE_CLASS}: pos_emb='fire' takes it, so the gate would be dropped (GPTConfig refuses "
-                       f"it); train gated attention on RoPE or NoPE",
-    ('ALiBi', 'FIRE'): "one position encoding per model (GPTConfig.pos_emb) and none has both (model.POS_EMBS); "
-                       "train one or the other",
-    ('SSMax', 'CoPE'): f"{ONE_CLASS}: pos_emb='cope' takes it, so SSMax would be dropped (GPTConfig refuses "
-                       f"it); train SSMax on RoPE or NoPE",
-    ('sinks', 'CoPE'): f"{ONE_CLASS}: pos_emb='cope' takes it, so the sinks would be dropped (GPTConfig "
-                       f"refuses it); train sinks on RoPE or NoPE",
-    ('gated', 'CoPE'): f"{ONE_CLASS}: pos_emb='cope' takes it, so the gate would be dropped (GPTConfig refuses "
-                       f"it); train gated attention on RoPE or NoPE",
-    ('ALiBi', 'CoPE'): "one position encoding per model (GPTConfig.pos_emb) and none has both (model.POS_EMBS); "
-                       "train one or the other",
-    ('FIRE', 'CoPE'): "one position encoding per model (GPTConfig.pos_emb) and none has both (model.POS_EMBS); "
-                      "train one or the other",
 }
+_DROPPED = {'SSMax': ('SSMax', 'SSMax'), 'sinks': ('the sinks', 'sinks'), 'gated': ('the gate', 'gated attention')}
+_BIASES = {'ALiBi': 'alibi', 'FIRE': 'fire', 'CoPE': 'cope'}  # the position encodings that bring an attention class
+_TABLE.update({(cls, bias): f"{ONE_CLASS}: pos_emb='{pe}' takes it, so {what} would be dropped (GPTConfig refuses "
+                            f"it); train {trained} on RoPE or NoPE"
+               for cls, (what, trained) in _DROPPED.items() for bias, pe in _BIASES.items()})
+_TABLE.update({(a, b): "one position encoding per model (GPTConfig.pos_emb) and none has both (model.POS_EMBS); "
+                       "train one or the other" for i, a in enumerate(_BIASES) for b in list(_BIASES)[i + 1:]})
 COMBINES = {frozenset(pair): why for pair, why in _TABLE.items()}  # {frozenset of two FEATURES: None | why}
 
 
