@@ -3,7 +3,7 @@
 .DEFAULT_GOAL := help  # `make` alone lists the targets
 PY ?= $(shell command -v python >/dev/null && echo python || echo python3)
 
-.PHONY: quick demo install data train-copy finetune pose longrope eval train eval-test bases-test knobs eval-2048 pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases ape longrope-ref longrope4 drope nope-base hybrid-base local-global-base ssmax-base abf longrope2 prope-base clip-base sinks-base clip-sweep pairs frequencies frequency-bases temperature-knobs designs designs-2048 drope-eval scale-layers hybrid-eval own-crops gpu-check real-model-gpu real-model real-model-core real-model-rest real-model-ntk real-model-dynamic real-model-rerope real-model-self-extend real-model-data test help
+.PHONY: quick demo install data train-copy finetune pose longrope eval train eval-test bases-test knobs eval-2048 pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases ape longrope-ref longrope4 drope nope-base hybrid-base chunked-base local-global-base ssmax-base abf longrope2 prope-base clip-base sinks-base clip-sweep pairs frequencies frequency-bases temperature-knobs designs designs-2048 drope-eval scale-layers hybrid-eval chunked-eval own-crops gpu-check real-model-gpu real-model real-model-core real-model-rest real-model-ntk real-model-dynamic real-model-rerope real-model-self-extend real-model-data test help
 
 ##@ story: the story in minutes
 
@@ -150,6 +150,9 @@ nope-base:            # the NoPE control: the demo's base with no position encod
 hybrid-base:          # Command A / iRoPE's hybrid: 3 sliding-window RoPE layers (w = 32 < L) : 1 global NoPE layer
 	$(PY) train.py config/train_shakespeare_char_copy_cpu.py '--layers=3*rope:w=32,nope' --out_dir=out/char-hybrid-copy --overwrite=True
 
+chunked-base:         # Llama 4's shape: 3 chunked RoPE layers (c = 32 < L: keys reset at every chunk edge) : 1 global NoPE layer
+	$(PY) train.py config/train_shakespeare_char_copy_cpu.py '--layers=3*rope:c=32,nope' --out_dir=out/char-chunked-copy --overwrite=True
+
 local-global-base:    # Gemma 3's shape: 3 local RoPE layers (w = 32, base 1e4) : 1 global RoPE layer at base 1e6
 	$(PY) train.py config/train_shakespeare_char_copy_cpu.py '--layers=3*rope:w=32:base=1e4,rope:base=1e6' --out_dir=out/char-local-global-copy --overwrite=True
 
@@ -208,6 +211,10 @@ scale-layers:         # Gemma 3's local/global base extended with PI and YaRN on
 
 hybrid-eval:          # the 3 windowed RoPE : 1 NoPE hybrid as it is and with a temperature on its NoPE layer, against its own crop
 	$(PY) eval.py config/eval_hybrid_cpu.py
+
+chunked-eval:         # the chunked hybrid as hybrid-eval runs the sliding one, then both bases side by side (needs hybrid-eval's folder: assets/studies/hybrid holds its summary)
+	$(PY) eval.py config/eval_chunked_cpu.py
+	$(PY) eval.py --combine=assets/studies/hybrid,out/char-eval-chunked --out_dir=out/char-eval-local-kinds
 
 own-crops:            # the NoPE and SSMax bases against their own crops (and NoPE with the log-n temperature)
 	$(PY) eval.py --base=out/char-nope-copy --rope_types=default,crop:form=sliding,qtemp:shape=logn --eval_len=1024 --num_windows=32 --retrieval_examples=16 --out_dir=out/char-eval-nope
