@@ -20,9 +20,10 @@ TINY = dict(block_size=32, batch_size=16, n_layer=2, n_head=2, n_embd=64, learni
 
 # The slowest files (torchrun launches, whole scripts in subprocesses, every picture), scheduled first: the two workers
 # (pytest.ini) take whole files in collection order, and one of these last would leave a worker alone on it at the end.
-SLOW_FIRST = ('test_train_bugs.py', 'test_figures.py', 'test_gpu_check.py', 'test_pipeline.py', 'test_train.py',
-              'test_reliability.py', 'test_eval.py', 'test_eval_fixes.py', 'test_bad_input_eval.py',
-              'test_bad_input_finetune.py', 'test_fixes.py', 'test_real_model.py')
+SLOW_FIRST = ('test_train_bugs.py', 'test_gpu_check.py', 'test_fixes.py', 'test_eval.py', 'test_figures.py',
+              'test_real_model.py', 'test_eval_fixes.py', 'test_train.py', 'test_reliability.py', 'test_finetune.py',
+              'test_spine.py', 'test_tokenizer.py', 'test_pipeline.py', 'test_hf_export.py', 'test_bad_input_eval.py',
+              'test_sample.py', 'test_frequencies.py', 'test_layers.py', 'test_combine_features.py')  # by --durations=0
 
 
 def pytest_collection_modifyitems(items):
