@@ -3,7 +3,7 @@
 # T = 12,288 = 1.5 x L; the model as shipped, its crop to 8,192 (the floor to beat), PI / NTK-aware / YaRN at the
 # factor the window needs (s = T/L = 1.5), Dynamic NTK, ReRoPE and Self-Extend with knobs for L = 8,192; loss by
 # position and the natural-language passkey (Mohtashami & Jaggi) at distances inside and past L.
-# python eval.py config/eval_real_model_cpu.py      (make real-model)
+# python eval.py config/eval_real_model_cpu.py      (all 8 arms in one eval; make real-model-all runs them in parts)
 base = 'gguf:smollm2'
 rope_types = ','.join([
     'default', 'crop:form=sliding',          # as shipped; held to its last 8,192 tokens
@@ -15,7 +15,8 @@ eval_len = 12288
 # Sized from timed attempts (2026-12-02, 2 cores, one thread per arm): with 3 windows, 4 passkeys per bucket and one
 # entropy window an arm took 30 min (plain) to 80 min (Dynamic, ReRoPE), about 5 h in all; hence 2 windows, 2 passkeys
 # per bucket (the entropy window kept: at least one is required). Even so the 8 arms take longer than one sitting, so
-# `make real-model` runs them in parts (the core 4 arms, then one eval per other arm) and joins them with
+# `make real-model` is the study's core (as shipped, the crop, PI and YaRN: 1 h 3 min on 2 cores; fewer arms, not
+# shorter windows), and `make real-model-all` adds one eval per other arm and joins them all with
 # `eval.py --merge` (the windows, passkeys and sampled positions follow from the seed: every part reads the same
 # tokens). Two windows decide little: most loss verdicts read "unresolved"; the GPU recipe (make real-model-gpu) is
 # the one sized to decide.

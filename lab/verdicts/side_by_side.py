@@ -73,7 +73,7 @@ def table(mini, real):
     rows, groups = [], present({'mini': mini, 'real': real})
     if not any(groups.values()):
         raise DataError(f"{MINI} and {REAL} share none of the table's arms ({', '.join(ARMS)}); they are not the "
-                        f"evals this table reads (make demo / make real-model)")
+                        f"evals this table reads (make demo / make real-model-all)")
     for measure in ('loss', 'passkey'):
         kinds = {'mini': 'loss', 'real': 'loss'} if measure == 'loss' else PASSKEY
         sides = {side: judge(s, side, kinds[side], groups) for side, s in (('mini', mini), ('real', real))}
@@ -106,7 +106,7 @@ def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     ap.add_argument('--check', action='store_true', help='recompute and compare with the committed files; write nothing')
     args = ap.parse_args(argv)
-    fix = "restore it from git or rerun its eval (make demo / make real-model)"
+    fix = "restore it from git or rerun its eval (make demo / make real-model-all)"
     rows = table(*(read_json(os.path.join(ROOT, f), fix) for f in (MINI, REAL)))
     text, md = json.dumps(rows, indent=1, ensure_ascii=False) + '\n', markdown(rows)
     if args.check:
