@@ -3,7 +3,7 @@
 .DEFAULT_GOAL := help  # `make` alone lists the targets
 PY ?= $(shell command -v python >/dev/null && echo python || echo python3)
 
-.PHONY: quick demo install data train-copy finetune pose longrope eval train eval-test bases-test knobs eval-2048 pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases ape longrope-ref longrope4 drope nope-base hybrid-base chunked-base local-global-base ssmax-base abf longrope2 prope-base clip-base sinks-base clip-sweep pairs frequencies frequency-bases temperature-knobs designs designs-2048 drope-eval scale-layers hybrid-eval chunked-eval own-crops gpu-check real-model-gpu real-model real-model-all real-model-core real-model-rest real-model-ntk real-model-dynamic real-model-rerope real-model-self-extend real-model-data test help
+.PHONY: quick demo install data train-copy finetune pose longrope eval train eval-test bases-test knobs eval-2048 pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases ape longrope-ref longrope4 drope nope-base hybrid-base chunked-base local-global-base ssmax-base abf longrope2 prope-base clip-base sinks-base gated-base gated-eval fire-base cope-base fire-cope-eval clip-sweep pairs frequencies frequency-bases temperature-knobs designs designs-2048 drope-eval scale-layers hybrid-eval chunked-eval own-crops gpu-check real-model-gpu real-model real-model-all real-model-core real-model-rest real-model-ntk real-model-dynamic real-model-rerope real-model-self-extend real-model-data test help
 
 ##@ story: the story in minutes
 
@@ -179,6 +179,25 @@ clip-base:            # clipped RoPE trained in (FoPE / HoPE): the pairs with a 
 
 sinks-base:           # learned attention sinks trained in (gpt-oss: one logit per head in every softmax), the demo's recipe otherwise
 	$(PY) train.py config/train_shakespeare_char_copy_cpu.py --attention=smear_keys_sinks --out_dir=out/char-sinks-copy --overwrite=True
+
+gated-base:           # gated attention (Qiu et al. 2025, G1: a sigmoid gate of the layer's input on each head's output) on the demo's copy recipe (smeared keys)
+	$(PY) train.py config/train_shakespeare_char_copy_cpu.py --attention=smear_keys_gated --out_dir=out/char-gated-copy --overwrite=True
+
+gated-eval:           # the gated base as the sink base was measured (make frequency-bases) plus ReRoPE, 32 dev windows at T = 1024; then paired with the demo's and the sink base's committed arms on the same windows
+	$(PY) eval.py --base=out/char-gated-copy --rope_types=default,crop:form=sliding,yarn:beta_fast=8,rerope:window=64 --eval_len=1024 --num_windows=32 --retrieval_examples=16 --out_dir=out/char-eval-gated
+	$(PY) -m lab.verdicts.against --eval=out/char-eval-gated --against=assets/demo:base_L128,assets/demo:crop_w128_sliding,assets/demo:yarn_s8_beta_fast8_zero-shot,assets/demo:rerope_w64_zero-shot,assets/studies/sinks:base_sinks_L128,assets/studies/sinks:yarn_s8_beta_fast8_zero-shot
+
+fire-base:            # FIRE (Li et al. 2024): a learned bias on psi(i-j)/psi(max(L_thr, i)), make train's recipe (the ape study's)
+	$(PY) train.py config/train_shakespeare_char_cpu.py --pos_emb=fire --out_dir=out/char-fire --overwrite=True
+
+cope-base:            # CoPE (Golovneva et al. 2024): positions that count gated keys, make train's recipe (the ape study's)
+	$(PY) train.py config/train_shakespeare_char_cpu.py --pos_emb=cope --out_dir=out/char-cope --overwrite=True
+
+fire-cope-eval:       # FIRE and CoPE each as it is and held to L (its own crop), as make ape measured RoPE, sinusoidal and ALiBi; then paired with make ape's committed arms on the same windows
+	$(PY) eval.py --base=out/char-fire --rope_types=default,crop:form=sliding --eval_len=1024 --num_windows=32 --out_dir=out/char-eval-fire
+	$(PY) eval.py --base=out/char-cope --rope_types=default,crop:form=sliding --eval_len=1024 --num_windows=32 --out_dir=out/char-eval-cope
+	$(PY) -m lab.verdicts.against --eval=out/char-eval-fire --against=assets/studies/ape:base_L128,assets/studies/ape:alibi_L128,assets/studies/ape:crop_w128_sliding
+	$(PY) -m lab.verdicts.against --eval=out/char-eval-cope --against=assets/studies/ape:base_L128,assets/studies/ape:alibi_L128,assets/studies/ape:crop_w128_sliding
 
 clip-sweep:           # which pairs matter: the demo's base with only its k fastest pairs rotating (k = 0..16, p-RoPE at inference), loss and retrieval at T = 1024 on the 32 dev windows, against the critical dimension (6 pairs)
 	$(PY) eval.py config/eval_clip_sweep_cpu.py

@@ -28,39 +28,46 @@ layer's own attend for the queries at positions `at` only; attend notes them, an
 import torch
 import torch.nn as nn
 
+from lab.copy_mix import SmearedKeyAttention
 from model import ATTENTION, CausalSelfAttention
 
 
-class GatedAttention(CausalSelfAttention):
-    """Causal attention whose output is gated per head and channel by sigmoid(c_gate(X)) before c_proj (G1)."""
-    cache_exact = True  # its attention is causal attention's: lab/kv_cache.py's own attention is exact for it
+def gated_class(base):
+    """base attention (causal, or the copy mix's smeared keys) with its output gated per head and channel by
+    sigmoid(c_gate(X)) before c_proj (G1)."""
 
-    def __init__(self, config, spec):
-        super().__init__(config, spec)
-        self.c_gate = nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
-        self._rows = None  # the query positions (B, K) the last attend answered, when only some were asked
+    class Gated(base):
+        cache_exact = True  # its attention is base's: lab/kv_cache.py's own attention is exact for it
 
-    def gate(self, x):
-        """sigmoid(X W_g + b_g) of hidden states x (B, T, C): one factor per head and channel, in (0, 1)."""
-        return torch.sigmoid(self.c_gate(x))
+        def __init__(self, config, spec):
+            super().__init__(config, spec)
+            self.c_gate = nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
+            self._rows = None  # the query positions (B, K) the last attend answered, when only some were asked
 
-    def attend(self, q, k, v, at=None):
-        self._rows = at  # (GPT._last_layer_at: q holds just the queries at `at`; the gate must take their rows)
-        return super().attend(q, k, v, at)
+        def gate(self, x):
+            """sigmoid(X W_g + b_g) of hidden states x (B, T, C): one factor per head and channel, in (0, 1)."""
+            return torch.sigmoid(self.c_gate(x))
 
-    def forward(self, x, rope, attend=None):
-        B, T, C = x.size()
-        self._rows = None
-        q, k, v = self.qkv(x, rope)
-        y = self.attend(q, k, v) if attend is None else attend(q, k, v)  # any room's attention; maybe fewer queries
-        y = y.transpose(1, 2).contiguous().view(B, -1, C)
-        rows, self._rows = self._rows, None
-        if rows is not None:
-            x = x.gather(1, rows[..., None].expand(-1, -1, C))
-        elif y.size(1) != T:
-            raise ValueError(f"attend returned {y.size(1)} queries for {T} tokens and did not say which; a gated "
-                             f"layer gates each query by its own token (return every query, or go through attend's at)")
-        return self.resid_dropout(self.c_proj(y * self.gate(x)))
+        def attend(self, q, k, v, at=None):
+            self._rows = at  # (GPT._last_layer_at: q holds just the queries at `at`; the gate must take their rows)
+            return super().attend(q, k, v, at)
+
+        def forward(self, x, rope, attend=None):
+            B, T, C = x.size()
+            self._rows = None
+            q, k, v = self.qkv(x, rope)
+            y = self.attend(q, k, v) if attend is None else attend(q, k, v)  # any room's attention; maybe fewer queries
+            y = y.transpose(1, 2).contiguous().view(B, -1, C)
+            rows, self._rows = self._rows, None
+            if rows is not None:
+                x = x.gather(1, rows[..., None].expand(-1, -1, C))
+            elif y.size(1) != T:
+                raise ValueError(f"attend returned {y.size(1)} queries for {T} tokens and did not say which; a gated "
+                                 f"layer gates each query by its own token (return every query, or go through attend's at)")
+            return self.resid_dropout(self.c_proj(y * self.gate(x)))
+    return Gated
 
 
+GatedAttention = gated_class(CausalSelfAttention)
 ATTENTION['gated'] = GatedAttention
+ATTENTION['smear_keys_gated'] = gated_class(SmearedKeyAttention)  # the copy mix's bases (lab/copy_mix.py)

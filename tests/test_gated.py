@@ -102,10 +102,11 @@ def test_at_gates_the_rows_it_asks_for():
     assert close(m(x, at=at)[0], full.gather(1, at[..., None].expand(-1, -1, V)), 1e-5)
 
 
-@pytest.mark.parametrize('kw', [{}, dict(layers='rope:w=5,nope', n_kv_head=1)])
+@pytest.mark.parametrize('kw', [{}, dict(layers='rope:w=5,nope', n_kv_head=1), dict(attention='smear_keys_gated')])
 def test_cached_greedy_generation_is_uncached(kw):
     """The KV cache covers a gated model (its attention is causal attention's, the gate comes after the seam): step
-    logits equal the full forward's, and greedy decoding with the cache (sample.py's path) is model.generate's."""
+    logits equal the full forward's, and greedy decoding with the cache (sample.py's path) is model.generate's; on
+    smeared keys too (the copy mix's gated base: the cache feeds the previous token again, the gate takes its row)."""
     m = tiny(**kw)
     assert blocker(m) is None
     prompt, cache = tokens(B=2, n=5), KVCache()
