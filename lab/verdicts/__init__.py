@@ -5,6 +5,7 @@ From numbers to words (numpy, scipy and the standard library only; no torch):
   compare       eval.py's arms compared: named contrasts, vs the best, vs the crop, over bases, break positions
   summary_json  what eval.py writes: an arm's summary.json entry, the CSV/JSON text, --rejudge and --combine
   merge         --merge: one eval measured in parts (other arms, the same windows), judged as if run at once
+  against       one eval's arms paired with arms of other evals of the same windows (a new base vs committed ones)
   summary_md    summary.md and bases.md, the tables a person reads, from summary.json / bases.json
   claims        the record behind each claim of README.md and docs/results.md (python -m lab.verdicts.claims)
   agreement     do two runs of one eval reach the same verdicts? (python -m lab.verdicts.agreement a.json b.json)
