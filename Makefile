@@ -3,7 +3,7 @@
 .DEFAULT_GOAL := help  # `make` alone lists the targets
 PY ?= $(shell command -v python >/dev/null && echo python || echo python3)
 
-.PHONY: quick demo install data train-copy finetune pose longrope eval train eval-test bases-test knobs eval-2048 pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases ape longrope-ref longrope4 drope nope-base hybrid-base chunked-base local-global-base ssmax-base abf longrope2 prope-base clip-base sinks-base gated-base gated-eval fire-base cope-base fire-cope-eval clip-sweep pairs frequencies frequency-bases temperature-knobs designs designs-2048 drope-eval scale-layers hybrid-eval chunked-eval own-crops gpu-check real-model-gpu real-model real-model-all real-model-core real-model-rest real-model-ntk real-model-dynamic real-model-rerope real-model-self-extend real-model-data test help
+.PHONY: quick demo install data train-copy finetune pose longrope eval train eval-test bases-test knobs eval-2048 pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases ape longrope-ref longrope4 drope nope-base hybrid-base chunked-base local-global-base ssmax-base abf longrope2 prope-base clip-base sinks-base gated-base gated-eval fire-base cope-base fire-cope-eval neox-base placement-eval clip-sweep pairs frequencies frequency-bases temperature-knobs designs designs-2048 drope-eval scale-layers hybrid-eval chunked-eval own-crops gpu-check real-model-gpu real-model real-model-all real-model-core real-model-rest real-model-ntk real-model-dynamic real-model-rerope real-model-self-extend real-model-data test help
 
 ##@ story: the story in minutes
 
@@ -198,6 +198,13 @@ fire-cope-eval:       # FIRE and CoPE each as it is and held to L (its own crop)
 	$(PY) eval.py --base=out/char-cope --rope_types=default,crop:form=sliding --eval_len=1024 --num_windows=32 --out_dir=out/char-eval-cope
 	$(PY) -m lab.verdicts.against --eval=out/char-eval-fire --against=assets/studies/ape:base_L128,assets/studies/ape:alibi_L128,assets/studies/ape:crop_w128_sliding
 	$(PY) -m lab.verdicts.against --eval=out/char-eval-cope --against=assets/studies/ape:base_L128,assets/studies/ape:alibi_L128,assets/studies/ape:crop_w128_sliding
+
+neox-base:            # GPT-NeoX's partial rotation (Pythia's rotary_pct 0.25): the first 8 of 32 dims rotate with the base spread over them, the demo's recipe otherwise
+	$(PY) train.py config/train_shakespeare_char_copy_cpu.py --partial_rotary_factor=0.25 --out_dir=out/char-neox-copy --overwrite=True
+
+placement-eval:       # where the temperature goes: on every dim of the logit or on the turning pairs only, YaRN s = 8 and the log-n temperature on the NeoX partial base, the log-n temperature on the p-RoPE base (needs neox-base, prope-base)
+	$(PY) eval.py config/eval_placement_cpu.py
+	$(PY) eval.py config/eval_placement_cpu.py --base=out/char-prope-copy --rope_types=default,crop:form=sliding,qtemp:shape=logn,qtemp:shape=logn:on=rotary --contrasts='qtemp_logn_rotary-only_zero-shot | qtemp_logn_zero-shot' --out_dir=out/char-eval-placement-prope
 
 clip-sweep:           # which pairs matter: the demo's base with only its k fastest pairs rotating (k = 0..16, p-RoPE at inference), loss and retrieval at T = 1024 on the 32 dev windows, against the critical dimension (6 pairs)
 	$(PY) eval.py config/eval_clip_sweep_cpu.py

@@ -47,6 +47,7 @@ class GPTConfig:
     n_kv_head: int = None       # key/value heads (grouped-query attention); None = n_head
     qkv_bias: bool = False      # biases on q, k, v only (Qwen2); `bias` puts them everywhere
     tie_embeddings: bool = True # the head shares the token embedding's weights
+    partial_rotary_factor: float = 1.0  # GPT-NeoX's rotary_pct: the first p * head_dim dims turn (base over them)
 
     @property
     def attention_class(self):
@@ -68,6 +69,9 @@ class GPTConfig:
                  f"of {MLPS}, norm_eps > 0"),
                 (self.pos_emb == 'rope' and (self.n_embd // self.n_head) % 2,
                  f"head_dim={self.n_embd // self.n_head} must be even for rope; change n_embd or n_head"),
+                (not 0 < self.partial_rotary_factor <= 1 or int(self.n_embd // self.n_head
+                                                                * self.partial_rotary_factor) < 2,
+                 f"partial_rotary_factor={self.partial_rotary_factor} must be in (0, 1] and leave a pair to turn"),
                 (self.rope_scaling is not None and self.pos_emb != 'rope',
                  f"rope_scaling is set but pos_emb={self.pos_emb!r}; scaling only applies to pos_emb='rope'"),
                 (self.layers is not None and self.pos_emb != 'rope',
@@ -261,12 +265,16 @@ class GPT(nn.Module):
     def head_dim(self):
         return self.config.n_embd // self.config.n_head
 
+    @property
+    def rotary_dim(self):  # the dims that turn (HF: int(head_dim * partial_rotary_factor), rounded down to a pair)
+        return int(self.head_dim * self.config.partial_rotary_factor) // 2 * 2
+
     def set_rope_scaling(self, scaling):
         """Switch the RoPE scaling (None = plain RoPE), checked; no weight changes: inv_freq and the factor are rebuilt."""
         if self.config.pos_emb != 'rope':
             raise ValueError(f"this model uses pos_emb={self.config.pos_emb!r}; RoPE scaling needs pos_emb='rope'")
         scaling = check_scaling(scaling, self.config.rope_base)
-        rope_inv_freq(self.head_dim, self.config.rope_base, scaling)  # e.g. a per-pair list must match head_dim
+        rope_inv_freq(self.head_dim, self.config.rope_base, scaling, None, self.rotary_dim)  # e.g. a per-pair list
         scaled_layers(layer_specs(self.config)[0], scaling)  # refused if it scales no RoPE layer
         self.config.rope_scaling = scaling
         self._build_rope()
@@ -281,7 +289,7 @@ class GPT(nn.Module):
         self.register_buffer('rope_inv_freq', None, persistent=False)  # (stays None without a RoPE layer)
         self.rope_attention_factors = []
         for g, (base, scaling) in enumerate(self.rope_groups):
-            inv_freq, attention_factor = rope_inv_freq(self.head_dim, base, scaling)
+            inv_freq, attention_factor = rope_inv_freq(self.head_dim, base, scaling, None, self.rotary_dim)
             self.register_buffer('rope_inv_freq' + (f'_{g}' if g else ''), inv_freq.to(device), persistent=False)
             self.rope_attention_factors.append(attention_factor)
 
@@ -298,7 +306,8 @@ class GPT(nn.Module):
         stored = getattr(self, 'rope_inv_freq' + (f'_{group}' if group else ''))
         if not self.rope_dynamic or seq_len is None:
             return stored, self.rope_attention_factors[group]
-        inv_freq, attention_factor = rope_inv_freq(self.head_dim, *self.rope_groups[group], seq_len=seq_len)
+        inv_freq, attention_factor = rope_inv_freq(self.head_dim, *self.rope_groups[group], seq_len=seq_len,
+                                                   rotary_dim=self.rotary_dim)
         return inv_freq.to(stored.device), attention_factor
 
     def rope_tables(self, positions, group=0):
@@ -310,7 +319,8 @@ class GPT(nn.Module):
             positions = torch.arange(positions, device=self.lm_head.weight.device)
         base, scaling = self.rope_groups[group]
         inv_freq, attention_factor = self.rope_freqs(span, group)
-        cos, sin = rope_cos_sin(inv_freq, positions, attention_factor)
+        on = (scaling or {}).get('attention_factor_on', 'all')  # the temperature on every dim, or the turning pairs'
+        cos, sin = rope_cos_sin(inv_freq, positions, attention_factor, rotary_only=on == 'rotary')
         n_hat = (scaling or {}).get('start_token_idx', 0)  # longrope: positions < n_hat stay plain
         if n_hat:
             cos, sin = longrope_start_tokens(cos, sin, positions, plain_inv_freq(self.head_dim, base), n_hat)

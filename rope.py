@@ -20,18 +20,23 @@ import torch
 
 # --------------------------------------------------------------------------- the rotation
 
-def rope_cos_sin(inv_freq, positions, attention_factor=1.0, dtype=None):
+def rope_cos_sin(inv_freq, positions, attention_factor=1.0, dtype=None, rotary_only=False):
     """cos, sin tables [..., T, head_dim] in rotate-half layout (cat(freqs, freqs)), each multiplied by
     attention_factor. positions: a tensor of positions (ints or floats; may have batch dims) or an int T for
     0..T-1. Built in float32 with autocast off (in bf16, positions 256 and 257 are the same number), then cast
-    to dtype if given. Build them for the length actually run; nothing here assumes a maximum."""
+    to dtype if given. Build them for the length actually run; nothing here assumes a maximum.
+    Where the temperature goes: q and k both pass through these tables, so the factor multiplies the logit by
+    attention_factor^2 on every dimension (the softmax scale of DeepSeek-V3 and torchtitan), pairs that never
+    turn (theta = 0) included; rotary_only=True leaves those pairs at 1, as Hugging Face's cos/sin do under a
+    partial rotation, whose pass-through dims never meet them. With every pair turning the two are one table."""
     device = inv_freq.device
     if isinstance(positions, int):
         positions = torch.arange(positions, device=device)
     with torch.autocast(device_type=device.type, enabled=False):
         freqs = positions.to(device=device, dtype=torch.float32)[..., None] * inv_freq.to(torch.float32)
         emb = torch.cat((freqs, freqs), dim=-1)
-        cos, sin = emb.cos() * attention_factor, emb.sin() * attention_factor
+        f = torch.where(inv_freq != 0, attention_factor, 1.0).repeat(2) if rotary_only else attention_factor
+        cos, sin = emb.cos() * f, emb.sin() * f
     return (cos, sin) if dtype is None else (cos.to(dtype), sin.to(dtype))
 
 def apply_rope(x, cos, sin):
@@ -206,6 +211,12 @@ def proportional_inv_freq(head_dim, base, p, s=1.0):
     """p-RoPE (Barbero et al. 2025; HF 'proportional', Gemma 4): the fastest r = floor(p*d/2) pairs keep theta_i =
     b^(-2i/d) (over d, unlike GPT-NeoX's partial rotation), the rest theta = 0, all / s. d = 32, p = 0.25: pairs 0-3."""
     return partial_inv_freq(head_dim, base, int(p * head_dim // 2)) / s
+
+def neox_partial_inv_freq(theta, head_dim):
+    """GPT-NeoX's partial rotation (rotary_pct; Pythia 0.25, Qwen3-Next 0.25, GLM-4.5 0.5): any method's theta' for
+    the first r = p*d dims alone (its base spread over r, not d: theta_i = b^(-2i/r)), padded with theta = 0 to d/2
+    pairs. Not p-RoPE: d = 32, p = 0.25 turns pairs 0-3 at 1, 0.1, 0.01, 0.001 where p-RoPE turns them at 1 ... 0.18."""
+    return torch.cat((theta, theta.new_zeros(head_dim // 2 - theta.numel())))
 
 def clipped_inv_freq(head_dim, base, max_wavelength):
     """Clipped RoPE (FoPE, HoPE): theta_i = 0 where the wavelength exceeds max_wavelength (L): the pairs that never

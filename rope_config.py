@@ -13,8 +13,8 @@ from typing import Callable, NamedTuple, Optional
 import torch
 
 from rope import (abf_inv_freq, clipped_inv_freq, dynamic_inv_freq, dynamic_yarn_scale, linear_inv_freq, llama3_inv_freq,
-                  longrope_attention_factor, longrope_inv_freq, ntk_by_parts_inv_freq, ntk_inv_freq, plain_inv_freq,
-                  proportional_inv_freq, yarn_attention_factor, yarn_inv_freq)
+                  longrope_attention_factor, longrope_inv_freq, neox_partial_inv_freq, ntk_by_parts_inv_freq, ntk_inv_freq,
+                  plain_inv_freq, proportional_inv_freq, yarn_attention_factor, yarn_inv_freq)
 
 # --------------------------------------------------------------------------- the one table of rope types
 
@@ -80,8 +80,9 @@ class RopeType(NamedTuple):
     factor: Optional[float] = None
 
 BANDS = {'beta_fast': (float, 32.0), 'beta_slow': (float, 1.0)}
+PLACEMENT = {'attention_factor_on': (str, None)}  # 'all' (unset) dims of the logit, or 'rotary': the turning pairs'
 YARN = {**BANDS, 'truncate': (bool, True), 'mscale': (float, None), 'mscale_all_dim': (float, None),
-        'attention_factor': (float, None)}
+        'attention_factor': (float, None), **PLACEMENT}
 
 # Every type also takes rope_type, factor (s) and original_max_position_embeddings (L). Adding a method is one
 # function above plus one row here; rope_config.py checks configs against this table and dispatches through it.
@@ -103,7 +104,7 @@ ROPE_SCALING = {
                        {'low_freq_factor': (float, 1.0), 'high_freq_factor': (float, 4.0)}, check_llama3),
     'longrope': RopeType(longrope_theta, {'short_factor': (list, None), 'long_factor': (list, None),
                                           'attention_factor': (float, None),
-                                          'start_token_idx': (int, None)},  # n-hat (model.rope_tables)
+                                          'start_token_idx': (int, None), **PLACEMENT},  # n-hat (model.rope_tables)
                          check_longrope, dynamic=True),
     'proportional': RopeType(lambda d, b, s, c, **_: (proportional_inv_freq(d, b, c['partial_rotary_factor'], s), 1.0),
                              {'partial_rotary_factor': (float, 1.0)}, check_masks, needs_L=False, factor=1.0),
@@ -184,8 +185,10 @@ def check_scaling(scaling, base=None):
             sc[k] = float(v)
         if typ is list:
             sc[k] = _check_factors(v, lambda want: bad(k, want))
-        if typ is str and v not in SCALE_LAYERS:
+        if k == 'layers' and v not in SCALE_LAYERS:
             bad(k, f"must be one of {', '.join(SCALE_LAYERS)} (the layers the scaling applies to)")
+        if k == 'attention_factor_on' and v not in ('all', 'rotary'):
+            bad(k, "must be 'all' (attention_factor^2 on the whole logit) or 'rotary' (on the pairs that turn only)")
         low = 1 if k == 'original_max_position_embeddings' else 0
         if typ is int and (isinstance(v, bool) or not isinstance(v, int) or v < low):
             bad(k, "must be a positive int (the training length L)" if low else "must be a whole number >= 0 "
@@ -323,12 +326,20 @@ def is_dynamic(scaling):
     return scaling is not None and scaling.get('rope_type') in DYNAMIC_TYPES
 
 
-def rope_inv_freq(head_dim, base=10000.0, scaling=None, seq_len=None):
+def rope_inv_freq(head_dim, base=10000.0, scaling=None, seq_len=None, rotary_dim=None):
     """theta'_i for a config -> (inv_freq float32 [head_dim//2], attention_factor float).
     seq_len is the current length l, used by the dynamic types (None means l = L). Pure: nothing is cached,
-    so a short input after a long one gets exactly the short input's frequencies."""
+    so a short input after a long one gets exactly the short input's frequencies. rotary_dim < head_dim: GPT-NeoX's
+    partial rotation (model.py's partial_rotary_factor): the method runs on the first rotary_dim dims as if they were
+    the head, the other pairs never turn (rope.neox_partial_inv_freq)."""
     if isinstance(head_dim, bool) or not isinstance(head_dim, int) or head_dim <= 0 or head_dim % 2:
         raise ValueError(f"head_dim = {head_dim!r}: must be a positive even int (n_embd / n_head)")
+    if rotary_dim is not None and rotary_dim != head_dim:
+        if isinstance(rotary_dim, bool) or not isinstance(rotary_dim, int) or not 0 < rotary_dim < head_dim \
+                or rotary_dim % 2:
+            raise ValueError(f"rotary_dim = {rotary_dim!r}: must be an even int in 2..head_dim = {head_dim}")
+        inv, af = rope_inv_freq(rotary_dim, base, scaling, seq_len)
+        return neox_partial_inv_freq(inv, head_dim), af
     if isinstance(base, bool) or not isinstance(base, (int, float)) or not base > 1 or not math.isfinite(base):
         raise ValueError(f"base = {base!r}: must be a finite number > 1 (rope_base; 10000 is usual)")
     if seq_len is not None and seq_len < 0:

@@ -54,10 +54,10 @@ DEFAULTS = dict(
     # model
     n_layer=4, n_head=4, n_embd=128, dropout=0.0, bias=False, layers=None,  # layers: per-layer positions (model.py)
     pos_emb='rope',               # rope | sinusoidal | learned | alibi | fire (lab/fire.py) | cope (lab/cope.py) | none
-    rope_base=10000.0,
+    rope_base=10000.0, partial_rotary_factor=1.0,  # p < 1: GPT-NeoX's partial rotation (the first p * head_dim dims)
     rope_scaling=None,            # a rope type trained in, e.g. {'rope_type': 'proportional', 'partial_rotary_factor': 0.25}
     attention='causal',           # causal | smear_keys (lab/copy_mix.py) | ssmax (lab/temperature.py) | sinks (lab/sinks.py)
-                                  # | gated (lab/gated.py); smear_keys_ssmax / smear_keys_sinks combine two
+                                  # | gated (lab/gated.py); smear_keys_ssmax / _sinks / _gated combine two
     # AdamW and the learning-rate schedule (linear warm-up, then cosine decay to min_lr)
     learning_rate=1e-3, max_iters=2000, weight_decay=0.1, beta1=0.9, beta2=0.99, grad_clip=1.0,
     decay_lr=True, warmup_iters=100, lr_decay_iters=2000, min_lr=1e-4,
@@ -73,7 +73,7 @@ DEFAULTS = dict(
 # ----------------------------------------------------------------------------- configuration
 
 MODEL_KEYS = ('n_layer', 'n_head', 'n_embd', 'dropout', 'bias', 'pos_emb', 'rope_base', 'rope_scaling', 'attention',
-              'layers')  # the settings that build the GPT (a resumed run takes them from its checkpoint)
+              'layers', 'partial_rotary_factor')  # the settings that build the GPT (a resumed run takes them from its checkpoint)
 
 
 def run_config(argv, defaults=DEFAULTS):

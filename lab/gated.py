@@ -62,8 +62,9 @@ def gated_class(base):
             if rows is not None:
                 x = x.gather(1, rows[..., None].expand(-1, -1, C))
             elif y.size(1) != T:
-                raise ValueError(f"attend returned {y.size(1)} queries for {T} tokens and did not say which; a gated "
-                                 f"layer gates each query by its own token (return every query, or go through attend's at)")
+                raise ValueError(f"attend returned {y.size(1)} queries for {T} tokens and did not say which; a "
+                                 f"gated layer gates each query by its own token (return every query, or go "
+                                 f"through attend's at)")
             return self.resid_dropout(self.c_proj(y * self.gate(x)))
     return Gated
 

@@ -16,7 +16,9 @@ Scalable-Softmax trained into a model. L is the length the model was trained at.
                                                         p mod c + 1 in a layer chunked by c (keys_seen)
 
 As arms: `qtemp:shape=llama4:beta=0.1:layers=nope` alone (on the base's own RoPE) or after a rope spec,
-`yarn:beta_fast=8:attention_factor=1+qtemp:shape=ministral`; `layers` = all | rope | nope picks the layers it scales.
+`yarn:beta_fast=8:attention_factor=1+qtemp:shape=ministral`; `layers` = all | rope | nope picks the layers it scales,
+`on` = all | rotary the dims: every dim of q (the whole logit, a softmax scale), or only the dims whose pairs turn (the
+placement Hugging Face's cos/sin give YaRN's factor under a partial rotation; rope.rope_cos_sin).
 They run through the model's attend seam (queries scaled, then the layer's own attention, window included), so they
 cost no training and apply to any trained model.
 
@@ -45,6 +47,7 @@ SHAPES = {  # shape -> ({key: (type, default or None = from L, meaning)}, factor
               lambda p, n, L, c: (c['s'] if c['s'] is not None else 1 / math.log(L)) * torch.log(n)),
 }
 LAYERS = ('all', 'rope', 'nope')
+PLACEMENTS = ('all', 'rotary')  # where the factor goes: every dim of q, or only the dims whose pairs turn
 
 
 def parse_temperature(entry):
@@ -63,10 +66,15 @@ def parse_temperature(entry):
     cfg = {'shape': shape, 'layers': got.pop('layers', 'all'), **{k: d for k, (_, d, _) in keys.items()}}
     if cfg['layers'] not in LAYERS:
         raise ValueError(f"temperature {entry!r}: layers={cfg['layers']!r}; use one of {', '.join(LAYERS)}")
+    if 'on' in got:  # (kept only when given: 'all' is every temperature's placement before the key existed)
+        cfg['on'] = got.pop('on')
+    if cfg.get('on', 'all') not in PLACEMENTS:
+        raise ValueError(f"temperature {entry!r}: on={cfg['on']!r}; use all (the whole logit) or rotary (the "
+                         f"dims whose pairs turn, as HF's cos/sin carry YaRN's factor under a partial rotation)")
     for k, v in got.items():
         if k not in keys:
             raise ValueError(f"temperature {entry!r}: {k!r} is not a key of shape {shape!r} "
-                             f"({', '.join(keys) or 'it takes none'}; and layers)")
+                             f"({', '.join(keys) or 'it takes none'}; and layers, on)")
         cfg[k] = parse_value(k, v, keys[k][0])
         if not 0 < cfg[k] < math.inf:  # (an infinite constant's NaNs would surface later, naming neither)
             raise ValueError(f"temperature {entry!r}: {k}={v} must be a finite number > 0")
@@ -77,7 +85,8 @@ def temperature_name(t):
     """'qtemp llama4 β=0.1 on nope': the shape, the keys that differ from its defaults, the layers when not all."""
     keys = SHAPES[t['shape']][0]
     extras = ''.join(f" {'β' if k == 'beta' else k}={t[k]:g}" for k in keys if t[k] is not None and t[k] != keys[k][1])
-    return f"qtemp {t['shape']}{extras}" + ('' if t['layers'] == 'all' else f" on {t['layers']}")
+    return f"qtemp {t['shape']}{extras}" + ('' if t['layers'] == 'all' else f" on {t['layers']}") + \
+        (' rotary-only' if t.get('on', 'all') == 'rotary' else '')
 
 
 def query_factors(t, positions, L, window=None, keys=None):
@@ -110,7 +119,12 @@ def scaled_queries(t, model, layer, q, L, window=None, start=None):
     i = torch.arange(q.size(2), device=q.device)
     keys = keys_seen(i, model.transformer.h[layer].attn, window)
     f = query_factors(t, i if start is None else start.to(i.device)[:, None] + i, L, keys=keys).to(q.dtype)
-    return q * (f[:, None] if start is None else f[:, None, :, None])
+    f = f[:, None] if start is None else f[:, None, :, None]
+    if t.get('on', 'all') == 'rotary':  # only the dims whose pairs turn: a NoPE layer's, or p-RoPE's stopped, stay
+        g = model.rope_index[layer]
+        turn = q.new_zeros(q.size(-1), dtype=torch.bool) if g is None else (model.rope_freqs(None, g)[0] != 0).repeat(2)
+        f = torch.where(turn.to(q.device), f, torch.ones_like(f))
+    return q * f
 
 
 def tempered(model, t, attend=None, L=None, window=None, start=None):

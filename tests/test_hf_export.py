@@ -366,3 +366,36 @@ def test_a_trained_run_generates_the_same_200_tokens_in_transformers(tiny_run, t
         k = int((ours != theirs).nonzero()[0])
         top2 = torch.topk(m(ours[None, :k])[0][0, -1], 2).values
         assert (top2[0] - top2[1]).item() < TOL, f"diverges at token {k} without a near-tie"
+
+
+def test_partial_rotary_exports_with_yarn_placed_as_hf_places_it(tmp_path):
+    """GPT-NeoX's partial rotation (partial_rotary_factor 0.5: 8 of 16 dims turn) with YaRN, its attention factor on
+    the rotary dims only (HF's cos/sin): rotary_pct and partial_rotary_factor 0.5, the placement key not written, q/k
+    rows in NeoX's rotary order; with transformers, our logits to TOL and greedy text equal. The factor on every dim
+    is another model: refused in one line, nothing written."""
+    sc = dict(CASES['yarn'], attention_factor_on='rotary')
+    m = tiny(sc, bias=True, partial_rotary_factor=0.5)
+    out, config, _ = export(write_run(tmp_path / 'run', m), str(tmp_path / 'hf'))
+    rp = config['rope_parameters']
+    assert config['rotary_pct'] == rp['partial_rotary_factor'] == 0.5 and 'attention_factor_on' not in rp
+    assert 'attention_factor_on' not in config['rope_scaling'] and rp['beta_fast'] == 8.0
+    assert hf_export.neox_order(16, 8) == [0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15]
+    whole = tiny(CASES['yarn'], partial_rotary_factor=0.5)
+    with pytest.raises(ValueError, match='partial_rotary_factor=0.5 with an attention factor on every dim'):
+        export(write_run(tmp_path / 'run2', whole), str(tmp_path / 'hf2'))
+    assert not os.path.exists(tmp_path / 'hf2')
+    pytest.importorskip('transformers')
+    hf = load_hf(out)
+    torch.manual_seed(1)
+    x = torch.randint(len(ITOS), (2, 2 * L))
+    with torch.no_grad():
+        for T in (L, 2 * L):
+            ours = m(x[:, :T])[0]
+            assert (hf(x[:, :T]).logits - ours).abs().max().item() < TOL
+        m.set_rope_scaling(CASES['yarn'])  # the factor on every dim: a model the tolerance tells apart
+        assert (m(x)[0] - ours).abs().max().item() > 100 * TOL
+        m.set_rope_scaling(sc)
+    prompt, n = torch.tensor([[10, 9, 8, 7, 9, 3]]), 40
+    theirs = hf.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=n, min_new_tokens=n,
+                         do_sample=False, eos_token_id=None, pad_token_id=0)[0]
+    assert torch.equal(m.generate(prompt, n, top_k=1)[0], theirs)

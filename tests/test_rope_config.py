@@ -144,7 +144,7 @@ def test_one_table_drives_types_and_keys():
     assert set(all_type_keys()) == {'beta_fast', 'beta_slow', 'truncate', 'mscale', 'mscale_all_dim',
                                     'attention_factor', 'low_freq_factor', 'high_freq_factor', 'short_factor',
                                     'long_factor', 'start_token_idx', 'new_base', 'partial_rotary_factor',
-                                    'max_wavelength'}
+                                    'max_wavelength', 'attention_factor_on'}
 
 
 @pytest.mark.parametrize('mscale, mscale_all_dim', [(0.0, 1.0), (1.0, 0.0), (0.0, 0.0)])

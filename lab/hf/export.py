@@ -12,7 +12,9 @@ merges.txt for a GPT-2 BPE run (from the files the data step keeps; named in REA
 or vocab.json ({character: id}) and a tokenizer.json that AutoTokenizer reads for a character run.
 
 The architecture maps one to one: pre-LayerNorm blocks (use_parallel_residual=False), erf GELU, eps 1e-5, tied
-embeddings, rotate-half RoPE on every dimension (partial_rotary_factor=1.0, not GPT-NeoX's 0.25). The fused qkv rows
+embeddings, rotate-half RoPE on every dimension, or GPT-NeoX's partial rotation (model_args partial_rotary_factor p:
+rotary_pct p, each head's q/k rows put in NeoX's order, neox_order; an attention factor must then sit on the rotary
+dims, where HF's cos/sin put it: attention_factor_on='rotary'). The fused qkv rows
 are [3, head, head_dim] here and [head, 3, head_dim] in GPT-NeoX; a model without biases gets zero biases (GPT-NeoX
 always has them). config.json carries both rope forms: 5.x rope_parameters (rope_theta and partial_rotary_factor
 inside) and 4.x rope_scaling + rotary_emb_base + rotary_pct, which say the same thing (transformers 5 reads
@@ -108,6 +110,24 @@ def check_exportable(args):
     if t not in NATIVE and ROPE_SCALING[t].dynamic:
         raise ValueError(f"rope_type {t!r} depends on the input length in a way transformers has no type for; "
                          f"export a static type (--rope_type=...)")
+    p, sc = args.get('partial_rotary_factor', 1.0), args.get('rope_scaling') or {}
+    if p < 1 and sc.get('attention_factor_on', 'all') != 'rotary' \
+            and rope_inv_freq(rotary_dim(args), args['rope_base'], sc or None)[1] != 1.0:
+        raise ValueError(f"partial_rotary_factor={p:g} with an attention factor on every dim: transformers' cos/sin "
+                         f"carry it on the rotary dims only, another model; export with the factor placed as HF "
+                         f"places it (--rope_type=...:attention_factor_on=rotary) or set attention_factor=1")
+
+
+def rotary_dim(args):
+    """The dims that turn in each head (model.GPT.rotary_dim from model_args; GPT-NeoX's rotary_ndims)."""
+    return int(args['n_embd'] // args['n_head'] * args.get('partial_rotary_factor', 1.0)) // 2 * 2
+
+
+def neox_order(head_dim, r):
+    """GPT-NeoX's dim j <- the lab's dim order[j]: its rotate-half runs over the first r dims (pair j is (j, j + r/2)),
+    the lab's over all d with the pairs past r/2 at theta = 0 (pair j is (j, j + d/2)); the rest pass through."""
+    h = head_dim // 2
+    return list(range(r // 2)) + list(range(h, h + r // 2)) + list(range(r // 2, h)) + list(range(h + r // 2, head_dim))
 
 
 def hf_rope(head_dim, base, scaling, L, block_size):
@@ -128,7 +148,8 @@ def hf_rope(head_dim, base, scaling, L, block_size):
         return rp, (L if t == 'dynamic' else round(s * L))  # dynamic: HF's L is max_position_embeddings
     rp.update(factor=s, original_max_position_embeddings=L)
     if t in NATIVE:  # yarn, llama3, longrope: the type's own keys as they are
-        rp.update({k: v for k, v in sc.items() if k in ROPE_SCALING[t].keys and k != 'start_token_idx'})
+        rp.update({k: v for k, v in sc.items() if k in ROPE_SCALING[t].keys
+                   and k not in ('start_token_idx', 'attention_factor_on')})  # (the placement: HF's, checked)
         if t == 'longrope':
             rp['attention_factor'] = rope_inv_freq(head_dim, base, sc)[1]
         return rp, round(s * L)
@@ -142,7 +163,8 @@ def hf_config(args, L, eot=None, dtype=torch.float32):
     """config.json of GPTNeoXForCausalLM for a checkpoint's model_args (checked exportable)."""
     check_exportable(args)
     C, H = args['n_embd'], args['n_head']
-    rp, M = hf_rope(C // H, args['rope_base'], args.get('rope_scaling'), L, args['block_size'])
+    rp, M = hf_rope(rotary_dim(args), args['rope_base'], args.get('rope_scaling'), L, args['block_size'])
+    rp['partial_rotary_factor'] = p = args.get('partial_rotary_factor', 1.0)  # (the rope is computed on those dims)
     legacy = None if rp['rope_type'] == 'default' else \
         {'type': rp['rope_type'], **{k: v for k, v in rp.items() if k not in ('rope_theta', 'partial_rotary_factor')}}
     return {
@@ -153,7 +175,7 @@ def hf_config(args, L, eot=None, dtype=torch.float32):
         'attention_dropout': 0.0, 'hidden_dropout': 0.0, 'initializer_range': 0.02, 'use_cache': True,
         'max_position_embeddings': M, 'bos_token_id': eot, 'eos_token_id': eot, 'pad_token_id': None,
         'rope_parameters': rp,                                                           # transformers 5.x
-        'rope_scaling': legacy, 'rotary_emb_base': rp['rope_theta'], 'rotary_pct': 1.0,  # transformers 4.x
+        'rope_scaling': legacy, 'rotary_emb_base': rp['rope_theta'], 'rotary_pct': p,  # transformers 4.x
         'dtype': str(dtype).removeprefix('torch.'), 'torch_dtype': str(dtype).removeprefix('torch.'),
     }
 
@@ -170,8 +192,12 @@ def hf_state_dict(state, args):
         used.add(name)
         return sd[name] if name in sd or n is None else torch.zeros(n, dtype=dtype)
 
-    def heads_first(t):  # rows (3, H, hd, ...) -> (H, 3, hd, ...)
-        return t.reshape(3, H, C // H, *t.shape[1:]).transpose(0, 1).reshape(t.shape)
+    order = torch.tensor(neox_order(C // H, rotary_dim(args)))
+
+    def heads_first(t):  # rows (3, H, hd, ...) -> (H, 3, hd, ...); q and k rows in GPT-NeoX's rotary order
+        t = t.reshape(3, H, C // H, *t.shape[1:])
+        t = torch.cat((t[:2, :, order], t[2:]))
+        return t.transpose(0, 1).reshape(3 * C, *t.shape[3:])
 
     out = {'gpt_neox.embed_in.weight': get('transformer.wte.weight')}
     pairs = [('ln_1', 'input_layernorm', C), ('ln_2', 'post_attention_layernorm', C),
@@ -328,7 +354,7 @@ def export(ckpt_path, out_dir, overwrite=False, rope_type='', factor=0.0):
     model = model_from_checkpoint(dict(ckpt, model_args=args))  # validates everything; the weights as stored
     weights = hf_state_dict(model.state_dict(), args)
     ds = ckpt.get('dataset') or {}
-    _, M = hf_rope(args['n_embd'] // args['n_head'], args['rope_base'], args['rope_scaling'], L, args['block_size'])
+    _, M = hf_rope(rotary_dim(args), args['rope_base'], args['rope_scaling'], L, args['block_size'])
     tok_files, eot, tok_lines = tokenizer_files(ds, M)
     config = hf_config(args, L, eot, weights['gpt_neox.embed_in.weight'].dtype)
     gen = {'bos_token_id': eot, 'eos_token_id': eot, 'pad_token_id': eot} if eot is not None else {}

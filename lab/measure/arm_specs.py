@@ -80,7 +80,8 @@ def check_over_trained_in(own, sc, source, new, fix):
     same = lambda c: {k: v for k, v in c.items() if k not in drop}  # noqa: E731
     if sc is not None and sc['rope_type'] == t and same(check_scaling(sc)) == same(check_scaling(own)):
         return
-    own_spec = ':'.join([t] + [f"{k}={v:g}" for k, v in scaling_extras(own).items()])
+    own_spec = ':'.join([t] + [f"{k}={v}" if isinstance(v, str) else f"{k}={v:g}"
+                               for k, v in scaling_extras(own).items()])
     stops = ': its stopped pairs would turn again' if t in ('clip', 'proportional') else ''  # the types that stop pairs
     raise ValueError(f"{new} on {source}: that base was trained with rope_type {t!r} ({scaling_name(own)}), and "
                      f"{(sc or {}).get('rope_type', 'default')!r} would replace it, not compose with it (rope.py "
@@ -104,12 +105,13 @@ def scaling_name(sc):
     greek = {'beta_fast': 'β_fast', 'beta_slow': 'β_slow', 'new_base': "b'", 'partial_rotary_factor': 'p',
              'max_wavelength': 'λ_max'}
     shown = {**({'new_base': sc['new_base']} if sc['rope_type'] == 'abf' else {}), **scaling_extras(sc)}  # b' always
+    on = shown.pop('attention_factor_on', 'all')  # where the attention factor goes: 'rotary' names the arm
     num = lambda k, v: f"{v:.3g}".replace('e+0', 'e').replace('e+', 'e') if k == 'new_base' else f"{v:g}"  # b'=1e6
-    extras = ''.join(f" {greek.get(k, k)}={v}" if isinstance(v, bool) else f" {greek.get(k, k)}={num(k, v)}"
+    extras = ''.join(f" {greek.get(k, k)}={v}" if isinstance(v, (bool, str)) else f" {greek.get(k, k)}={num(k, v)}"
                      for k, v in shown.items())
     f, aim = sc.get('factor', 1.0), sc.get('layers', 'all')  # aim: the layers it scales, when not all of them
     return sc['rope_type'] + ('' if is_dynamic(sc) and f == 1 else f" s={f:g}") + extras + \
-        ('' if aim == 'all' else f" on {aim}")
+        ('' if aim == 'all' else f" on {aim}") + (' rotary-only' if on == 'rotary' else '')
 
 
 def rope_tag(args, derived):

@@ -31,7 +31,7 @@ def constant_runs(model, T):
     c = model.config
     if c.pos_emb != 'rope' or not is_dynamic(c.rope_scaling):
         return [(1, T)]
-    table = lambda n: rope_inv_freq(model.head_dim, c.rope_base, c.rope_scaling, n)  # noqa: E731
+    table = lambda n: rope_inv_freq(model.head_dim, c.rope_base, c.rope_scaling, n, model.rotary_dim)  # noqa: E731
     runs, a = [], 1
     while a <= T:
         ref, lo, hi = table(a), a, T

@@ -44,7 +44,8 @@ def references(spec):
 def find_arm(summary, arm, folder):
     hit = next((a for a in summary['arms'] if arm in (a.get('id'), a['name'])), None)
     if hit is None:
-        raise ConfigError(f"{folder} has no arm {arm!r}; it has {', '.join(a.get('id') or a['name'] for a in summary['arms'])}")
+        have = ', '.join(a.get('id') or a['name'] for a in summary['arms'])
+        raise ConfigError(f"{folder} has no arm {arm!r}; it has {have}")
     return hit
 
 
