@@ -121,3 +121,12 @@ def test_bad_placements_are_one_line_errors():
         parse_temperature('qtemp:shape=logn:on=dims')
     with pytest.raises(ValueError, match='not used by rope_type'):
         check_scaling({'rope_type': 'linear', 'factor': 2.0, 'attention_factor_on': 'rotary'})
+
+
+def test_a_partial_or_gated_base_says_so_in_its_arm_name():
+    """Bases are told apart in every table: the NeoX partial rotation and gated attention (on smeared keys too)."""
+    from lab.measure.arms import ckpt_arm
+    args = dict(block_size=128, pos_emb='rope', attention='smear_keys_gated')
+    assert ckpt_arm('x', {'model_args': args})['name'] == 'base gated (L=128)'
+    assert ckpt_arm('x', {'model_args': dict(args, attention='causal', partial_rotary_factor=0.25)})['name'] == \
+        'base neox p=0.25 (L=128)'

@@ -81,7 +81,8 @@ def ckpt_arm(path, ckpt):
     tuned = derived and lin['finetune_steps'] > 0  # a 0-step run (--max_iters=0, a LongRoPE search) is zero-shot
     att = args.get('attention', '')
     lay = (f" {args['layers']}" if args.get('layers') else '') + (' ssmax' if 'ssmax' in att else '') \
-        + (' sinks' if 'sinks' in att else '') + (' gated' if att == 'gated' else '') \
+        + (' sinks' if 'sinks' in att else '') + (' gated' if 'gated' in att else '') \
+        + (f" neox p={args['partial_rotary_factor']:g}" if args.get('partial_rotary_factor', 1.0) < 1 else '') \
         + (f" {scaling_name(sc).replace(' s=1', '')}" if sc and not derived else '')  # p-RoPE, clipped: trained in
     tags = (' needles' if lin.get('search_objective') == 'needle' else '') + \
         (' mixed' if (ckpt.get('config') or {}).get('mixed_short') else '')  # LongRoPE2's objective, its mixed windows
