@@ -27,10 +27,11 @@ KINDS = {  # file -> {name: kind}; a name not listed is an error, 'story' is wri
         'rope_cos_sin apply_rope plain_inv_freq wavelengths rotations_within critical_dimension linear_inv_freq '
         'ntk_inv_freq dynamic_inv_freq _ramp _blend ntk_by_parts_inv_freq yarn_correction_range yarn_inv_freq '
         'yarn_mscale yarn_attention_factor dynamic_yarn_scale llama3_inv_freq longrope_inv_freq longrope_start_tokens '
-        'longrope_attention_factor base_bound abf_inv_freq partial_inv_freq proportional_inv_freq clipped_inv_freq').split()},
+        'longrope_attention_factor base_bound abf_inv_freq partial_inv_freq proportional_inv_freq neox_partial_inv_freq '
+        'clipped_inv_freq').split()},
     'rope_config.py': dict(
         check_bands=V, check_yarn=V, check_llama3=V, check_longrope=V, check_masks=V, longrope_theta='story', yarn_theta='story',
-        RopeType='story', BANDS='story', YARN='story', ROPE_SCALING='story', ROPE_TYPES='story', DYNAMIC_TYPES='story',
+        RopeType='story', BANDS='story', PLACEMENT='story', YARN='story', ROPE_SCALING='story', ROPE_TYPES='story', DYNAMIC_TYPES='story',
         COMMON_KEYS='story', type_keys=P, all_type_keys=P, _check_factors=V, check_scaling=V, HF_ONLY_KEYS=X,
         _number=X, _hf_rope_dict=X, is_dynamic='story', rope_inv_freq='story',
         scaled_theta='story', LayerSpec='story', LAYER_KINDS='story', SCALE_LAYERS='story',
@@ -40,6 +41,7 @@ KINDS = {  # file -> {name: kind}; a name not listed is an error, 'story' is wri
         'CausalSelfAttention.qkv CausalSelfAttention.attend CausalSelfAttention.forward MLP MLP.__init__ MLP.forward '
         'NORMS MLPS SwiGLU SwiGLU.forward RMSNorm RMSNorm.__init__ RMSNorm.forward norm '
         'Block Block.__init__ Block.forward GPT GPT.__init__ GPT._init_weights GPT.get_num_params GPT.head_dim '
+        'GPT.rotary_dim '
         'GPT.set_rope_scaling GPT._build_rope GPT.rope_freqs GPT.rope_tables GPT.forward GPT.configure_optimizers '
         'GPT.generate sample_next').split()},
         'GPTConfig.attention_class': X, 'GPTConfig.__post_init__': V, 'CausalSelfAttention.logits': X,
