@@ -3,7 +3,7 @@
 .DEFAULT_GOAL := help  # `make` alone lists the targets
 PY ?= $(shell command -v python >/dev/null && echo python || echo python3)
 
-.PHONY: quick demo install data train-copy finetune pose longrope eval train eval-test bases-test knobs eval-2048 pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases ape longrope-ref longrope4 drope nope-base hybrid-base chunked-base local-global-base ssmax-base abf longrope2 prope-base clip-base sinks-base gated-base gated-eval fire-base cope-base fire-cope-eval neox-base placement-eval clip-sweep pairs frequencies frequency-bases temperature-knobs designs designs-2048 drope-eval scale-layers hybrid-eval chunked-eval own-crops gpu-check real-model-gpu real-model real-model-all real-model-core real-model-rest real-model-ntk real-model-dynamic real-model-rerope real-model-self-extend real-model-data test help
+.PHONY: quick demo install data train-copy finetune pose longrope eval train eval-test bases-test knobs eval-2048 pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases ape longrope-ref longrope4 drope nope-base hybrid-base chunked-base local-global-base ssmax-base abf longrope2 prope-base clip-base sinks-base gated-base gated-eval fire-base cope-base fire-cope-eval neox-base placement-eval dca-window clip-sweep pairs frequencies frequency-bases temperature-knobs designs designs-2048 drope-eval scale-layers hybrid-eval chunked-eval own-crops gpu-check real-model-gpu real-model real-model-all real-model-core real-model-rest real-model-ntk real-model-dynamic real-model-rerope real-model-self-extend real-model-data test help
 
 ##@ story: the story in minutes
 
@@ -205,6 +205,9 @@ neox-base:            # GPT-NeoX's partial rotation (Pythia's rotary_pct 0.25): 
 placement-eval:       # where the temperature goes: on every dim of the logit or on the turning pairs only, YaRN s = 8 and the log-n temperature on the NeoX partial base, the log-n temperature on the p-RoPE base (needs neox-base, prope-base)
 	$(PY) eval.py config/eval_placement_cpu.py
 	$(PY) eval.py config/eval_placement_cpu.py --base=out/char-prope-copy --rope_types=default,crop:form=sliding,qtemp:shape=logn,qtemp:shape=logn:on=rotary --contrasts='qtemp_logn_rotary-only_zero-shot | qtemp_logn_zero-shot' --out_dir=out/char-eval-placement-prope
+
+dca-window:           # DCA's local window at L/8 (ChunkLlama's default) beside L/16, on the demo's base with its crop (needs make train-copy)
+	$(PY) eval.py config/eval_dca_window_cpu.py
 
 clip-sweep:           # which pairs matter: the demo's base with only its k fastest pairs rotating (k = 0..16, p-RoPE at inference), loss and retrieval at T = 1024 on the 32 dev windows, against the critical dimension (6 pairs)
 	$(PY) eval.py config/eval_clip_sweep_cpu.py
