@@ -261,37 +261,38 @@ def test_a_room_the_base_fails_inside_L_is_not_judged():
 
 
 def test_against_pairs_an_eval_with_committed_arms_of_other_evals(tmp_path):
-    """python -m lab.verdicts.against: the sink base's committed eval against the demo's base and crop (the same 32
-    windows): each loss row is the paired mean of the two files' per-window values, an arm that shares its display name
-    with the reference (both evals have 'crop w=128 (sliding)') is still compared, the files land in the eval's folder;
-    an eval of other windows is refused in one line and nothing is written."""
+    """python -m lab.verdicts.against: the FIRE base's committed eval against the ape study's RoPE base and crop (the
+    same 32 windows): each loss row is the paired mean of the two files' per-window values, an arm that shares its
+    display name with the reference (both evals have 'crop w=128 (sliding)') is still compared, the files land in the
+    eval's folder; an eval of other windows is refused in one line and nothing is written."""
     from configurator import ConfigError
     from lab.verdicts import against as A
     root = os.path.join(os.path.dirname(__file__), '..')
-    mine = tmp_path / 'sinks'
+    mine = tmp_path / 'fire'
     mine.mkdir()
-    s = json.load(open(os.path.join(root, 'assets/studies/sinks/summary.json'), encoding='utf-8'))
+    s = json.load(open(os.path.join(root, 'assets/studies/fire/summary.json'), encoding='utf-8'))
     (mine / 'summary.json').write_text(json.dumps(s), encoding='utf-8')
-    demo = os.path.join(root, 'assets/demo')
-    assert A.main([f'--eval={mine}', f'--against={demo}:base_L128,{demo}:crop w=128 (sliding)']) == 0
+    ape = os.path.join(root, 'assets/studies/ape')
+    assert A.main([f'--eval={mine}', f'--against={ape}:base_L128,{ape}:crop w=128 (sliding)']) == 0
     found = json.load(open(mine / 'against.json', encoding='utf-8'))
-    base = next(a for a in json.load(open(os.path.join(demo, 'summary.json'), encoding='utf-8'))['arms']
+    base = next(a for a in json.load(open(os.path.join(ape, 'summary.json'), encoding='utf-8'))['arms']
                 if a['id'] == 'base_L128')
     by = {a['name']: a for a in s['arms']}
     col = '512-1024'
-    for name in ('base sinks (L=128)', 'crop w=128 (sliding)'):
+    for name in ('fire (L=128)', 'crop w=128 (sliding)'):
         row = found[0]['rows']['loss'][col][name]
         want = np.mean(np.array(by[name]['per_window'][col]) - np.array(base['per_window'][col]))
-        assert row['diff'] == approx(want, abs=1e-6) and row['b'] == f'base (L=128) [{demo}]'
-    assert found[1]['reference'] == f'crop w=128 (sliding) [{demo}]'
-    assert 'crop w=128 (sliding)' in found[1]['rows']['loss'][col]  # the eval's own crop, against the demo's crop
-    assert '| base sinks (L=128) |' in (mine / 'against.md').read_text(encoding='utf-8')
+        assert row['diff'] == approx(want, abs=1e-6) and row['b'] == f'base (L=128) [{ape}]'
+    assert found[1]['reference'] == f'crop w=128 (sliding) [{ape}]'
+    assert 'crop w=128 (sliding)' in found[1]['rows']['loss'][col]  # the eval's own crop, against the other's crop
+    assert '| fire (L=128) |' in (mine / 'against.md').read_text(encoding='utf-8')
+    assert 'not judged' in (mine / 'against.md').read_text(encoding='utf-8')  # no pure-text base copies
     other = tmp_path / 'other'
     other.mkdir()
     (other / 'summary.json').write_text(json.dumps(dict(s, settings=dict(s['settings'], windows=[1, 2]))),
                                         encoding='utf-8')
     with pytest.raises(ConfigError, match='differ in windows'):
-        A.main([f'--eval={other}', f'--against={demo}:base_L128'])
+        A.main([f'--eval={other}', f'--against={ape}:base_L128'])
     assert not (other / 'against.json').exists()
     with pytest.raises(ConfigError, match="has no arm 'nope'"):
-        A.main([f'--eval={mine}', f'--against={demo}:nope'])
+        A.main([f'--eval={mine}', f'--against={ape}:nope'])
