@@ -80,7 +80,8 @@ class RopeType(NamedTuple):
     factor: Optional[float] = None
 
 BANDS = {'beta_fast': (float, 32.0), 'beta_slow': (float, 1.0)}
-PLACEMENT = {'attention_factor_on': (str, None)}  # 'all' (unset) dims of the logit, or 'rotary': the turning pairs'
+PLACEMENTS = ('all', 'rotary')  # where a temperature goes: every dim of the logit, or the turning pairs' (rope_cos_sin)
+PLACEMENT = {'attention_factor_on': (str, None)}  # one of PLACEMENTS; unset = 'all'
 YARN = {**BANDS, 'truncate': (bool, True), 'mscale': (float, None), 'mscale_all_dim': (float, None),
         'attention_factor': (float, None), **PLACEMENT}
 
@@ -187,7 +188,7 @@ def check_scaling(scaling, base=None):
             sc[k] = _check_factors(v, lambda want: bad(k, want))
         if k == 'layers' and v not in SCALE_LAYERS:
             bad(k, f"must be one of {', '.join(SCALE_LAYERS)} (the layers the scaling applies to)")
-        if k == 'attention_factor_on' and v not in ('all', 'rotary'):
+        if k == 'attention_factor_on' and v not in PLACEMENTS:
             bad(k, "must be 'all' (attention_factor^2 on the whole logit) or 'rotary' (on the pairs that turn only)")
         low = 1 if k == 'original_max_position_embeddings' else 0
         if typ is int and (isinstance(v, bool) or not isinstance(v, int) or v < low):

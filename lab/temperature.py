@@ -33,6 +33,7 @@ from configurator import ConfigError
 from lab.copy_mix import SmearedKeyAttention
 from lab.measure.arm_specs import parse_value
 from model import ATTENTION, CausalSelfAttention
+from rope_config import PLACEMENTS  # every dim of q, or only the dims whose pairs turn
 
 SHAPES = {  # shape -> ({key: (type, default or None = from L, meaning)}, factor(p, n, L, cfg) for positions p)
     'llama4': ({'beta': (float, 0.1, 'attn_scale'), 'floor': (int, None, 'floor_scale F (default L)')},
@@ -47,7 +48,6 @@ SHAPES = {  # shape -> ({key: (type, default or None = from L, meaning)}, factor
               lambda p, n, L, c: (c['s'] if c['s'] is not None else 1 / math.log(L)) * torch.log(n)),
 }
 LAYERS = ('all', 'rope', 'nope')
-PLACEMENTS = ('all', 'rotary')  # where the factor goes: every dim of q, or only the dims whose pairs turn
 
 
 def parse_temperature(entry):
