@@ -229,6 +229,8 @@ def test_every_committed_picture_redraws_from_committed_files(tmp_path):
     (tmp_path / 'stray.png').write_bytes(b'x')
     assert redraw.check(str(tmp_path))[0] == \
         "assets/stray.png has no recipe in lab/pictures/redraw.py (add its folder to PLAN, or remove the picture)"
+    assert "assets/studies/pairs/pair_usage.json is not committed, so its picture cannot be redrawn" in \
+        redraw.check(str(tmp_path))  # lab.pairs' picture has its own recipe: from pair_usage.json, not a summary
     (tmp_path / 'studies' / 'slow_pairs').mkdir(parents=True)
     shutil.copy(os.path.join(ASSETS, 'studies', 'slow_pairs', 'summary.json'),  # kept without its position CSV
                 tmp_path / 'studies' / 'slow_pairs')

@@ -8,7 +8,8 @@ Each folder of assets/ that holds pictures is an eval's out_dir as eval.py leave
 summary.json and, where kept, position_loss.csv and the other CSVs. plot.plot_all draws the pictures PLAN names for
 it into the folder itself, as `eval.py --plot_only=True` would: the demo's run (assets/demo), the test split's
 (assets/test) and the studies' (assets/studies/<study>). A study kept without its position CSV gets families.png from
-its per-bucket means and intervals. assets/test/claims.png is the forest plot of every record in assets/test/claims
+its per-bucket means and intervals. assets/studies/pairs/pair_usage.png is lab.pairs' own picture, from its
+pair_usage.json. assets/test/claims.png is the forest plot of every record in assets/test/claims
 (lab.verdicts.claims).
 """
 import argparse
@@ -36,12 +37,14 @@ PLAN = {
     'studies/clip_sweep': ('clip_sweep.png',),
     'studies/real_model': ('headline.png', 'loss_vs_position.png', 'verdict_grid.png'),
 }
-NAMES = {os.path.basename(folder): folder for folder in PLAN}  # what the command line takes: demo, test, ape, ...
+# folder under assets/: pictures lab.pairs draws from its own pair_usage.json (no summary.json there)
+PAIRS = {'studies/pairs': ('pair_usage.png',)}
+NAMES = {os.path.basename(folder): folder for folder in (*PLAN, *PAIRS)}  # the command line's: demo, test, ape, ...
 
 
 def check(assets=ASSETS):
     """Problems, one line each: a committed PNG no recipe draws, a recipe whose summary is not committed."""
-    drawn = {os.path.join(folder, p) for folder, pictures in PLAN.items() for p in pictures}
+    drawn = {os.path.join(folder, p) for folder, pictures in (*PLAN.items(), *PAIRS.items()) for p in pictures}
     drawn.add(CLAIMS + '.png')
     committed = {os.path.relpath(p, assets) for p in glob.glob(os.path.join(assets, '**', '*.png'), recursive=True)}
     return ([f"assets/{n} has no recipe in lab/pictures/redraw.py (add its folder to PLAN, or remove the picture)"
@@ -49,18 +52,26 @@ def check(assets=ASSETS):
             [f"lab/pictures/redraw.py draws assets/{n}, which is not committed: run python -m lab.pictures.redraw"
              for n in sorted(drawn - committed)] +
             [f"assets/{folder}/summary.json is not committed, so its pictures cannot be redrawn"
-             for folder in PLAN if not os.path.exists(os.path.join(assets, folder, 'summary.json'))])
+             for folder in PLAN if not os.path.exists(os.path.join(assets, folder, 'summary.json'))] +
+            [f"assets/{folder}/pair_usage.json is not committed, so its picture cannot be redrawn"
+             for folder in PAIRS if not os.path.exists(os.path.join(assets, folder, 'pair_usage.json'))])
 
 
 def redraw(only=None, assets=ASSETS):
     """Draw the pictures of every folder in PLAN (or of those named in only: demo, test, a study, 'claims') in
     place; returns the paths written."""
     import plot
+    from lab.pictures.pair_plots import draw_pairs
     from lab.pictures.verdict_plots import write_claims_png
-    written = []
+    written, wanted = [], lambda folder: (not only or os.path.basename(folder) in only) and \
+        os.path.exists(os.path.join(assets, folder))
     for folder, pictures in PLAN.items():
-        if (not only or os.path.basename(folder) in only) and os.path.exists(os.path.join(assets, folder)):
+        if wanted(folder):
             written += plot.plot_all(os.path.join(assets, folder), only=list(pictures))
+    for folder, pictures in PAIRS.items():
+        if wanted(folder):
+            written += [draw_pairs(os.path.join(assets, folder, 'pair_usage.json'), os.path.join(assets, folder, p))
+                        for p in pictures]
     if not only or 'claims' in only:
         written.append(write_claims_png(os.path.join(assets, CLAIMS)))
     return written
