@@ -3,7 +3,7 @@
 .DEFAULT_GOAL := help  # `make` alone lists the targets
 PY ?= $(shell command -v python >/dev/null && echo python || echo python3)
 
-.PHONY: quick demo install data train-copy finetune pose longrope eval train eval-test bases-test knobs eval-2048 pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases ape longrope-ref longrope4 drope nope-base hybrid-base chunked-base local-global-base ssmax-base abf longrope2 prope-base clip-base sinks-base gated-base gated-eval fire-base cope-base fire-cope-eval neox-base placement-eval dca-window clip-sweep pairs frequencies frequency-bases temperature-knobs designs designs-2048 drope-eval scale-layers hybrid-eval chunked-eval own-crops gpu-check real-model-gpu real-model real-model-all real-model-core real-model-rest real-model-ntk real-model-dynamic real-model-rerope real-model-self-extend real-model-data test help
+.PHONY: quick demo install data train-copy finetune pose longrope eval train eval-test bases-test designs-test knobs eval-2048 pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases ape longrope-ref longrope4 drope nope-base hybrid-base chunked-base local-global-base ssmax-base abf abf-matched longrope2 prope-base clip-base sinks-base gated-base gated-eval fire-base cope-base fire-cope-eval neox-base placement-eval dca-window clip-sweep pairs frequencies frequency-bases temperature-knobs designs designs-2048 drope-eval scale-layers hybrid-eval chunked-eval own-crops gpu-check real-model-gpu real-model real-model-all real-model-core real-model-rest real-model-ntk real-model-dynamic real-model-rerope real-model-self-extend real-model-data test help
 
 ##@ story: the story in minutes
 
@@ -51,6 +51,12 @@ bases-test: out/char-eval-test/summary.json out/char-base-copy-1338/ckpt.pt out/
 	$(PY) eval.py config/eval_test_cpu.py config/eval_bases_test.py --base=out/char-base-copy-1338 --out_dir=out/char-eval-test-base1338
 	$(PY) eval.py config/eval_test_cpu.py config/eval_bases_test.py --base=out/char-base-copy-1339 --out_dir=out/char-eval-test-base1339
 	$(PY) eval.py --combine=out/char-eval-test,out/char-eval-test-base1338,out/char-eval-test-base1339 --out_dir=out/char-eval-test-bases
+
+designs-test:         # the designs' headline claims on the test split (issue 47): the gated base as it is, its crop and ReRoPE (100 examples a cell); the chunked hybrid, FIRE and CoPE bases against their crops, loss only (they never learned to copy) (needs gated-base, chunked-base, fire-base, cope-base)
+	$(PY) eval.py config/eval_test_cpu.py config/eval_designs_test_cpu.py --base=out/char-gated-copy --rope_types=default,crop:form=sliding,rerope:window=64 --out_dir=out/char-eval-test-gated
+	$(PY) eval.py config/eval_test_cpu.py config/eval_designs_test_cpu.py --base=out/char-chunked-copy --retrieval_examples=0 --out_dir=out/char-eval-test-chunked
+	$(PY) eval.py config/eval_test_cpu.py config/eval_designs_test_cpu.py --base=out/char-fire --retrieval_examples=0 --out_dir=out/char-eval-test-fire
+	$(PY) eval.py config/eval_test_cpu.py config/eval_designs_test_cpu.py --base=out/char-cope --retrieval_examples=0 --out_dir=out/char-eval-test-cope
 
 out/char-eval-test/summary.json:  # the test split's eval, which `make bases-test` combines with its own (needs make demo's runs)
 	$(MAKE) eval-test
@@ -162,6 +168,10 @@ ssmax-base:           # Scalable-Softmax trained in: queries x s_h ln(n), s_h le
 
 abf:                  # ABF: the demo's base fine-tuned at 512 with its RoPE base raised 1e4 -> 1e5 and -> 1e6, the same 100 steps and 3 seeds as the demo's PI and YaRN
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --rope_type=abf:new_base=1e5,abf:new_base=1e6 --plain=False --out_dir=out/char-ft-abf --overwrite=True
+
+abf-matched:          # ABF at a matched target: b' = 1e5 and 1e6 beside PI and YaRN at s = 8, all fine-tuned at 512 (100 steps, 3 seeds) and read to 1024 = s x L (needs make train-copy; 11 min 0 s + 3 min 33 s on 2 cores)
+	$(PY) finetune_long.py config/finetune_long_char_cpu.py --factor=8 --block_size=512 --rope_type=linear,yarn:beta_fast=8,abf:new_base=1e5,abf:new_base=1e6 --plain=False --out_dir=out/char-ft-abf8 --overwrite=True
+	$(PY) eval.py config/eval_abf_matched_cpu.py
 
 longrope2:            # LongRoPE2 against LongRoPE at s=4, 2 x 2: the search scored by every token's loss or by the needles' answer tokens, the fine-tune (100 steps, 3 seeds, natural text) plain or with mixed windows (half the steps at L, on the short factors = the original RoPE)
 	$(PY) search_longrope.py --init_from=out/char-base-copy --factor=4 --out_dir=out/char-longrope-s4 --overwrite=True
