@@ -52,11 +52,11 @@ bases-test: out/char-eval-test/summary.json out/char-base-copy-1338/ckpt.pt out/
 	$(PY) eval.py config/eval_test_cpu.py config/eval_bases_test.py --base=out/char-base-copy-1339 --out_dir=out/char-eval-test-base1339
 	$(PY) eval.py --combine=out/char-eval-test,out/char-eval-test-base1338,out/char-eval-test-base1339 --out_dir=out/char-eval-test-bases
 
-designs-test:         # the designs' headline claims on the test split (issue 47): the gated base as it is, its crop and ReRoPE (100 examples a cell); the chunked hybrid, FIRE and CoPE bases against their crops, loss only (they never learned to copy) (needs gated-base, chunked-base, fire-base, cope-base)
+designs-test:         # the designs' headline claims on the test split (issue 47): the gated base as it is, its crop and ReRoPE (100 examples a cell), paired with the demo's test arms; the chunked hybrid against its crop; FIRE, CoPE and ALiBi beside the plain RoPE base and its crop, as make ape measured them (loss only: those bases never learned to copy) (needs gated-base, chunked-base, fire-base, cope-base, train and ape's ALiBi base)
 	$(PY) eval.py config/eval_test_cpu.py config/eval_designs_test_cpu.py --base=out/char-gated-copy --rope_types=default,crop:form=sliding,rerope:window=64 --out_dir=out/char-eval-test-gated
+	$(PY) -m lab.verdicts.against --eval=out/char-eval-test-gated --against=assets/test:base_L128,assets/test:crop_w128_sliding,assets/test:rerope_w64_zero-shot
 	$(PY) eval.py config/eval_test_cpu.py config/eval_designs_test_cpu.py --base=out/char-chunked-copy --retrieval_examples=0 --out_dir=out/char-eval-test-chunked
-	$(PY) eval.py config/eval_test_cpu.py config/eval_designs_test_cpu.py --base=out/char-fire --retrieval_examples=0 --out_dir=out/char-eval-test-fire
-	$(PY) eval.py config/eval_test_cpu.py config/eval_designs_test_cpu.py --base=out/char-cope --retrieval_examples=0 --out_dir=out/char-eval-test-cope
+	$(PY) eval.py config/eval_test_cpu.py config/eval_designs_test_cpu.py --ckpt=out/char-base,out/char-alibi,out/char-fire,out/char-cope --base=out/char-base --rope_types=crop:form=sliding --retrieval_examples=0 --contrasts="fire_L128 | alibi_L128; fire_L128 | base_L128; cope_L128 | base_L128; alibi_L128 | base_L128" --out_dir=out/char-eval-test-ape
 
 out/char-eval-test/summary.json:  # the test split's eval, which `make bases-test` combines with its own (needs make demo's runs)
 	$(MAKE) eval-test
