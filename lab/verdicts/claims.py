@@ -38,6 +38,7 @@ def claim(id, a, b, column, *said, table='vs_self', kind='loss', file=TEST):
 
 DOC, RM = 'docs/results.md', 'README.md'
 VS_CROP = f'vs_crop:{CROP}'
+GATED, CHUNKED, APE = (f'assets/test/designs/{d}/summary.json' for d in ('gated', 'chunked', 'ape'))
 RR, SE, DY = 'rerope w=64 zero-shot', 'self_extend w=64 G=32 zero-shot', 'dynamic_yarn zero-shot'
 CLAIMS = [  # the test split's claims, in the order docs/results.md states them
     # each arm against its own weights held to a window (loss, nats)
@@ -81,6 +82,24 @@ CLAIMS = [  # the test split's claims, in the order docs/results.md states them
           kind='exact_match'),
     claim('dynamic-vs-static-yarn-passkey-512', DY, Y8, '512-1024', '−4 [−19, +11] unresolved', table='contrasts',
           kind='exact_match'),
+    # the designs of issue 47 on the test split (make designs-test): each base against its crop
+    claim('gated-vs-crop-512', 'base gated (L=128)', CROP, '512-1024',
+          '+1.950 [+1.924, +1.975] worse than its crop at 512–1024',
+          (RM, 'gated +1.950 [+1.924, +1.975] worse than its crop'), table=VS_CROP, file=GATED),
+    claim('gated-rerope-vs-crop-512', RR, CROP, '512-1024', '−0.020 [−0.028, −0.012] better', table=VS_CROP, file=GATED),
+    claim('gated-rerope-passkey-vs-crop-512', RR, CROP, '512-1024', 'finds the passkey +81 [+71, +87] better than the crop',
+          table=VS_CROP, kind='exact_match', file=GATED),
+    claim('chunked-vs-own-crop-512', 'base 3*rope:c=32,nope (L=128)', CROP, '512-1024',
+          '+0.007 [+0.006, +0.008] worse than its own crop at 512–1024, inside the ±0.02 margin', table=VS_CROP, file=CHUNKED),
+    # FIRE, CoPE and ALiBi beside the pure-text RoPE base and its crop (the ape study's arms)
+    claim('fire-vs-alibi-512', 'fire (L=128)', 'alibi (L=128)', '512-1024', '+0.341 [+0.331, +0.351] worse',
+          (RM, 'FIRE stays behind ALiBi (+0.341 [+0.331, +0.351] worse)'), table='contrasts', file=APE),
+    claim('fire-vs-crop-512', 'fire (L=128)', CROP, '512-1024', 'FIRE is +0.393 [+0.383, +0.402] worse than the crop', (RM, 'FIRE +0.393 [+0.383, +0.402] worse'),
+          table=VS_CROP, file=APE),
+    claim('cope-vs-crop-512', 'cope (L=128)', CROP, '512-1024', 'CoPE breaks, +0.979 [+0.962, +0.996] worse than the crop',
+          table=VS_CROP, file=APE),
+    claim('alibi-vs-crop-512', 'alibi (L=128)', CROP, '512-1024', '+0.052 [+0.046, +0.058] worse than the crop',
+          table=VS_CROP, file=APE),
     # (the rooms in formats the base never trained on, lab/measure/ruler.py: word needles, multi-value needles and
     # variable tracking, are no claims: the base finds 0-4% of them inside L, so they have no positive control)
 ]
@@ -89,7 +108,7 @@ CLAIMS = [  # the test split's claims, in the order docs/results.md states them
 # ----------------------------------------------------------------------------- one claim
 
 
-@functools.lru_cache(maxsize=4)
+@functools.lru_cache(maxsize=8)
 def load(file):
     """A summary, read once (callers do not change it)."""
     return read_json(os.path.join(ROOT, file), "restore it from git (git checkout -- assets/) or rerun its eval")
