@@ -169,9 +169,10 @@ ssmax-base:           # Scalable-Softmax trained in: queries x s_h ln(n), s_h le
 abf:                  # ABF: the demo's base fine-tuned at 512 with its RoPE base raised 1e4 -> 1e5 and -> 1e6, the same 100 steps and 3 seeds as the demo's PI and YaRN
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --rope_type=abf:new_base=1e5,abf:new_base=1e6 --plain=False --out_dir=out/char-ft-abf --overwrite=True
 
-abf-matched:          # ABF at a matched target: b' = 1e5 and 1e6 beside PI and YaRN at s = 8, all fine-tuned at 512 (100 steps, 3 seeds) and read to 1024 = s x L (needs make train-copy; 11 min 0 s + 3 min 33 s on 2 cores)
+abf-matched:          # ABF at a matched target: b' = 1e5 and 1e6 beside PI and YaRN at s = 8, all fine-tuned at 512 (100 steps, 3 seeds) and read to 1024 = s x L; then which pairs each fine-tune uses (needs make train-copy; 11 min 0 s + 3 min 33 s + 2 min 32 s on 2 cores)
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --factor=8 --block_size=512 --rope_type=linear,yarn:beta_fast=8,abf:new_base=1e5,abf:new_base=1e6 --plain=False --out_dir=out/char-ft-abf8 --overwrite=True
 	$(PY) eval.py config/eval_abf_matched_cpu.py
+	$(PY) -m lab.pairs --ckpt=out/char-base-copy,out/char-ft-abf8 --eval_len=1024 --out_dir=out/pairs-matched
 
 longrope2:            # LongRoPE2 against LongRoPE at s=4, 2 x 2: the search scored by every token's loss or by the needles' answer tokens, the fine-tune (100 steps, 3 seeds, natural text) plain or with mixed windows (half the steps at L, on the short factors = the original RoPE)
 	$(PY) search_longrope.py --init_from=out/char-base-copy --factor=4 --out_dir=out/char-longrope-s4 --overwrite=True

@@ -39,7 +39,7 @@ PLAN = {
     'studies/real_model': ('headline.png', 'loss_vs_position.png', 'verdict_grid.png'),
 }
 # folder under assets/: pictures lab.pairs draws from its own pair_usage.json (no summary.json there)
-PAIRS = {'studies/pairs': ('pair_usage.png',)}
+PAIRS = {'studies/pairs': ('pair_usage.png',), 'studies/pairs_matched': ('pair_usage.png',)}
 NAMES = {os.path.basename(folder): folder for folder in (*PLAN, *PAIRS)}  # the command line's: demo, test, ape, ...
 
 
