@@ -3,7 +3,7 @@
 .DEFAULT_GOAL := help  # `make` alone lists the targets
 PY ?= $(shell command -v python >/dev/null && echo python || echo python3)
 
-.PHONY: quick demo install data train-copy finetune pose longrope eval train eval-test bases-test designs-test knobs eval-2048 pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases ape longrope-ref longrope4 drope nope-base hybrid-base chunked-base local-global-base ssmax-base abf abf-matched longrope2 prope-base clip-base sinks-base gated-base gated-eval fire-base cope-base fire-cope-eval neox-base placement-eval dca-window clip-sweep pairs frequencies frequency-bases temperature-knobs designs designs-2048 drope-eval scale-layers hybrid-eval chunked-eval own-crops gpu-check real-model-gpu real-model real-model-all real-model-core real-model-rest real-model-ntk real-model-dynamic real-model-rerope real-model-self-extend real-model-data test help
+.PHONY: quick demo install data train-copy finetune pose longrope eval train eval-test bases-test designs-test knobs eval-2048 pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases ape longrope-ref longrope4 drope nope-base hybrid-base hybrid-w80-base hybrid-w80-eval chunked-base local-global-base ssmax-base abf abf-matched longrope2 prope-base clip-base sinks-base gated-base gated-eval fire-base cope-base fire-cope-eval neox-base placement-eval dca-window clip-sweep pairs frequencies frequency-bases temperature-knobs designs designs-2048 drope-eval scale-layers hybrid-eval chunked-eval own-crops gpu-check real-model-gpu real-model real-model-all real-model-core real-model-rest real-model-ntk real-model-dynamic real-model-rerope real-model-self-extend real-model-data test help
 
 ##@ story: the story in minutes
 
@@ -52,10 +52,11 @@ bases-test: out/char-eval-test/summary.json out/char-base-copy-1338/ckpt.pt out/
 	$(PY) eval.py config/eval_test_cpu.py config/eval_bases_test.py --base=out/char-base-copy-1339 --out_dir=out/char-eval-test-base1339
 	$(PY) eval.py --combine=out/char-eval-test,out/char-eval-test-base1338,out/char-eval-test-base1339 --out_dir=out/char-eval-test-bases
 
-designs-test:         # the designs' headline claims on the test split (issue 47): the gated base as it is, its crop and ReRoPE (100 examples a cell), paired with the demo's test arms; the chunked hybrid against its crop; FIRE, CoPE and ALiBi beside the plain RoPE base and its crop, as make ape measured them (loss only: those bases never learned to copy) (needs gated-base, chunked-base, fire-base, cope-base, train and ape's ALiBi base)
+designs-test:         # the designs' headline claims on the test split (issue 47): the gated base as it is, its crop and ReRoPE (100 examples a cell), paired with the demo's test arms; the chunked and the w = 80 hybrids against their crops; FIRE, CoPE and ALiBi beside the plain RoPE base and its crop, as make ape measured them (loss only: those bases never learned to copy) (needs gated-base, chunked-base, hybrid-w80-base, fire-base, cope-base, train and ape's ALiBi base)
 	$(PY) eval.py config/eval_test_cpu.py config/eval_designs_test_cpu.py --base=out/char-gated-copy --rope_types=default,crop:form=sliding,rerope:window=64 --out_dir=out/char-eval-test-gated
 	$(PY) -m lab.verdicts.against --eval=out/char-eval-test-gated --against=assets/test:base_L128,assets/test:crop_w128_sliding,assets/test:rerope_w64_zero-shot
 	$(PY) eval.py config/eval_test_cpu.py config/eval_designs_test_cpu.py --base=out/char-chunked-copy --retrieval_examples=0 --out_dir=out/char-eval-test-chunked
+	$(PY) eval.py config/eval_test_cpu.py config/eval_designs_test_cpu.py --base=out/char-hybrid80-copy --rope_types=default,crop:form=sliding,qtemp:shape=llama4:layers=nope --retrieval_examples=0 --contrasts="qtemp_llama4_on_nope_zero-shot | base_3_rope_w80_nope_L128" --out_dir=out/char-eval-test-hybrid80
 	$(PY) eval.py config/eval_test_cpu.py config/eval_designs_test_cpu.py --ckpt=out/char-base,out/char-alibi,out/char-fire,out/char-cope --base=out/char-base --rope_types=crop:form=sliding --retrieval_examples=0 --contrasts="fire_L128 | alibi_L128; fire_L128 | base_L128; cope_L128 | base_L128; alibi_L128 | base_L128" --out_dir=out/char-eval-test-ape
 
 out/char-eval-test/summary.json:  # the test split's eval, which `make bases-test` combines with its own (needs make demo's runs)
@@ -156,6 +157,12 @@ nope-base:            # the NoPE control: the demo's base with no position encod
 
 hybrid-base:          # Command A / iRoPE's hybrid: 3 sliding-window RoPE layers (w = 32 < L) : 1 global NoPE layer
 	$(PY) train.py config/train_shakespeare_char_copy_cpu.py '--layers=3*rope:w=32,nope' --out_dir=out/char-hybrid-copy --overwrite=True
+
+hybrid-w80-base:      # the copy-recipe search for windowed bases (issue 46): the sliding hybrid with w = 80 > the warm-up's copy offset of 64, so its RoPE layers can learn the positional copy (16 min 28 s on 2 cores)
+	$(PY) train.py config/train_shakespeare_char_copy_cpu.py '--layers=3*rope:w=80,nope' --out_dir=out/char-hybrid80-copy --overwrite=True
+
+hybrid-w80-eval:      # the w = 80 hybrid as chunked-eval runs the chunked one (its crop, Llama 4's and the log-n temperature on its NoPE layer), 32 dev windows at T = 1024 (1 min 48 s)
+	$(PY) eval.py --base=out/char-hybrid80-copy --rope_types=default,crop:form=sliding,qtemp:shape=llama4:layers=nope,qtemp:shape=logn:layers=nope,qtemp:shape=logn --eval_len=1024 --num_windows=32 --retrieval_examples=16 --contrasts="qtemp_llama4_on_nope_zero-shot | base_3_rope_w80_nope_L128; qtemp_logn_on_nope_zero-shot | base_3_rope_w80_nope_L128; qtemp_logn_on_nope_zero-shot | qtemp_llama4_on_nope_zero-shot; qtemp_logn_zero-shot | qtemp_logn_on_nope_zero-shot" --out_dir=out/char-eval-hybrid80
 
 chunked-base:         # Llama 4's shape: 3 chunked RoPE layers (c = 32 < L: keys reset at every chunk edge) : 1 global NoPE layer
 	$(PY) train.py config/train_shakespeare_char_copy_cpu.py '--layers=3*rope:c=32,nope' --out_dir=out/char-chunked-copy --overwrite=True

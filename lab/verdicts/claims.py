@@ -38,7 +38,7 @@ def claim(id, a, b, column, *said, table='vs_self', kind='loss', file=TEST):
 
 DOC, RM = 'docs/results.md', 'README.md'
 VS_CROP = f'vs_crop:{CROP}'
-GATED, CHUNKED, APE = (f'assets/test/designs/{d}/summary.json' for d in ('gated', 'chunked', 'ape'))
+GATED, CHUNKED, HYB80, APE = (f'assets/test/designs/{d}/summary.json' for d in ('gated', 'chunked', 'hybrid_w80', 'ape'))
 RR, SE, DY = 'rerope w=64 zero-shot', 'self_extend w=64 G=32 zero-shot', 'dynamic_yarn zero-shot'
 CLAIMS = [  # the test split's claims, in the order docs/results.md states them
     # each arm against its own weights held to a window (loss, nats)
@@ -91,6 +91,11 @@ CLAIMS = [  # the test split's claims, in the order docs/results.md states them
           table=VS_CROP, kind='exact_match', file=GATED),
     claim('chunked-vs-own-crop-512', 'base 3*rope:c=32,nope (L=128)', CROP, '512-1024',
           '+0.007 [+0.006, +0.008] worse than its own crop at 512–1024, inside the ±0.02 margin', table=VS_CROP, file=CHUNKED),
+    claim('hybrid-w80-vs-own-crop-512', 'base 3*rope:w=80,nope (L=128)', CROP, '512-1024',
+          'on the test split −0.010 [−0.013, −0.007] better, inside the margin',
+          (RM, 'the hybrid beats its own crop past L, −0.010 [−0.013, −0.007] better'), table=VS_CROP, file=HYB80),
+    claim('hybrid-w80-llama4-nope-512', 'qtemp llama4 on nope zero-shot', 'base 3*rope:w=80,nope (L=128)', '512-1024',
+          'now helps a little: −0.002 [−0.003, −0.002] better', table='contrasts', file=HYB80),
     # FIRE, CoPE and ALiBi beside the pure-text RoPE base and its crop (the ape study's arms)
     claim('fire-vs-alibi-512', 'fire (L=128)', 'alibi (L=128)', '512-1024', '+0.341 [+0.331, +0.351] worse',
           (RM, 'FIRE stays behind ALiBi (+0.341 [+0.331, +0.351] worse)'), table='contrasts', file=APE),
