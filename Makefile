@@ -3,7 +3,7 @@
 .DEFAULT_GOAL := help  # `make` alone lists the targets
 PY ?= $(shell command -v python >/dev/null && echo python || echo python3)
 
-.PHONY: quick demo install data train-copy finetune pose longrope eval train eval-test bases-test designs-test knobs eval-2048 pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases ape longrope-ref longrope4 drope nope-base hybrid-base hybrid-w80-base hybrid-w80-eval chunked-base local-global-base ssmax-base abf abf-matched longrope2 prope-base clip-base sinks-base gated-base gated-eval fire-base cope-base fire-cope-eval neox-base placement-eval dca-window clip-sweep pairs frequencies frequency-bases temperature-knobs designs designs-2048 drope-eval scale-layers hybrid-eval chunked-eval own-crops gpu-check real-model-gpu real-model real-model-all real-model-core real-model-rest real-model-ntk real-model-dynamic real-model-rerope real-model-self-extend real-model-data test help
+.PHONY: quick demo install data train-copy finetune pose longrope eval train eval-test bases-test designs-test knobs eval-2048 pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases ape longrope-ref longrope4 drope nope-base hybrid-base hybrid-w80-base hybrid-w80-eval hybrid-2g-base hybrid-2g-eval chunked-base local-global-base ssmax-base abf abf-matched longrope2 prope-base clip-base sinks-base gated-base gated-eval fire-base cope-base fire-cope-eval neox-base placement-eval dca-window clip-sweep pairs frequencies frequency-bases temperature-knobs designs designs-2048 drope-eval scale-layers hybrid-eval chunked-eval own-crops gpu-check real-model-gpu real-model real-model-all real-model-core real-model-rest real-model-ntk real-model-dynamic real-model-rerope real-model-self-extend real-model-data test help
 
 ##@ story: the story in minutes
 
@@ -163,6 +163,12 @@ hybrid-w80-base:      # the copy-recipe search for windowed bases (issue 46): th
 
 hybrid-w80-eval:      # the w = 80 hybrid as chunked-eval runs the chunked one (its crop, Llama 4's and the log-n temperature on its NoPE layer), 32 dev windows at T = 1024 (1 min 48 s)
 	$(PY) eval.py --base=out/char-hybrid80-copy --rope_types=default,crop:form=sliding,qtemp:shape=llama4:layers=nope,qtemp:shape=logn:layers=nope,qtemp:shape=logn --eval_len=1024 --num_windows=32 --retrieval_examples=16 --contrasts="qtemp_llama4_on_nope_zero-shot | base_3_rope_w80_nope_L128; qtemp_logn_on_nope_zero-shot | base_3_rope_w80_nope_L128; qtemp_logn_on_nope_zero-shot | qtemp_llama4_on_nope_zero-shot; qtemp_logn_zero-shot | qtemp_logn_on_nope_zero-shot" --out_dir=out/char-eval-hybrid80
+
+hybrid-2g-base:       # the copy-recipe search's second point: two global NoPE layers, alternating with w = 32 RoPE layers (17 min 16 s on 2 cores)
+	$(PY) train.py config/train_shakespeare_char_copy_cpu.py '--layers=rope:w=32,nope,rope:w=32,nope' --out_dir=out/char-hybrid2g-copy --overwrite=True
+
+hybrid-2g-eval:       # the two-global hybrid against its crop, 32 dev windows at T = 1024 (48 s)
+	$(PY) eval.py --base=out/char-hybrid2g-copy --rope_types=default,crop:form=sliding --eval_len=1024 --num_windows=32 --retrieval_examples=16 --out_dir=out/char-eval-hybrid2g
 
 chunked-base:         # Llama 4's shape: 3 chunked RoPE layers (c = 32 < L: keys reset at every chunk edge) : 1 global NoPE layer
 	$(PY) train.py config/train_shakespeare_char_copy_cpu.py '--layers=3*rope:c=32,nope' --out_dir=out/char-chunked-copy --overwrite=True
