@@ -8,7 +8,7 @@ Each folder of assets/ that holds pictures is an eval's out_dir as eval.py leave
 summary.json and, where kept, position_loss.csv and the other CSVs. plot.plot_all draws the pictures PLAN names for
 it into the folder itself, as `eval.py --plot_only=True` would: the demo's run (assets/demo), the test split's
 (assets/test) and the studies' (assets/studies/<study>). A study kept without its position CSV gets families.png from
-its per-bucket means and intervals. assets/studies/pairs/pair_usage.png is lab.pairs' own picture, from its
+its per-bucket means and intervals. assets/studies/pairs*/pair_usage.png is lab.pairs' own picture, from its
 pair_usage.json. assets/test/claims.png is the forest plot of every record in assets/test/claims
 (lab.verdicts.claims).
 """
@@ -39,13 +39,14 @@ PLAN = {
     'studies/real_model': ('headline.png', 'loss_vs_position.png', 'verdict_grid.png'),
 }
 # folder under assets/: pictures lab.pairs draws from its own pair_usage.json (no summary.json there)
-PAIRS = {'studies/pairs': ('pair_usage.png',), 'studies/pairs_matched': ('pair_usage.png',)}
+PAIRS = ('studies/pairs', 'studies/pairs_matched')  # each: pair_usage.png
 NAMES = {os.path.basename(folder): folder for folder in (*PLAN, *PAIRS)}  # the command line's: demo, test, ape, ...
 
 
 def check(assets=ASSETS):
     """Problems, one line each: a committed PNG no recipe draws, a recipe whose summary is not committed."""
-    drawn = {os.path.join(folder, p) for folder, pictures in (*PLAN.items(), *PAIRS.items()) for p in pictures}
+    drawn = {os.path.join(folder, p) for folder, pictures in PLAN.items() for p in pictures} | \
+        {os.path.join(folder, 'pair_usage.png') for folder in PAIRS}
     drawn.add(CLAIMS + '.png')
     committed = {os.path.relpath(p, assets) for p in glob.glob(os.path.join(assets, '**', '*.png'), recursive=True)}
     return ([f"assets/{n} has no recipe in lab/pictures/redraw.py (add its folder to PLAN, or remove the picture)"
@@ -69,10 +70,9 @@ def redraw(only=None, assets=ASSETS):
     for folder, pictures in PLAN.items():
         if wanted(folder):
             written += plot.plot_all(os.path.join(assets, folder), only=list(pictures))
-    for folder, pictures in PAIRS.items():
+    for folder in PAIRS:
         if wanted(folder):
-            written += [draw_pairs(os.path.join(assets, folder, 'pair_usage.json'), os.path.join(assets, folder, p))
-                        for p in pictures]
+            written.append(draw_pairs(*(os.path.join(assets, folder, f) for f in ('pair_usage.json', 'pair_usage.png'))))
     if not only or 'claims' in only:
         written.append(write_claims_png(os.path.join(assets, CLAIMS)))
     return written
