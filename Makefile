@@ -3,7 +3,7 @@
 .DEFAULT_GOAL := help  # `make` alone lists the targets
 PY ?= $(shell command -v python >/dev/null && echo python || echo python3)
 
-.PHONY: quick demo install data train-copy finetune pose longrope eval train eval-test bases-test designs-test knobs eval-2048 pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases ape longrope-ref longrope4 drope nope-base hybrid-base hybrid-w80-base hybrid-w80-eval hybrid-2g-base hybrid-2g-eval chunked-base local-global-base ssmax-base abf abf-matched longrope2 prope-base clip-base sinks-base gated-base gated-eval fire-base cope-base fire-cope-eval neox-base placement-eval dca-window clip-sweep pairs frequencies frequency-bases temperature-knobs designs designs-2048 drope-eval scale-layers hybrid-eval chunked-eval own-crops gpu-check real-model-gpu real-model real-model-all real-model-core real-model-rest real-model-ntk real-model-dynamic real-model-rerope real-model-self-extend real-model-data test help
+.PHONY: quick demo install data train-copy finetune pose longrope eval train eval-test bases-test designs-test knobs eval-2048 pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases ape longrope-ref longrope4 drope nope-base hybrid-base hybrid-w80-base hybrid-w80-eval hybrid-2g-base hybrid-2g-eval chunked-base local-global-base ssmax-base abf abf-matched longrope2 prope-base clip-base sinks-base sinks-seeds gated-base gated-eval fire-base cope-base fire-cope-eval neox-base placement-eval dca-window clip-sweep pairs frequencies frequency-bases temperature-knobs designs designs-2048 drope-eval scale-layers hybrid-eval chunked-eval own-crops gpu-check real-model-gpu real-model real-model-all real-model-core real-model-rest real-model-ntk real-model-dynamic real-model-rerope real-model-self-extend real-model-data test help
 
 ##@ story: the story in minutes
 
@@ -203,6 +203,14 @@ clip-base:            # clipped RoPE trained in (FoPE / HoPE): the pairs with a 
 
 sinks-base:           # learned attention sinks trained in (gpt-oss: one logit per head in every softmax), the demo's recipe otherwise
 	$(PY) train.py config/train_shakespeare_char_copy_cpu.py --attention=smear_keys_sinks --out_dir=out/char-sinks-copy --overwrite=True
+
+sinks-seeds: out/char-sinks-copy-1338/ckpt.pt out/char-sinks-copy-1339/ckpt.pt out/char-base-copy-1338/ckpt.pt out/char-base-copy-1339/ckpt.pt  # does a learned sink change YaRN's gap to the crop? three sink bases (sinks-base's, seeds 1338, 1339) against three plain ones (the demo's, make bases'), each base as it is, its crop and YaRN β8 on the test split's 140 windows (loss only), then each contrast's difference between the kinds, seeds paired (needs make demo, sinks-base)
+	for b in sinks-copy sinks-copy-1338 sinks-copy-1339 base-copy base-copy-1338 base-copy-1339; do \
+	  $(PY) eval.py config/eval_test_cpu.py config/eval_designs_test_cpu.py --base=out/char-$$b --rope_types=default,crop:form=sliding,yarn:beta_fast=8 --retrieval_examples=0 --out_dir=out/char-eval-test-$$b || exit 1; done
+	$(PY) eval.py --combine=out/char-eval-test-sinks-copy,out/char-eval-test-sinks-copy-1338,out/char-eval-test-sinks-copy-1339 --combine_minus=out/char-eval-test-base-copy,out/char-eval-test-base-copy-1338,out/char-eval-test-base-copy-1339 --out_dir=out/char-eval-test-sinks-seeds
+
+out/char-sinks-copy-%/ckpt.pt:  # another learned-sink base (seed %, make sinks-base's recipe), trained once if it is missing
+	$(PY) train.py config/train_shakespeare_char_copy_cpu.py --attention=smear_keys_sinks --seed=$* --out_dir=out/char-sinks-copy-$* --overwrite=True
 
 gated-base:           # gated attention (Qiu et al. 2025, G1: a sigmoid gate of the layer's input on each head's output) on the demo's copy recipe (smeared keys)
 	$(PY) train.py config/train_shakespeare_char_copy_cpu.py --attention=smear_keys_gated --out_dir=out/char-gated-copy --overwrite=True

@@ -30,7 +30,7 @@ import warnings
 import numpy as np
 import torch
 
-from configurator import get_config
+from configurator import ConfigError, get_config
 from lab.engine.cli import cli
 from data.common import atomic_write_text, data_dir_of, doc_windows, load_meta, load_split
 # register their attention classes, so every checkpoint loads
@@ -183,9 +183,12 @@ def prepare(cfg):
 
 def main(argv):
     cfg = get_config(argv, DEFAULTS)
-    if cfg['combine'] or cfg['rejudge']:
-        return (combine_bases if cfg['combine'] else rejudge)(cfg['combine'] or cfg['rejudge'], cfg['out_dir'],
-                                                             compare.margins(cfg))
+    if cfg['combine_minus'] and not cfg['combine']:
+        raise ConfigError("--combine_minus pairs with --combine: pass --combine=<evals of one kind of base> beside it")
+    if cfg['combine']:
+        return combine_bases(cfg['combine'], cfg['out_dir'], compare.margins(cfg), cfg['combine_minus'])
+    if cfg['rejudge']:
+        return rejudge(cfg['rejudge'], cfg['out_dir'], compare.margins(cfg))
     if cfg['merge'] or cfg['plot_only']:  # parts of one eval joined (runs no model), then its pictures drawn again
         merged = merge_parts(cfg['merge'], cfg['out_dir'], compare.margins(cfg), cfg['contrasts'], list(argv)) \
             if cfg['merge'] else None

@@ -372,6 +372,45 @@ def test_merge_of_parts_equals_the_eval_run_at_once(lab, tmp_path):
         assert not (tmp_path / 'no').exists()
 
 
+def test_combine_minus_gives_each_contrast_between_two_kinds_of_base(lab, tmp_path, capsys):
+    """--combine_minus: two kinds of base (here copies of one eval, the second kind's base arm renamed as a sink base's
+    is, and its linear arm's windows raised by 0.1 plus a per-pair offset) -> each contrast's difference between the
+    kinds, pairs a random factor: -0.105 on average, better, with an interval as wide as the pairs disagree; the renamed
+    base's rows meet the first kind's as 'base vs ...'; a missing pair or a lone --combine_minus is one line."""
+    from badinput import check_refused
+    one = tmp_path / 'a0'
+    ev.main([f'--base={lab["base"]}', '--rope_types=default,crop:form=sliding,linear', f'--eval_len={T}',
+             '--num_windows=4', '--retrieval_examples=0', '--entropy_windows=1', f'--out_dir={one}',
+             '--contrasts=linear s=4 zero-shot | base (L=16)', '--device=cpu', '--progress=False', '--plot=False'])
+    text = (one / 'summary.json').read_text(encoding='utf-8')
+    for i, (kind, shift) in enumerate([('a', 0), ('a', 0), ('b', 0.1), ('b', 0.1), ('b', 0.1)]):
+        s = json.loads(text.replace('base (L=16)', 'base sinks (L=16)') if kind == 'b' else text)
+        for a in s['arms']:
+            a['checkpoint'] += f'-{i}'
+            if a['name'].startswith('linear') and shift:
+                a['per_window'] = {c: (np.array(v) + shift + 0.002 * i).tolist() for c, v in a['per_window'].items()}
+        os.makedirs(tmp_path / f'{kind}{i}', exist_ok=True)
+        (tmp_path / f'{kind}{i}' / 'summary.json').write_text(json.dumps(s), encoding='utf-8')
+    a, b = f"{tmp_path / 'a0'},{tmp_path / 'a1'}", f"{tmp_path / 'b2'},{tmp_path / 'b3'}"
+    out = ev.main([f'--combine={a}', f'--combine_minus={b}', f'--out_dir={tmp_path / "kinds"}'])
+    assert out['minus']['bases'] == [f"{lab['base']}-2", f"{lab['base']}-3"]
+    for c, rows in out['between']['loss'].items():
+        by = {r['name']: r for r in rows}
+        assert set(by) == {'linear s=4 zero-shot vs base', 'base vs crop w=16 (sliding)',
+                           'linear s=4 zero-shot vs crop w=16 (sliding)'}
+        lin = by['linear s=4 zero-shot vs crop w=16 (sliding)']
+        assert lin['diff'] == pytest.approx(-0.105, abs=1e-6) and lin['verdict'] == 'better'
+        assert lin['firsts'][0] - lin['seconds'][0] == pytest.approx(-0.104, abs=1e-6)
+        assert lin['ci'][0] < -0.105 < lin['ci'][1] and lin['ci'][1] - lin['ci'][0] > 0.002  # the pairs disagree
+        assert by['base vs crop w=16 (sliding)']['diff'] == pytest.approx(0, abs=1e-9)
+    md = (tmp_path / 'kinds' / 'bases.md').read_text(encoding='utf-8')
+    assert '## Between the two kinds' in md and '| linear s=4 zero-shot vs crop w=16 (sliding) | -0.105 [' in md
+    check_refused(ev.main, [f'--combine={a}', f"--combine_minus={b},{tmp_path / 'b4'}", f'--out_dir={tmp_path / "no"}'],
+                  'one per combine folder', capsys, [tmp_path])
+    check_refused(ev.main, [f'--combine_minus={b}', f'--out_dir={tmp_path / "no"}'], 'pairs with --combine', capsys,
+                  [tmp_path])
+
+
 def test_rejudge_and_combine_refuse_files_that_are_not_one_eval_per_base(lab, tmp_path, capsys):
     """--rejudge / --combine given a list, a summary without its fields, an eval without a base, the same folder twice
     or the same base's eval twice: one line naming the file or the folders (they ended in a traceback or, for the

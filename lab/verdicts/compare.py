@@ -18,6 +18,9 @@ DEFAULTS = dict(
     rejudge='',             # an eval folder whose summary.json is judged again with these statistics (runs no model)
     combine='',             # eval folders of the same arms on other base models (out/a,out/b,...): the named contrasts and
                             # the crop comparisons across bases, into out_dir/bases.json and bases.md (runs no model)
+    combine_minus='',       # with combine: the same evals on bases of another kind, one per combine folder in its order
+                            # (e.g. without the sink, the same seeds): each contrast's difference between the two kinds,
+                            # the pairs a random factor (between_kinds), also in bases.json and bases.md
     merge='',               # eval folders of one eval measured in parts (the same windows, other arms): one summary of
                             # all their arms, every comparison computed again (lab/verdicts/merge.py; runs no model)
 )
@@ -208,6 +211,57 @@ def across_bases(summaries, margins):
             if found:
                 out.setdefault(kind, {})[col] = found
     return out
+
+
+def between_kinds(summaries, others, margins):
+    """--combine with --combine_minus: does a design change a contrast? summaries are evals of bases of one kind
+    (e.g. with a learned sink), others the same evals of bases of another kind (without), in pairs (the same seed,
+    say); for every contrast found on every base of both kinds, D[pair, unit] = (A - B on the pair's first base) -
+    (A - B on its second), each arm's seeds averaged, the pairs a paired random factor as across_bases' bases
+    (lab.verdicts.stats.paired_diff: se^2 = var(unit means over pairs)/N + var(pair means)/pairs). A base arm is
+    matched by its kind, so 'base sinks (L=128) vs crop' pairs with 'base (L=128) vs crop' (named 'base vs ...').
+    Loss and gain columns only: a difference of two 0/1 differences has no exact interval here. Holm within the
+    column. Returns {kind: {column: [dict(name, diff, ci, p, p_holm, verdict, firsts, seconds, method)]}} with firsts
+    and seconds each kind's per-pair A - B."""
+    if len(summaries) != len(others) or len(summaries) < 2:
+        raise ValueError(f'between_kinds needs two or more pairs of evals, got {len(summaries)} and {len(others)}')
+    groups = [[keyed(t, s) for t, s in zip(base_tables(g), g)] for g in (summaries, others)]
+    arms = [[{a['name']: a for a in s['arms']} for s in g] for g in (summaries, others)]
+    out = {}
+    for kind, cols in groups[0][0].items():
+        if kind != 'loss' and ROOMS[kind][1] == 'exact':
+            continue
+        for col, rows in cols.items():
+            found = []
+            for key in rows:
+                got = [[t.get(kind, {}).get(col, {}).get(key) for t in g] for g in groups]
+                if any(r is None for g in got for r in g):
+                    continue
+                d = [[np.subtract(*(v.mean(0) for v in paired(by[r['a']], by[r['b']], col, kind)))
+                      for by, r in zip(arms[i], got[i])] for i in (0, 1)]
+                if len({x.shape for g in d for x in g}) > 1:  # not the same units on every base
+                    continue
+                d = [np.stack(g) for g in d]
+                res = paired_diff(d[0], d[1], paired_seeds=True)
+                found.append(dict(name=key, diff=res['diff'], ci=res['ci'], p=res['p'], method='pairs-random-factor',
+                                  firsts=[float(x.mean()) for x in d[0]], seconds=[float(x.mean()) for x in d[1]]))
+            margin = margins['loss']  # (a gain is in nats too)
+            for r, ph in zip(found, holm([r['p'] for r in found])):
+                r['p_holm'] = ph
+                r['verdict'] = verdict(r['ci'], ph, margin, higher_is_better=kind != 'loss')
+                r['inside_margin'] = r['verdict'] in ('better', 'worse') and -margin <= r['ci'][0] <= r['ci'][1] <= margin
+            if found:
+                out.setdefault(kind, {})[col] = found
+    return out
+
+
+def keyed(table, summary):
+    """A base_tables entry as {kind: {column: {key: row}}}, the key the row's name with the base arm called 'base'
+    (so that the same contrast on bases of other names meets; lab.verdicts.compare.between_kinds)."""
+    base = next((a['name'] for a in summary['arms'] if a.get('kind') == 'base'), None)
+    def key(name):
+        return ' vs '.join('base' if part == base else part for part in name.split(' vs '))
+    return {k: {c: {key(r['name']): r for r in rows} for c, rows in cols.items()} for k, cols in table.items()}
 
 
 def first_difference(summary, other, keys):

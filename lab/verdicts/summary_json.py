@@ -21,7 +21,7 @@ import torch
 from configurator import ConfigError
 from lab.engine.checks import check_out_dir
 from data.common import atomic_write_text, read_json
-from lab.verdicts.compare import across_bases, compare, first_difference, vs_best, vs_reference, vs_self
+from lab.verdicts.compare import across_bases, between_kinds, compare, first_difference, vs_best, vs_reference, vs_self
 from lab.verdicts.summary_md import SINK_EPS, bases_markdown, summary_markdown
 from lab.measure.outcomes import summarize_retrieval
 from lab.measure.scoring import bucket_ends
@@ -267,40 +267,70 @@ def rejudge(folder, out_dir, margins):
     return s
 
 
-def combine_bases(folders, out_dir, margins):
+def combine_bases(folders, out_dir, margins, minus=''):
     """--combine: each folder's summary.json (the same eval, on another base model) -> the named contrasts and every
-    arm against the crop, bases as a paired random factor (lab.verdicts.compare.across_bases), in out_dir/bases.json and .md."""
-    dirs = [d.strip() for d in folders.split(',') if d.strip()]
-    if len(dirs) < 2:
-        raise ConfigError(f"combine={folders!r} names {len(dirs)} eval folder(s); give two or more, "
-                          f"comma-separated, each holding a summary.json from eval.py")
+    arm against the crop, bases as a paired random factor (lab.verdicts.compare.across_bases), in out_dir/bases.json and
+    .md. --combine_minus (minus): the same evals on bases of another kind, one per folder in order; the same tables for
+    them and each contrast's difference between the two kinds, the pairs a random factor (compare.between_kinds)."""
+    dirs, sums, bases = read_bases(folders, 'combine')
     check_out_dir(out_dir)
-    if len(set(dirs)) < len(dirs):
-        raise ConfigError(f"combine={folders!r} names a folder twice; give each base's eval once")
-    sums = [read_summary(d, f"run eval.py with --out_dir={d} first") for d in dirs]
-    bases = [next((a['checkpoint'] for a in s['arms'] if a.get('kind') == 'base'), None) for s in sums]
-    for d, b in zip(dirs, bases):
-        if b is None:
-            raise ConfigError(f"{d}/summary.json has no base arm ('default' in --rope_types, or a --ckpt base); "
-                              f"--combine compares base models: evaluate each with its base")
-    twice = next((b for i, b in enumerate(bases) if b in bases[:i]), None)
-    if twice:
-        raise ConfigError(f"two of {folders!r} evaluated the same base {twice}; combine evals of different base models")
-    for d, s in zip(dirs[1:], sums[1:]):
-        key = first_difference(s, sums[0], ('T', 'L', 'windows', 'seed', 'split'))
-        if key:
-            raise ConfigError(f"{d} was evaluated with another {key} than {dirs[0]}; combine evals of the same "
-                              f"settings (windows, T, seed) on different base models")
-    try:
-        table = across_bases(sums, margins)
-    except (KeyError, TypeError) as e:
-        raise ConfigError(f"the summaries of {folders!r} lack the per-window or per-example values a comparison needs "
-                          f"({e!r}); evaluate them again with this version") from None
-    out = dict(folders=dirs, bases=bases, margins=margins, comparisons=table)
+    out = dict(folders=dirs, bases=bases, margins=margins, comparisons=tabled(across_bases, folders, sums, margins))
+    if minus:
+        other = read_bases(minus, 'combine_minus')
+        if len(other[0]) != len(dirs):
+            raise ConfigError(f"combine_minus={minus!r} names {len(other[0])} eval folder(s) for combine's {len(dirs)}; "
+                              f"give one per combine folder, in the same order (its pair: the same seed, say)")
+        both = next((b for b in other[2] if b in bases), None)
+        if both:
+            raise ConfigError(f"{both} is in both combine and combine_minus; each kind of base has its own evals")
+        check_same_windows(dirs[:1] + other[0], sums[:1] + other[1])
+        out['minus'] = dict(folders=other[0], bases=other[2],
+                            comparisons=tabled(across_bases, minus, other[1], margins))
+        out['between'] = tabled(between_kinds, f"{folders} and {minus}", sums, other[1], margins)
     md = bases_markdown(out)
     os.makedirs(out_dir, exist_ok=True)
     atomic_write_text(os.path.join(out_dir, 'bases.json'), json_text(out))
     atomic_write_text(os.path.join(out_dir, 'bases.md'), md)
     print(md)
-    print(f"eval: {len(dirs)} bases combined; wrote bases.json, bases.md to {out_dir}")
+    print(f"eval: {len(dirs)} bases combined{' with ' + str(len(dirs)) + ' of another kind' if minus else ''}; "
+          f"wrote bases.json, bases.md to {out_dir}")
     return out
+
+
+def read_bases(folders, flag):
+    """--combine's (or --combine_minus's) folders -> (dirs, summaries, base checkpoints): two or more evals of the
+    same windows on different base models, each with its base arm; ConfigError naming the folder otherwise."""
+    dirs = [d.strip() for d in folders.split(',') if d.strip()]
+    if len(dirs) < 2:
+        raise ConfigError(f"{flag}={folders!r} names {len(dirs)} eval folder(s); give two or more, "
+                          f"comma-separated, each holding a summary.json from eval.py")
+    if len(set(dirs)) < len(dirs):
+        raise ConfigError(f"{flag}={folders!r} names a folder twice; give each base's eval once")
+    sums = [read_summary(d, f"run eval.py with --out_dir={d} first") for d in dirs]
+    bases = [next((a['checkpoint'] for a in s['arms'] if a.get('kind') == 'base'), None) for s in sums]
+    for d, b in zip(dirs, bases):
+        if b is None:
+            raise ConfigError(f"{d}/summary.json has no base arm ('default' in --rope_types, or a --ckpt base); "
+                              f"--{flag} compares base models: evaluate each with its base")
+    twice = next((b for i, b in enumerate(bases) if b in bases[:i]), None)
+    if twice:
+        raise ConfigError(f"two of {folders!r} evaluated the same base {twice}; combine evals of different base models")
+    check_same_windows(dirs, sums)
+    return dirs, sums, bases
+
+
+def check_same_windows(dirs, sums):
+    for d, s in zip(dirs[1:], sums[1:]):
+        key = first_difference(s, sums[0], ('T', 'L', 'windows', 'seed', 'split'))
+        if key:
+            raise ConfigError(f"{d} was evaluated with another {key} than {dirs[0]}; combine evals of the same "
+                              f"settings (windows, T, seed) on different base models")
+
+
+def tabled(fn, folders, *args):
+    """fn(*args), its missing per-unit values as one ConfigError naming the folders."""
+    try:
+        return fn(*args)
+    except (KeyError, TypeError) as e:
+        raise ConfigError(f"the summaries of {folders!r} lack the per-window or per-example values a comparison needs "
+                          f"({e!r}); evaluate them again with this version") from None

@@ -255,7 +255,8 @@ def summary_markdown(summary):
 def bases_markdown(out):
     """bases.md: each named contrast (and every arm against the crop) per column, its mean difference over the base
     models with its random-factor interval (lab.verdicts.compare.across_bases), the verdict, and on how many bases that base's
-    own verdict agrees."""
+    own verdict agrees; with --combine_minus the same for the other kind's bases, then each contrast's difference between
+    the two kinds (compare.between_kinds)."""
     m = out['margins']
     lines = [f"# The same comparisons on {len(out['bases'])} base models", '',
              'Bases: ' + ', '.join(out['bases']) + '.', '',
@@ -264,7 +265,33 @@ def bases_markdown(out):
              f"interval on the pooled outcomes), the verdict (Holm within the column; "
              f"equivalent = inside ±{m['loss']:g} nats or ±{100 * m['exact_match']:g} points), and (k/n) the bases "
              f"whose own paired verdict is the same."]
-    for kind, rows in out['comparisons'].items():
+    lines += base_tables_md(out['comparisons'])
+    if 'minus' in out:
+        lines += ['', f"## The same on {len(out['minus']['bases'])} bases of the other kind", '',
+                  'Bases: ' + ', '.join(out['minus']['bases']) + ' (each paired with the base above in its place).']
+        lines += base_tables_md(out['minus']['comparisons'])
+        lines += ['', '## Between the two kinds', '',
+                  "Each cell: the mean over the pairs of (A − B on the first kind's base) − (A − B on its pair of the "
+                  "other kind), its 95% interval with the pairs as a random factor and the windows as units, the "
+                  "verdict (Holm within the column; the first kind's, lower loss = better), and each pair's "
+                  "first − second. A base arm is named 'base' so that the bases' own rows meet. Loss and gain only."]
+        for kind, rows in out['between'].items():
+            unit, fmt = units(kind)
+            cols = list(rows)
+            by = {(c, r['name']): r for c in cols for r in rows[c]}
+            lines += ['', f"{KIND_NAMES[kind].capitalize()}, first kind − second kind ({unit}):", ''] + \
+                header('contrast', cols)
+            for n in dict.fromkeys(r['name'] for c in cols for r in rows[c]):
+                cells = [f"{diff_cell(by[c, n], fmt)} ("
+                         + ', '.join(fmt(a - b) for a, b in zip(by[c, n]['firsts'], by[c, n]['seconds'])) + ')'
+                         if (c, n) in by else '' for c in cols]
+                lines.append(f"| {n} | " + ' | '.join(cells) + ' |')
+    return '\n'.join(lines) + '\n'
+
+
+def base_tables_md(comparisons):
+    lines = []
+    for kind, rows in comparisons.items():
         unit, fmt = units(kind)
         cols = list(rows)
         names = list(dict.fromkeys(r['name'] for c in cols for r in rows[c]))
@@ -278,4 +305,4 @@ def bases_markdown(out):
                      f"({sum(v == by[c, n]['verdict'] for v in by[c, n]['verdicts'])}/"
                      f"{len(by[c, n]['verdicts'])})" if (c, n) in by else '' for c in cols]
             lines.append(f"| {n} | " + ' | '.join(cells) + ' |')
-    return '\n'.join(lines) + '\n'
+    return lines
