@@ -396,12 +396,14 @@ def test_combine_minus_gives_each_contrast_between_two_kinds_of_base(lab, tmp_pa
     assert out['minus']['bases'] == [f"{lab['base']}-2", f"{lab['base']}-3"]
     for c, rows in out['between']['loss'].items():
         by = {r['name']: r for r in rows}
-        assert set(by) == {'linear s=4 zero-shot vs base', 'base vs crop w=16 (sliding)',
-                           'linear s=4 zero-shot vs crop w=16 (sliding)'}
-        lin = by['linear s=4 zero-shot vs crop w=16 (sliding)']
-        assert lin['diff'] == pytest.approx(-0.105, abs=1e-6) and lin['verdict'] == 'better'
-        assert lin['firsts'][0] - lin['seconds'][0] == pytest.approx(-0.104, abs=1e-6)
-        assert lin['ci'][0] < -0.105 < lin['ci'][1] and lin['ci'][1] - lin['ci'][0] > 0.002  # the pairs disagree
+        assert list(by) == ['base', 'crop w=16 (sliding)', 'linear s=4 zero-shot', 'linear s=4 zero-shot vs base',
+                            'base vs crop w=16 (sliding)', 'linear s=4 zero-shot vs crop w=16 (sliding)']
+        for name in ('linear s=4 zero-shot', 'linear s=4 zero-shot vs crop w=16 (sliding)'):
+            lin = by[name]  # the arm itself and its contrast with the crop move alike
+            assert lin['diff'] == pytest.approx(-0.105, abs=1e-6) and lin['verdict'] == 'better'
+            assert lin['firsts'][0] - lin['seconds'][0] == pytest.approx(-0.104, abs=1e-6)
+            assert lin['ci'][0] < -0.105 < lin['ci'][1] and lin['ci'][1] - lin['ci'][0] > 0.002  # the pairs disagree
+        assert by['base']['seconds'] == pytest.approx(by['base']['firsts'], abs=1e-9)  # the renamed base still meets
         assert by['base vs crop w=16 (sliding)']['diff'] == pytest.approx(0, abs=1e-9)
     md = (tmp_path / 'kinds' / 'bases.md').read_text(encoding='utf-8')
     assert '## Between the two kinds' in md and '| linear s=4 zero-shot vs crop w=16 (sliding) | -0.105 [' in md

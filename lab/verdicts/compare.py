@@ -214,45 +214,54 @@ def across_bases(summaries, margins):
 
 
 def between_kinds(summaries, others, margins):
-    """--combine with --combine_minus: does a design change a contrast? summaries are evals of bases of one kind
-    (e.g. with a learned sink), others the same evals of bases of another kind (without), in pairs (the same seed,
-    say); for every contrast found on every base of both kinds, D[pair, unit] = (A - B on the pair's first base) -
-    (A - B on its second), each arm's seeds averaged, the pairs a paired random factor as across_bases' bases
-    (lab.verdicts.stats.paired_diff: se^2 = var(unit means over pairs)/N + var(pair means)/pairs). A base arm is
-    matched by its kind, so 'base sinks (L=128) vs crop' pairs with 'base (L=128) vs crop' (named 'base vs ...').
-    Loss and gain columns only: a difference of two 0/1 differences has no exact interval here. Holm within the
-    column. Returns {kind: {column: [dict(name, diff, ci, p, p_holm, verdict, firsts, seconds, method)]}} with firsts
-    and seconds each kind's per-pair A - B."""
+    """--combine with --combine_minus: does a design change an arm or a contrast? summaries are evals of bases of one
+    kind (e.g. with a learned sink), others the same evals of bases of another kind (without), in pairs (the same
+    seed, say). For every arm found on every base of both kinds, x[pair, unit] its value on the pair's first base and
+    y on its second; for every contrast, x = A - B on the first base and y = A - B on the second (each arm's seeds
+    averaged). diff = mean(x - y), the pairs a paired random factor as across_bases' bases (stats.paired_diff: se^2 =
+    var(unit means over pairs)/N + var(pair means)/pairs). A base arm is matched by its kind, named 'base', so that
+    'base sinks (L=128) vs crop' meets 'base (L=128) vs crop'. Loss and gain columns only: a difference of two 0/1
+    differences has no exact interval here. Holm within the column. Returns {kind: {column: [dict(name, diff, ci, p,
+    p_holm, verdict, inside_margin, firsts, seconds, method)]}}, firsts and seconds each kind's per-pair x and y."""
     if len(summaries) != len(others) or len(summaries) < 2:
         raise ValueError(f'between_kinds needs two or more pairs of evals, got {len(summaries)} and {len(others)}')
-    groups = [[keyed(t, s) for t, s in zip(base_tables(g), g)] for g in (summaries, others)]
-    arms = [[{a['name']: a for a in s['arms']} for s in g] for g in (summaries, others)]
+    kinds = (summaries, others)
+    named = [[keyed(t, s) for t, s in zip(base_tables(g), g)] for g in kinds]
+    by_name = [[{a['name']: a for a in s['arms']} for s in g] for g in kinds]
+    by_key = [[{('base' if a.get('kind') == 'base' else a['name']): a for a in s['arms']} for s in g] for g in kinds]
     out = {}
-    for kind, cols in groups[0][0].items():
+    for kind, col in columns(summaries[0]['arms']):
         if kind != 'loss' and ROOMS[kind][1] == 'exact':
             continue
-        for col, rows in cols.items():
-            found = []
-            for key in rows:
-                got = [[t.get(kind, {}).get(col, {}).get(key) for t in g] for g in groups]
-                if any(r is None for g in got for r in g):
-                    continue
-                d = [[np.subtract(*(v.mean(0) for v in paired(by[r['a']], by[r['b']], col, kind)))
-                      for by, r in zip(arms[i], got[i])] for i in (0, 1)]
-                if len({x.shape for g in d for x in g}) > 1:  # not the same units on every base
-                    continue
-                d = [np.stack(g) for g in d]
-                res = paired_diff(d[0], d[1], paired_seeds=True)
-                found.append(dict(name=key, diff=res['diff'], ci=res['ci'], p=res['p'], method='pairs-random-factor',
-                                  firsts=[float(x.mean()) for x in d[0]], seconds=[float(x.mean()) for x in d[1]]))
-            margin = margins['loss']  # (a gain is in nats too)
-            for r, ph in zip(found, holm([r['p'] for r in found])):
-                r['p_holm'] = ph
-                r['verdict'] = verdict(r['ci'], ph, margin, higher_is_better=kind != 'loss')
-                r['inside_margin'] = r['verdict'] in ('better', 'worse') and -margin <= r['ci'][0] <= r['ci'][1] <= margin
-            if found:
-                out.setdefault(kind, {})[col] = found
+        found = []
+        for key in by_key[0][0]:  # each arm: on the first kind's base against on its pair
+            if all(key in by for g in by_key for by in g):
+                xy = [paired(a[key], b[key], col, kind) for a, b in zip(*by_key)]
+                found += between_row(key, [x.mean(0) for x, _ in xy], [y.mean(0) for _, y in xy])
+        for key in named[0][0].get(kind, {}).get(col, {}):  # each contrast: A - B on the first kind against on the second
+            rows = [[t.get(kind, {}).get(col, {}).get(key) for t in g] for g in named]
+            if all(r and r['a'] in by and r['b'] in by for g, b in zip(rows, by_name) for r, by in zip(g, b)):
+                x, y = ([np.subtract(*(v.mean(0) for v in paired(by[r['a']], by[r['b']], col, kind)))
+                         for r, by in zip(g, b)] for g, b in zip(rows, by_name))
+                found += between_row(key, x, y)
+        margin = margins['loss']  # (a gain is in nats too)
+        for r, ph in zip(found, holm([r['p'] for r in found])):
+            r['p_holm'] = ph
+            r['verdict'] = verdict(r['ci'], ph, margin, higher_is_better=kind != 'loss')
+            r['inside_margin'] = r['verdict'] in ('better', 'worse') and -margin <= r['ci'][0] <= r['ci'][1] <= margin
+        if found:
+            out.setdefault(kind, {})[col] = found
     return out
+
+
+def between_row(name, x, y):
+    """between_kinds' row from the per-pair unit values x (the first kind) and y (the second); none when the pairs do
+    not hold the same units."""
+    if len({u.shape for u in [*x, *y]}) > 1:
+        return []
+    res = paired_diff(np.stack(x), np.stack(y), paired_seeds=True)
+    return [dict(name=name, diff=res['diff'], ci=res['ci'], p=res['p'], method='pairs-random-factor',
+                 firsts=[float(u.mean()) for u in x], seconds=[float(u.mean()) for u in y])]
 
 
 def keyed(table, summary):

@@ -271,10 +271,11 @@ def bases_markdown(out):
                   'Bases: ' + ', '.join(out['minus']['bases']) + ' (each paired with the base above in its place).']
         lines += base_tables_md(out['minus']['comparisons'])
         lines += ['', '## Between the two kinds', '',
-                  "Each cell: the mean over the pairs of (A − B on the first kind's base) − (A − B on its pair of the "
-                  "other kind), its 95% interval with the pairs as a random factor and the windows as units, the "
-                  "verdict (Holm within the column; the first kind's, lower loss = better), and each pair's "
-                  "first − second. A base arm is named 'base' so that the bases' own rows meet. Loss and gain only."]
+                  "Each cell: the mean over the pairs of an arm on the first kind's base − the same arm on its pair "
+                  "of the other kind (a contrast's row: A − B on the first − A − B on the second), its 95% interval "
+                  "with the pairs as a random factor and the windows as units, the verdict (Holm within the column; "
+                  "the first kind's, lower loss = better), and each pair's first − second. A base arm is named "
+                  "'base' so that the two kinds' bases meet. Loss and gain only."]
         for kind, rows in out['between'].items():
             unit, fmt = units(kind)
             cols = list(rows)
