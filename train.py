@@ -265,17 +265,19 @@ def restore_state(ckpt, optimizer, gen, rank, device):
 
 def train_step(model, optimizer, micro, ctx, grad_clip, ddp):
     """One optimizer step over the micro-batches (gradients synchronised on the last one); returns its loss."""
+    sizes = [x.numel() for x, _, _ in micro]  # LongRoPE2's mixed step holds other lengths: each token counts once
     for m, (x, y, pos) in enumerate(micro):
         if ddp:
             model.require_backward_grad_sync = m == len(micro) - 1
         with ctx:
-            loss = model(x, y, pos=pos)[1] / len(micro)
+            raw = model(x, y, pos=pos)[1]
+            loss = raw / len(micro) if len(set(sizes)) == 1 else raw * (sizes[m] / sum(sizes))
         loss.backward()
     if grad_clip > 0:
         torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
-    return loss.item() * len(micro)
+    return raw.item()
 
 
 def train(cfg, model=None, lineage=None, ckpt=None):

@@ -283,10 +283,39 @@ def test_mixed_windows_alternate_L_and_the_long_length():
     import numpy as np
     from lab.engine.batches import Batches
     data = np.arange(5000, dtype=np.uint16) % 50
-    b = Batches(data, 128, 2, torch.Generator().manual_seed(0), 'cpu', short=(32, 0.5))
+    b = Batches(data, 128, 2, torch.Generator().manual_seed(0), 'cpu', short=(32, 0.5, False))
     assert [b.step(1, it=it)[0][0].size(1) for it in range(6)] == [128, 32, 128, 32, 128, 32]
-    b = Batches(data, 128, 2, torch.Generator().manual_seed(0), 'cpu', short=(32, 0.25))
+    b = Batches(data, 128, 2, torch.Generator().manual_seed(0), 'cpu', short=(32, 0.25, False))
     assert [b.step(1, it=it)[0][0].size(1) for it in range(8)] == [128, 128, 128, 32] * 2
+
+
+def test_mixed_in_step_keeps_every_long_window_and_weighs_each_token_once():
+    """LongRoPE2's batches (mixed_in_step): every step holds the plain fine-tune's long micro-batches and, beside them,
+    short windows of L (share 0.5: as many sequences; 0.25: a third as many), each rank its own; the step's loss counts
+    every token once, so one step on [long, short] equals one step on the same tokens with the loss averaged by hand."""
+    import numpy as np
+    import train
+    from lab.engine.batches import Batches
+    data = np.arange(5000, dtype=np.uint16) % 50
+    for share, bs in ((0.5, 6), (0.25, 2)):
+        b = Batches(data, 128, 6, torch.Generator().manual_seed(0), 'cpu', short=(32, share, True))
+        for it in range(3):
+            assert [tuple(x.shape) for x, _, _ in b.step(2, it=it)] == [(6, 128)] * 2 + [(bs, 32)] * 2
+    b = Batches(data, 128, 6, torch.Generator().manual_seed(0), 'cpu', short=(32, 0.5, True))
+    assert [tuple(x.shape) for x, _, _ in b.step(2, rank=1, world=2)] == [(6, 128), (6, 32)]
+
+    class Tiny(torch.nn.Module):  # a per-token loss whose gradient is easy to state: mean of w * x over the tokens
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.ones(()))
+
+        def forward(self, x, y, pos=None):
+            return None, (self.w * x.float()).mean()
+    x1, x2 = torch.ones(2, 8), torch.full((2, 2), 4.0)  # 16 tokens of 1, 4 tokens of 4: per token 32 / 20 = 1.6
+    m = Tiny()
+    opt = torch.optim.SGD(m.parameters(), lr=1.0)
+    train.train_step(m, opt, [(x1, x1, None), (x2, x2, None)], torch.enable_grad(), 0, False)
+    assert m.w.item() == pytest.approx(1 - 1.6)  # (averaging the two micro-batches' means would give 1 - 2.5)
 
 
 def test_mixed_fine_tune_runs_and_refuses_what_it_cannot_mix(tiny_run, tmp_path):
@@ -304,6 +333,13 @@ def test_mixed_fine_tune_runs_and_refuses_what_it_cannot_mix(tiny_run, tmp_path)
     with pytest.raises(Exception, match='mixed_short'):
         finetune_long.main([f'--init_from={tiny_run}', '--rope_type=yarn', '--factor=4', '--mixed_short=0.5',
                             '--pose=True', f'--out_dir={tmp_path / "p"}', *ft])
+    finetune_long.main([f'--init_from={tiny_run}', '--rope_type=yarn', '--factor=4', '--mixed_short=0.5',
+                        '--mixed_in_step=True', f'--out_dir={tmp_path / "i"}', *ft])
+    assert ckpt_arm(str(tmp_path / 'i'), load_checkpoint(str(tmp_path / 'i')))['name'] == 'yarn s=4 mixed in-step ft4'
+    with pytest.raises(Exception, match='mixed_in_step=True mixes short windows'):
+        finetune_long.main([f'--init_from={tiny_run}', '--rope_type=yarn', '--factor=4', '--mixed_in_step=True',
+                            f'--out_dir={tmp_path / "q"}', *ft])
+    assert not (tmp_path / 'q').exists()
 
 
 # ----------------------------------------------------------------------------- in an eval

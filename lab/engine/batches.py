@@ -1,7 +1,7 @@
 """
 Training batches beyond nanoGPT's random windows, for train.py's one batch hook (train.batch_function): PoSE windows
 (lab/pose.py), synthetic copies written into the windows (lab/copy_mix.py), alone or together, and LongRoPE2's mixed
-windows (a share of the steps at L). train.py calls `for_run` when one is on; every other run trains on plain random
+windows (a share of the steps at L, or short windows beside the long ones in every step). train.py calls `for_run` when one is on; every other run trains on plain random
 windows.
 
 Every process draws the whole optimizer step from the one seeded generator and keeps its own micro-batches, so DDP sees
@@ -23,7 +23,9 @@ DEFAULTS = dict(  # train.py's settings for these batches
     copy_fixed_iters=0,           # warm-up: the first steps' windows are one random string written twice (offset ~T/2)
     copy_max_distance=0,          # cap on the distance between the two copies (0: anywhere in the window)
     mixed_short=0.0,              # LongRoPE2's mixed-window fine-tune: this share of the steps trains windows of L
-)                                 # tokens (longrope: its short factors, the original RoPE), evenly spread
+                                  # tokens (longrope: its short factors, the original RoPE), evenly spread
+    mixed_in_step=False,          # ... or every step: its long windows as ever plus short ones beside them, this share
+)                                 # of its sequences (LongRoPE2's batches: the long tokens a plain fine-tune's)
 
 
 class Batches:
@@ -33,7 +35,7 @@ class Batches:
 
     def __init__(self, data, W, batch_size, gen, device, pose=None, copy=None, short=None):
         self.data, self.W, self.B, self.gen, self.device = data, W, batch_size, gen, device
-        self.pose, self.copy, self.short = pose, copy, short  # short: (L, share of the steps at L) or None
+        self.pose, self.copy, self.short = pose, copy, short  # short: (L, share, in_step) or None
         self.drawn = None  # PoSE: (raw span starts, PoseDraw) of the last step, each [n_micro, B]
         if pose is not None and pose[0] > W:  # PoSE reads spans of target + 1 tokens inside one document
             span = pose[0] + 1
@@ -50,6 +52,11 @@ class Batches:
         PoSE: a raw span of T + 1 tokens uniform over the spans inside the documents, two chunks of it (the text between
         them skipped) with their position ids skipped by an independent draw (lab/pose.py)."""
         shape, W = (n_micro, self.B), self.W
+        if self.short and self.short[2]:  # LongRoPE2 in one step: the long micro-batches, then as many short ones
+            L, share, _ = self.short
+            short = Batches(self.data, L, round(self.B * share / (1 - share)), self.gen, self.device)
+            return Batches(self.data, W, self.B, self.gen, self.device).step(n_micro, rank, world) + \
+                short.step(n_micro, rank, world)
         if self.short and int((it + 1) * self.short[1]) > int(it * self.short[1]):  # LongRoPE2: a short step
             W = self.short[0]
         if self.pose is not None and self.pose[0] > W:
@@ -83,6 +90,9 @@ def check(cfg, meta, L):
                                not 0 < cfg['mixed_short'] < 1 or not L < T):
         raise ConfigError(f"mixed_short={cfg['mixed_short']} (LongRoPE2's mixed windows) needs 0 < mixed_short < 1, "
                           f"block_size={T} > L={L} and no PoSE or synthetic copies; set it to 0 otherwise")
+    if cfg['mixed_in_step'] and not cfg['mixed_short']:
+        raise ConfigError("mixed_in_step=True mixes short windows into every step: give their share, e.g. "
+                          "--mixed_short=0.5, or drop mixed_in_step")
     return W, copy_mix.settings(cfg, meta, W)  # the copy spans must fit the window trained
 
 
@@ -90,8 +100,10 @@ def for_run(cfg, meta, data, L, gen, device):
     """train.batch_function's answer for a run with PoSE or copies: (get_batch(it), the window length, a note)."""
     W, mix = check(cfg, meta, L)
     b = Batches(data, W, cfg['batch_size'], gen, device, (cfg['block_size'], meta['docs']['train']) if cfg['pose']
-                else None, mix, (L, cfg['mixed_short']) if cfg['mixed_short'] else None)
+                else None, mix, (L, cfg['mixed_short'], cfg['mixed_in_step']) if cfg['mixed_short'] else None)
     (rank, world, _), n_micro = ddp_ranks(), cfg['gradient_accumulation_steps']
     note = '; '.join([f"PoSE windows of {W} tokens"] * cfg['pose'] + ([copy_mix.describe(mix, W)] if mix else []) +
-                     [f"mixed windows: {cfg['mixed_short']:.0%} of the steps at L = {L}"] * bool(cfg['mixed_short']))
+                     [f"mixed windows: {cfg['mixed_short']:.0%} of the "
+                      f"{'sequences of every step' if cfg['mixed_in_step'] else 'steps'} at L = {L}"] *
+                     bool(cfg['mixed_short']))
     return (lambda it: b.step(n_micro, rank, world, it)), W, note

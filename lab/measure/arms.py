@@ -75,6 +75,13 @@ def copy_tag(ckpt):
     return ' copy' + (f"≤{cfg['copy_max_distance']}" if cfg.get('copy_max_distance') else '')
 
 
+def mixed_tag(cfg):
+    """LongRoPE2's mixed windows in an arm's name: ' mixed' when a share of the steps were short (so the arm had that
+    share fewer long tokens than a plain fine-tune of the same steps), ' mixed in-step' when every step held its long
+    windows and short ones beside them."""
+    return (' mixed in-step' if cfg.get('mixed_in_step') else ' mixed') if cfg.get('mixed_short') else ''
+
+
 def ckpt_arm(path, ckpt):
     lin, args = lineage_of(ckpt), ckpt['model_args']
     sc, derived = args.get('rope_scaling'), bool(lin['base_checkpoint'])
@@ -85,7 +92,7 @@ def ckpt_arm(path, ckpt):
         + (f" neox p={args['partial_rotary_factor']:g}" if args.get('partial_rotary_factor', 1.0) < 1 else '') \
         + (f" {scaling_name(sc).replace(' s=1', '')}" if sc and not derived else '')  # p-RoPE, clipped: trained in
     tags = (' needles' if lin.get('search_objective') == 'needle' else '') + \
-        (' mixed' if (ckpt.get('config') or {}).get('mixed_short') else '')  # LongRoPE2's objective, its mixed windows
+        mixed_tag(ckpt.get('config') or {})  # LongRoPE2's objective, its mixed windows
     name = (f"{rope_tag(args, derived)}{tags}{' pose' if lin['pose'] else ''}{copy_tag(ckpt)} ft{lin['finetune_steps']}"
             if tuned else f"{rope_tag(args, derived)}{tags} zero-shot" if derived else
             f"base{lay} (L={lin['train_len']})" if args['pos_emb'] == 'rope' else
