@@ -3,7 +3,7 @@
 .DEFAULT_GOAL := help  # `make` alone lists the targets
 PY ?= $(shell command -v python >/dev/null && echo python || echo python3)
 
-.PHONY: quick demo install data train-copy finetune pose longrope eval train eval-test bases-test designs-test knobs eval-2048 pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases ape longrope-ref longrope4 drope nope-base hybrid-base hybrid-w80-base hybrid-w80-eval hybrid-2g-base hybrid-2g-eval chunked-base local-global-base ssmax-base abf abf-matched longrope2 prope-base clip-base sinks-base sinks-seeds gated-base gated-eval fire-base cope-base fire-cope-eval neox-base placement-eval dca-window clip-sweep pairs frequencies frequency-bases temperature-knobs designs designs-2048 drope-eval scale-layers hybrid-eval chunked-eval own-crops gpu-check real-model-gpu real-model real-model-all real-model-core real-model-rest real-model-ntk real-model-dynamic real-model-rerope real-model-self-extend real-model-data test help
+.PHONY: quick demo install data train-copy finetune pose longrope eval train eval-test bases-test designs-test knobs eval-2048 pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases ape longrope-ref longrope4 drope nope-base hybrid-base hybrid-w80-base hybrid-w80-eval hybrid-2g-base hybrid-2g-eval chunked-base local-global-base ssmax-base abf abf-matched longrope2 prope-base clip-base sinks-base sinks-seeds prope-seeds gated-base gated-eval fire-base cope-base fire-cope-eval neox-base placement-eval dca-window clip-sweep pairs frequencies frequency-bases temperature-knobs designs designs-2048 drope-eval scale-layers hybrid-eval chunked-eval own-crops gpu-check real-model-gpu real-model real-model-all real-model-core real-model-rest real-model-ntk real-model-dynamic real-model-rerope real-model-self-extend real-model-data test help
 
 ##@ story: the story in minutes
 
@@ -211,6 +211,14 @@ sinks-seeds: out/char-sinks-copy-1338/ckpt.pt out/char-sinks-copy-1339/ckpt.pt o
 
 out/char-sinks-copy-%/ckpt.pt:  # another learned-sink base (seed %, make sinks-base's recipe), trained once if it is missing
 	$(PY) train.py config/train_shakespeare_char_copy_cpu.py --attention=smear_keys_sinks --seed=$* --out_dir=out/char-sinks-copy-$* --overwrite=True
+
+prope-seeds: out/char-prope-copy-1338/ckpt.pt out/char-prope-copy-1339/ckpt.pt  # is p-RoPE's cost inside L real? three p-RoPE bases (prope-base's, seeds 1338, 1339) against the three plain ones of make sinks-seeds, each as it is and its crop on the test split's 140 windows (loss only), seeds paired (needs prope-base, sinks-seeds)
+	for b in prope-copy prope-copy-1338 prope-copy-1339; do \
+	  $(PY) eval.py config/eval_test_cpu.py config/eval_designs_test_cpu.py --base=out/char-$$b --retrieval_examples=0 --out_dir=out/char-eval-test-$$b || exit 1; done
+	$(PY) eval.py --combine=out/char-eval-test-prope-copy,out/char-eval-test-prope-copy-1338,out/char-eval-test-prope-copy-1339 --combine_minus=out/char-eval-test-base-copy,out/char-eval-test-base-copy-1338,out/char-eval-test-base-copy-1339 --out_dir=out/char-eval-test-prope-seeds
+
+out/char-prope-copy-%/ckpt.pt:  # another p-RoPE base (seed %, make prope-base's recipe), trained once if it is missing
+	$(PY) train.py config/train_shakespeare_char_copy_cpu.py "--rope_scaling={'rope_type': 'proportional', 'partial_rotary_factor': 0.25}" --seed=$* --out_dir=out/char-prope-copy-$* --overwrite=True
 
 gated-base:           # gated attention (Qiu et al. 2025, G1: a sigmoid gate of the layer's input on each head's output) on the demo's copy recipe (smeared keys)
 	$(PY) train.py config/train_shakespeare_char_copy_cpu.py --attention=smear_keys_gated --out_dir=out/char-gated-copy --overwrite=True

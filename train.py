@@ -133,7 +133,7 @@ def batch_function(cfg, meta, data, L, gen, device):
     None)] of optimizer step it, the window length trained, a note for the start line). nanoGPT's random windows of
     block_size tokens, or lab/engine/batches.py's when PoSE or synthetic copies are on. Every process draws the whole step
     from gen and keeps its own micro-batches (rank, rank + world, ...): DDP sees the single-process data."""
-    if cfg['pose'] or cfg['copy_share'] or cfg['copy_fixed_iters'] or cfg['mixed_short']:
+    if cfg['pose'] or cfg['copy_share'] or cfg['copy_fixed_iters'] or cfg['mixed_short'] or cfg['mixed_in_step']:
         return batches.for_run(cfg, meta, data, L, gen, device)
     T, B, n_micro, (rank, world, _) = cfg['block_size'], cfg['batch_size'], cfg['gradient_accumulation_steps'], \
         ddp_ranks()

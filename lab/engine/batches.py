@@ -1,8 +1,8 @@
 """
 Training batches beyond nanoGPT's random windows, for train.py's one batch hook (train.batch_function): PoSE windows
 (lab/pose.py), synthetic copies written into the windows (lab/copy_mix.py), alone or together, and LongRoPE2's mixed
-windows (a share of the steps at L, or short windows beside the long ones in every step). train.py calls `for_run` when one is on; every other run trains on plain random
-windows.
+windows (a share of the steps at L, or short windows beside the long ones in every step). train.py calls `for_run`
+when one is on; every other run trains on plain random windows.
 
 Every process draws the whole optimizer step from the one seeded generator and keeps its own micro-batches, so DDP sees
 the single-process data, and a resumed run continues the same stream (the generator's state is in the checkpoint).
