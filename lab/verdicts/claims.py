@@ -10,6 +10,8 @@ compares it with its record and with the sentence that states it (tests/test_cla
 A claim: id, file (a summary.json under assets/), table (contrasts, vs_self, or vs_crop:<crop arm>), kind (loss,
 exact_match, needles, ...), column (a bucket), a and b (arm names: A - B, the verdict A's), said: (doc, quote) pairs,
 the words in README.md or docs/results.md that state it (each must hold the difference as printed and the verdict).
+table 'between': file a bases.json of `eval.py --combine --combine_minus` over committed evals, a the row's name (an
+arm or a contrast; lab.verdicts.compare.between_kinds), b what it is set against (the same on the other kind).
 """
 import argparse
 import functools
@@ -20,7 +22,7 @@ import numpy as np
 
 from data.common import atomic_write_text, read_json
 from lab.engine.cli import cli
-from lab.verdicts.compare import ROOMS, family, no_control, unit_values
+from lab.verdicts.compare import ROOMS, between_kinds, between_values, family, no_control, unit_values
 from lab.verdicts.summary_md import units
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -119,8 +121,16 @@ def load(file):
     return read_json(os.path.join(ROOT, file), "restore it from git (git checkout -- assets/) or rerun its eval")
 
 
+def kinds_of(s):
+    """A combine's bases.json with --combine_minus -> (the first kind's summaries, the second's), each as committed."""
+    return tuple([load(os.path.join(f, 'summary.json')) for f in folders] for folders in
+                 (s['folders'], s['minus']['folders']))
+
+
 def stored(s, c):
     """The comparison as the summary stores it."""
+    if c['table'] == 'between':
+        return next(r for r in s['between'][c['kind']][c['column']] if r['name'] == c['a'])
     st, (table, _, ref) = s['settings'], c['table'].partition(':')
     if table == 'vs_crop':
         return st['vs_crop'][ref][c['kind']][c['column']][c['a']]
@@ -130,6 +140,9 @@ def stored(s, c):
 def recompute(s, c):
     """The comparison recomputed from the summary's per-window / per-example values with lab.verdicts.compare: the whole
     family of its table column (Holm counts every pair in it)."""
+    if c['table'] == 'between':
+        rows = between_kinds(*kinds_of(s), s['margins'])[c['kind']][c['column']]
+        return next(r for r in rows if r['name'] == c['a'])
     results, st, (table, _, ref) = s['arms'], s['settings'], c['table'].partition(':')
     if table == 'contrasts':
         pairs = [(r['a'], r['b']) for r in st['contrasts'][c['kind']][c['column']]]
@@ -142,7 +155,14 @@ def recompute(s, c):
 
 
 def raw(s, c):
-    """The values the test pairs: per arm [seed][unit] (None: not scored), the seeds, and what each unit is."""
+    """The values the test pairs: per arm [seed][unit] (None: not scored), the seeds, and what each unit is; for a
+    'between' claim each kind's [pair][unit] values (the arm, or its contrast A - B) and the pairs' folders."""
+    if c['table'] == 'between':
+        first, second = kinds_of(s)
+        x, y = next((x, y) for k, x, y in between_values(first, second, c['kind'], c['column']) if k == c['a'])
+        st = first[0]['settings']
+        return dict(a=[u.tolist() for u in x], b=[u.tolist() for u in y], pairs=list(zip(s['folders'], s['minus']['folders'])),
+                    units=[dict(window=w, play=p) for w, p in zip(st['windows'], st['window_docs'])])
     by, st = {a['name']: a for a in s['arms']}, s['settings']
     vals = {k: [[None if np.isnan(v) else float(v) for v in row] for row in unit_values(by[c[k]], c['column'], c['kind'])]
             for k in ('a', 'b')}
@@ -158,7 +178,8 @@ KEYS = ('diff', 'ci', 'p', 'p_holm', 'verdict', 'inside_margin', 'identical', 'm
 
 def record(c):
     s = load(c['file'])
-    st, r = s['settings'], recompute(s, c)
+    r = recompute(s, c)
+    st = kinds_of(s)[0][0]['settings'] if c['table'] == 'between' else s['settings']  # (a between's: its first eval's)
     exact = c['kind'] != 'loss' and ROOMS[c['kind']][1] == 'exact'
     return dict(id=c['id'], said=[list(x) for x in c['said']], file=c['file'],
                 comparison={k: c[k] for k in ('table', 'kind', 'column', 'a', 'b')},

@@ -225,25 +225,16 @@ def between_kinds(summaries, others, margins):
     p_holm, verdict, inside_margin, firsts, seconds, method)]}}, firsts and seconds each kind's per-pair x and y."""
     if len(summaries) != len(others) or len(summaries) < 2:
         raise ValueError(f'between_kinds needs two or more pairs of evals, got {len(summaries)} and {len(others)}')
-    kinds = (summaries, others)
-    named = [[keyed(t, s) for t, s in zip(base_tables(g), g)] for g in kinds]
-    by_name = [[{a['name']: a for a in s['arms']} for s in g] for g in kinds]
-    by_key = [[{('base' if a.get('kind') == 'base' else a['name']): a for a in s['arms']} for s in g] for g in kinds]
     out = {}
     for kind, col in columns(summaries[0]['arms']):
         if kind != 'loss' and ROOMS[kind][1] == 'exact':
             continue
         found = []
-        for key in by_key[0][0]:  # each arm: on the first kind's base against on its pair
-            if all(key in by for g in by_key for by in g):
-                xy = [paired(a[key], b[key], col, kind) for a, b in zip(*by_key)]
-                found += between_row(key, [x.mean(0) for x, _ in xy], [y.mean(0) for _, y in xy])
-        for key in named[0][0].get(kind, {}).get(col, {}):  # each contrast: A - B on the first kind against on the second
-            rows = [[t.get(kind, {}).get(col, {}).get(key) for t in g] for g in named]
-            if all(r and r['a'] in by and r['b'] in by for g, b in zip(rows, by_name) for r, by in zip(g, b)):
-                x, y = ([np.subtract(*(v.mean(0) for v in paired(by[r['a']], by[r['b']], col, kind)))
-                         for r, by in zip(g, b)] for g, b in zip(rows, by_name))
-                found += between_row(key, x, y)
+        for key, x, y in between_values(summaries, others, kind, col):
+            if len({u.shape for u in [*x, *y]}) == 1:  # the same units on every base
+                res = paired_diff(np.stack(x), np.stack(y), paired_seeds=True)
+                found.append(dict(name=key, diff=res['diff'], ci=res['ci'], p=res['p'], method='pairs-random-factor',
+                                  firsts=[float(u.mean()) for u in x], seconds=[float(u.mean()) for u in y]))
         margin = margins['loss']  # (a gain is in nats too)
         for r, ph in zip(found, holm([r['p'] for r in found])):
             r['p_holm'] = ph
@@ -254,14 +245,23 @@ def between_kinds(summaries, others, margins):
     return out
 
 
-def between_row(name, x, y):
-    """between_kinds' row from the per-pair unit values x (the first kind) and y (the second); none when the pairs do
-    not hold the same units."""
-    if len({u.shape for u in [*x, *y]}) > 1:
-        return []
-    res = paired_diff(np.stack(x), np.stack(y), paired_seeds=True)
-    return [dict(name=name, diff=res['diff'], ci=res['ci'], p=res['p'], method='pairs-random-factor',
-                 firsts=[float(u.mean()) for u in x], seconds=[float(u.mean()) for u in y])]
+def between_values(summaries, others, kind, col):
+    """between_kinds' rows of one column before the test: (name, x, y) for each arm found on every base of both kinds
+    and then each contrast, x and y one array of unit values per pair (the first kind's, the second's)."""
+    kinds = (summaries, others)
+    named = [[keyed(t, s) for t, s in zip(base_tables(g), g)] for g in kinds]
+    by_name = [[{a['name']: a for a in s['arms']} for s in g] for g in kinds]
+    by_key = [[{('base' if a.get('kind') == 'base' else a['name']): a for a in s['arms']} for s in g] for g in kinds]
+    for key in by_key[0][0]:  # each arm: on the first kind's base against on its pair
+        if all(key in by for g in by_key for by in g):
+            xy = [paired(a[key], b[key], col, kind) for a, b in zip(*by_key)]
+            yield key, [x.mean(0) for x, _ in xy], [y.mean(0) for _, y in xy]
+    for key in named[0][0].get(kind, {}).get(col, {}):  # each contrast: A - B on the first kind against on the second
+        rows = [[t.get(kind, {}).get(col, {}).get(key) for t in g] for g in named]
+        if all(r and r['a'] in by and r['b'] in by for g, b in zip(rows, by_name) for r, by in zip(g, b)):
+            x, y = ([np.subtract(*(v.mean(0) for v in paired(by[r['a']], by[r['b']], col, kind)))
+                     for r, by in zip(g, b)] for g, b in zip(rows, by_name))
+            yield key, x, y
 
 
 def keyed(table, summary):
