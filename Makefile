@@ -3,7 +3,7 @@
 .DEFAULT_GOAL := help  # `make` alone lists the targets
 PY ?= $(shell command -v python >/dev/null && echo python || echo python3)
 
-.PHONY: quick demo install data train-copy finetune pose longrope eval train eval-test bases-test designs-test knobs eval-2048 pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases ape longrope-ref longrope4 drope nope-base hybrid-base hybrid-w80-base hybrid-w80-eval hybrid-2g-base hybrid-2g-eval chunked-base local-global-base ssmax-base abf abf-matched longrope2 prope-base clip-base sinks-base sinks-seeds prope-seeds gated-base gated-eval fire-base cope-base fire-cope-eval neox-base placement-eval dca-window clip-sweep pairs frequencies frequency-bases temperature-knobs designs designs-2048 drope-eval scale-layers hybrid-eval chunked-eval own-crops gpu-check real-model-gpu real-model real-model-all real-model-core real-model-rest real-model-ntk real-model-dynamic real-model-rerope real-model-self-extend real-model-data test help
+.PHONY: quick demo install data train-copy finetune pose longrope eval train eval-test bases-test designs-test knobs eval-2048 pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases ape longrope-ref longrope4 drope nope-base hybrid-base word-copy-base word-copy-eval hybrid-w80-base hybrid-w80-eval hybrid-2g-base hybrid-2g-eval chunked-base local-global-base ssmax-base abf abf-matched longrope2 longrope2-in-step prope-base clip-base sinks-base sinks-seeds prope-seeds gated-base gated-eval fire-base cope-base fire-cope-eval neox-base placement-eval dca-window clip-sweep pairs frequencies frequency-bases temperature-knobs designs designs-2048 drope-eval scale-layers hybrid-eval chunked-eval own-crops gpu-check real-model-gpu real-model real-model-all real-model-core real-model-rest real-model-ntk real-model-dynamic real-model-rerope real-model-self-extend real-model-data test help
 
 ##@ story: the story in minutes
 
@@ -158,6 +158,12 @@ nope-base:            # the NoPE control: the demo's base with no position encod
 hybrid-base:          # Command A / iRoPE's hybrid: 3 sliding-window RoPE layers (w = 32 < L) : 1 global NoPE layer
 	$(PY) train.py config/train_shakespeare_char_copy_cpu.py '--layers=3*rope:w=32,nope' --out_dir=out/char-hybrid-copy --overwrite=True
 
+word-copy-base:       # a positive control for the word-needle room (issue 46 item 2): the demo's recipe with half its copy windows written as word-needle records (' <word> is <digits>' four times, one again: lab/copy_mix.py copy_words), the keys training words
+	$(PY) train.py config/train_shakespeare_char_copy_cpu.py --copy_words=0.5 --out_dir=out/char-wordcopy --overwrite=True
+
+word-copy-eval:       # the word-copy base as the demo's eval runs its maps and YaRN, every room on (the word needles included), 32 dev windows at T = 1024
+	$(PY) eval.py --base=out/char-wordcopy --rope_types=default,crop:form=sliding,yarn:beta_fast=8,rerope:window=64,self_extend:window=64:group=32 --eval_len=1024 --num_windows=32 --retrieval_examples=16 --out_dir=out/char-eval-wordcopy
+
 hybrid-w80-base:      # the copy-recipe search for windowed bases (issue 46): the sliding hybrid with w = 80 > the warm-up's copy offset of 64, so its RoPE layers can learn the positional copy (16 min 28 s on 2 cores)
 	$(PY) train.py config/train_shakespeare_char_copy_cpu.py '--layers=3*rope:w=80,nope' --out_dir=out/char-hybrid80-copy --overwrite=True
 
@@ -194,6 +200,13 @@ longrope2:            # LongRoPE2 against LongRoPE at s=4, 2 x 2: the search sco
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --init_from=out/char-longrope-s4 --rope_type=keep --plain=False --mixed_short=0.5 --out_dir=out/char-ft-longrope-mixed --overwrite=True
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --init_from=out/char-longrope2-s4 --rope_type=keep --plain=False --out_dir=out/char-ft-longrope2-nomix --overwrite=True
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --init_from=out/char-longrope2-s4 --rope_type=keep --plain=False --mixed_short=0.5 --out_dir=out/char-ft-longrope2 --overwrite=True
+
+longrope2-in-step:    # LongRoPE2's mixed windows within a step (issue 46 item 5): the needle-searched curve at s=4 fine-tuned plain, mixed by whole steps (half the long tokens) and mixed within each step (the plain fine-tune's long windows plus as many short ones), 100 steps, 3 seeds each, on the 32 dev windows at T = 1024 (needs make train-copy)
+	$(PY) search_longrope.py --init_from=out/char-base-copy --factor=4 --search_objective=needle --out_dir=out/char-longrope2-s4 --overwrite=True
+	$(PY) finetune_long.py config/finetune_long_char_cpu.py --init_from=out/char-longrope2-s4 --rope_type=keep --plain=False --out_dir=out/char-ft-longrope2-nomix --overwrite=True
+	$(PY) finetune_long.py config/finetune_long_char_cpu.py --init_from=out/char-longrope2-s4 --rope_type=keep --plain=False --mixed_short=0.5 --out_dir=out/char-ft-longrope2 --overwrite=True
+	$(PY) finetune_long.py config/finetune_long_char_cpu.py --init_from=out/char-longrope2-s4 --rope_type=keep --plain=False --mixed_short=0.5 --mixed_in_step=True --out_dir=out/char-ft-longrope2-instep --overwrite=True
+	$(PY) eval.py config/eval_longrope2_in_step_cpu.py
 
 prope-base:           # p-RoPE trained in: only the fastest quarter of the pairs rotate (HF 'proportional', partial_rotary_factor 0.25, Gemma 4's global layers), the demo's recipe otherwise
 	$(PY) train.py config/train_shakespeare_char_copy_cpu.py "--rope_scaling={'rope_type': 'proportional', 'partial_rotary_factor': 0.25}" --out_dir=out/char-prope-copy --overwrite=True

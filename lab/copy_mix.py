@@ -4,7 +4,9 @@ mixed into the training windows, and smeared keys. One room; lab/engine/batches.
 
 Copies: in a share of the windows a random string is written twice at a random distance (`insert_repeats`); a warm-up
 of copy_fixed_iters steps writes one random string twice at a fixed offset, which a model learns fast as a
-positional copy and then turns into content-based copying (see docs/results.md for the recipe search).
+positional copy and then turns into content-based copying (see docs/results.md for the recipe search). A share of
+those windows (copy_words) may carry word-needle records instead (`insert_records`): lab.measure.ruler's format,
+' <word> is <digits>' written several times and one of them again, so that its room has a base that passes it.
 Smeared keys (Olsson et al. 2022's induction-head shortcut): each head's key mixes in the previous token's key,
 k_t += g_h (k_{t-1} - k_t) with a learned gate g_h = sigmoid(smear_h) (0.5 at init), on the content before RoPE puts
 it at position t; one layer can then find "the token after the previous occurrence". `attention='smear_keys'`.
@@ -13,6 +15,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from lab.measure.ruler import WORD, digit_tokens, encode, play_words
 from model import ATTENTION, CausalSelfAttention, rotate
 
 
@@ -55,10 +58,17 @@ def insert_repeats(w, gen, share, span_lo, span_hi, vocab_size, exclude=None, ma
         raise ValueError(f"copy spans [{span_lo}, {span_hi}] do not fit twice in windows of {n} tokens; "
                          f"need 1 <= copy_span_lo <= copy_span_hi <= {n // 2}")
     check_cap(max_distance, span_hi)
+    return write_repeats(w, gen, (torch.rand(N, generator=gen) < share).nonzero().flatten().tolist(), span_lo,
+                         span_hi, vocab_size, exclude, max_distance)
+
+
+def write_repeats(w, gen, rows, span_lo, span_hi, vocab_size, exclude=None, max_distance=0):
+    """insert_repeats' strings written into the chosen rows of w (a new tensor)."""
+    n = w.size(1)
     tokens = torch.tensor([t for t in range(vocab_size) if t != exclude])
     w = w.clone()
     draw = lambda lo, hi: int(torch.randint(lo, hi + 1, (1,), generator=gen))  # uniform in [lo, hi]
-    for i in (torch.rand(N, generator=gen) < share).nonzero().flatten().tolist():
+    for i in rows:
         k = draw(span_lo, span_hi)
         d = draw(k, n - k if not max_distance else min(n - k, max_distance))
         s = draw(0, n - k - d)
@@ -68,9 +78,43 @@ def insert_repeats(w, gen, share, span_lo, span_hi, vocab_size, exclude=None, ma
     return w
 
 
+def insert_records(w, gen, rows, words, digits, mid, needles=4, value_len=5):
+    """Word-needle records written into the chosen rows of windows w (N, n) (a new tensor): in each, `needles`
+    records key + mid + value (keys distinct rows of `words` [K, key_len], e.g. ' thine'; values value_len ids drawn
+    from `digits`, the first digits distinct between records; mid e.g. the ids of ' is ') at uniform non-overlapping
+    places before a query start q, uniform over what fits, and at q one record drawn uniformly written again: the
+    format of lab.measure.ruler's word-needle room, its value a copy the model can learn to make by matching the key.
+    Draws only from the torch.Generator gen."""
+    n, (K, kl) = w.size(1), words.shape
+    rec = kl + len(mid) + value_len
+    if (needles + 1) * rec > n:
+        raise ValueError(f"copy_words: {needles} word-needle records of {rec} tokens and their query need windows of "
+                         f"{(needles + 1) * rec} tokens, these are {n}; train longer windows or set copy_words=0")
+    if K < needles or len(digits) < needles:
+        raise ValueError(f"copy_words: the records need >= {needles} words of {kl} tokens in the training text (it "
+                         f"has {K}) and >= {needles} digit tokens in the vocabulary (it has {len(digits)}); use a "
+                         f"corpus that has them or set copy_words=0")
+    w, mid = w.clone(), torch.as_tensor(mid, dtype=w.dtype)
+    for i in rows:
+        q = int(torch.randint(needles * rec, n - rec + 1, (1,), generator=gen))
+        gaps = torch.randint(0, q - needles * rec + 1, (needles,), generator=gen).sort().values
+        keys = words[torch.randperm(K, generator=gen)[:needles]]
+        values = digits[torch.randint(len(digits), (needles, value_len), generator=gen)]
+        values[:, 0] = digits[torch.randperm(len(digits), generator=gen)[:needles]]
+        recs = torch.cat([keys, mid.expand(needles, -1), values], 1)
+        for j, start in enumerate((gaps + torch.arange(needles) * rec).tolist()):
+            w[i, start:start + rec] = recs[j]
+        w[i, q:q + rec] = recs[int(torch.randint(needles, (1,), generator=gen))]
+    return w
+
+
 def settings(cfg, meta, T):
     """insert_repeats' settings (+ fixed_iters) from a run's cfg for windows of T tokens; None when there is no mix.
     Raises ValueError naming the setting when one is out of range."""
+    words = cfg.get('copy_words', 0)
+    if not 0 <= words <= 1 or words and not cfg['copy_share'] > 0:  # not <=: NaN too
+        raise ValueError(f"copy_words={words} is the share of the copy windows written as word-needle records: give a "
+                         f"number in [0, 1] beside copy_share > 0 (copy_share={cfg['copy_share']})")
     if not (cfg['copy_share'] > 0 or cfg['copy_fixed_iters'] > 0):
         if not cfg['copy_share'] >= 0 or cfg['copy_fixed_iters'] < 0:  # not >= 0: NaN too
             raise ValueError(f"copy_share={cfg['copy_share']} and copy_fixed_iters={cfg['copy_fixed_iters']} must be "
@@ -79,6 +123,8 @@ def settings(cfg, meta, T):
     mix = dict(share=cfg['copy_share'], span_lo=cfg['copy_span_lo'], span_hi=cfg['copy_span_hi'],
                vocab_size=meta['vocab_size'], exclude=meta['eot_token'], fixed_iters=cfg['copy_fixed_iters'],
                max_distance=cfg.get('copy_max_distance', 0))
+    if words:
+        mix['words'] = words  # the records' tokens: add_records, from the training text
     check_cap(mix['max_distance'], mix['span_hi'])
     if mix['fixed_iters'] < 0 or not (0 <= mix['share'] <= 1 and 1 <= mix['span_lo'] <= mix['span_hi']
                                       and 2 * mix['span_hi'] <= T + 1):
@@ -88,6 +134,16 @@ def settings(cfg, meta, T):
     return mix
 
 
+def add_records(mix, meta, text, T):
+    """A mix with copy_words: the records' tokens from the training text's ids (lab.measure.ruler's word-needle format:
+    its lower-case words of 5 letters as ' word', 5 digits after ' is '), so that its keys are training words and
+    the eval's keys the held-out play's. ValueError when they do not fit windows of T tokens or the vocabulary."""
+    records = dict(words=torch.from_numpy(play_words(text, meta, WORD['key_len'])),  # (the room's own record shape)
+                   digits=torch.tensor(digit_tokens(meta)), mid=encode(meta, ' is '), value_len=WORD['value_len'])
+    insert_records(torch.zeros(1, T + 1, dtype=torch.int64), torch.Generator(), [], **records)  # (its checks)
+    return dict(mix, records=records)
+
+
 def describe(mix, T):
     """One line saying what the mix does."""
     half = (T + 1) // 2
@@ -95,13 +151,22 @@ def describe(mix, T):
             f"twice (fixed offset); then " * (mix['fixed_iters'] > 0) +
             f"{100 * mix['share']:g}% of windows carry a random string of {mix['span_lo']}-{mix['span_hi']} tokens "
             f"written twice, at a uniform distance inside the window" +
-            (f" up to {mix['max_distance']}" if mix.get('max_distance') else ''))
+            (f" up to {mix['max_distance']}" if mix.get('max_distance') else '') +
+            (f"; {100 * mix['words']:g}% of those windows carry 4 word-needle records ' <word> is <digits>' and one "
+             f"of them again instead" if mix.get('words') else ''))
 
 
 def mix(w, gen, mix, it):
     """Windows w (N, T+1) with the copies of step `it` written in (the fixed-offset warm-up before fixed_iters)."""
     m = dict(mix)
+    words, records = m.pop('words', 0), m.pop('records', None)
     if it < m.pop('fixed_iters'):  # a copy at a fixed offset: learned fast, as a positional copy
         half = w.size(1) // 2
         m.update(share=1.0, span_lo=half, span_hi=half, max_distance=0)
+    elif words:  # one draw splits the copy windows: records for the first share, strings for the rest
+        u = torch.rand(w.size(0), generator=gen)
+        w = insert_records(w, gen, (u < m['share'] * words).nonzero().flatten().tolist(), **records)
+        rows = ((u >= m['share'] * words) & (u < m['share'])).nonzero().flatten().tolist()
+        return write_repeats(w, gen, rows, m['span_lo'], m['span_hi'], m['vocab_size'], m['exclude'],
+                             m['max_distance'])
     return insert_repeats(w, gen, **m)

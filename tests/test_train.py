@@ -1,6 +1,7 @@
 """train.py: configuration, data windows, the loop lowers the loss, resume is exact, torchrun/DDP agrees."""
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -201,6 +202,46 @@ def test_insert_repeats_max_distance_caps_every_copy():
     assert min(dists[40]) >= 8 and max(dists[40]) == 40 and max(dists[0]) > 150
     with pytest.raises(ValueError, match='copy_max_distance=6'):
         insert_repeats(w, torch.Generator().manual_seed(5), 1.0, 4, 8, 68, exclude=3, max_distance=6)
+
+
+def test_word_needle_records_write_the_rooms_format_and_split_the_copy_windows(char_data):
+    """copy_words (lab/copy_mix.py): a share of the copy windows carries 4 records ' <word> is <digits>' (training
+    words of 5 letters, the first digits distinct) at non-overlapping places and one of them written again after all
+    four, as lab.measure.ruler's word-needle room writes them; one draw splits the copy windows between records and
+    strings (about 25% / 25% / 50% untouched at share 0.5 and words 0.5); copy_words=0 draws exactly what it drew
+    before; out-of-range settings and windows too short for the records are one line."""
+    from lab import copy_mix
+    from lab.measure.ruler import decode, play_words
+    meta, train_ids = load_meta(char_data), np.fromfile(os.path.join(char_data, 'train.bin'), dtype=np.uint16)
+    cfg = dict(copy_share=0.5, copy_fixed_iters=0, copy_span_lo=8, copy_span_hi=32, copy_words=0.5)
+    with pytest.raises(ValueError, match=r'>= 4 digit tokens in the vocabulary \(it has 2\)'):  # the fixture's text
+        copy_mix.add_records(copy_mix.settings(cfg, meta, 128), meta, train_ids, 128)
+    words = torch.from_numpy(play_words(train_ids, meta, 6))  # its words; ten capitals stand in for the digits
+    m = dict(copy_mix.settings(cfg, meta, 128), records=dict(words=words, digits=torch.tensor(copy_mix.encode(
+        meta, 'ABCDEFGHIJ')), mid=copy_mix.encode(meta, ' is '), value_len=5))
+    space, = copy_mix.encode(meta, ' ')
+    w = torch.full((400, 129), space, dtype=torch.long)  # a text of spaces, so every record is visible
+    out = copy_mix.mix(w, torch.Generator().manual_seed(3), m, 10)
+    kinds = {'records': 0, 'strings': 0, 'text': 0}
+    for row in out:
+        text = decode(meta, row.tolist())
+        recs = re.findall(r' ([a-z]{5}) is ([A-J]{5})', text)
+        if recs:
+            assert len(recs) == 5 and recs[-1] in recs[:4] and len({k for k, _ in recs[:4]}) == 4
+            assert len({v[0] for _, v in recs[:4]}) == 4  # the first digit names the record
+            kinds['records'] += 1
+        else:
+            kinds['strings' if (row != space).any() else 'text'] += 1
+    assert 70 < kinds['records'] < 130 and 70 < kinds['strings'] < 130 and 160 < kinds['text'] < 240, kinds
+    plain = copy_mix.settings(dict(cfg, copy_words=0), meta, 128)
+    assert torch.equal(copy_mix.mix(w, torch.Generator().manual_seed(3), plain, 10),
+                       copy_mix.insert_repeats(w, torch.Generator().manual_seed(3), 0.5, 8, 32, meta['vocab_size'],
+                                               meta['eot_token']))
+    for bad, said in ((dict(cfg, copy_words=1.5), 'copy_words=1.5'), (dict(cfg, copy_share=0.0), 'copy_share > 0')):
+        with pytest.raises(ValueError, match=re.escape(said)):
+            copy_mix.settings(bad, meta, 128)
+    with pytest.raises(ValueError, match='need windows of 75 tokens, these are 33'):
+        copy_mix.insert_records(w[:, :33], torch.Generator(), [0], **m['records'])
 
 
 def plain_step(data, T, B, gen, n_micro):

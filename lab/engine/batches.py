@@ -22,6 +22,7 @@ DEFAULTS = dict(  # train.py's settings for these batches
     copy_span_lo=8, copy_span_hi=32,  # its length range (tokens); the distance is uniform, both copies in the window
     copy_fixed_iters=0,           # warm-up: the first steps' windows are one random string written twice (offset ~T/2)
     copy_max_distance=0,          # cap on the distance between the two copies (0: anywhere in the window)
+    copy_words=0.0,               # share of the copy windows written as word-needle records instead (lab/copy_mix.py)
     mixed_short=0.0,              # LongRoPE2's mixed-window fine-tune: this share of the steps trains windows of L
                                   # tokens (longrope: its short factors, the original RoPE), evenly spread
     mixed_in_step=False,          # ... or every step: its long windows as ever plus short ones beside them, this share
@@ -99,6 +100,8 @@ def check(cfg, meta, L):
 def for_run(cfg, meta, data, L, gen, device):
     """train.batch_function's answer for a run with PoSE or copies: (get_batch(it), the window length, a note)."""
     W, mix = check(cfg, meta, L)
+    if mix and mix.get('words'):  # the records' keys: the training text's words
+        mix = copy_mix.add_records(mix, meta, data, W)
     b = Batches(data, W, cfg['batch_size'], gen, device, (cfg['block_size'], meta['docs']['train']) if cfg['pose']
                 else None, mix, (L, cfg['mixed_short'], cfg['mixed_in_step']) if cfg['mixed_short'] else None)
     (rank, world, _), n_micro = ddp_ranks(), cfg['gradient_accumulation_steps']

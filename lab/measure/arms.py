@@ -68,11 +68,12 @@ def expand_ckpts(paths):
 
 def copy_tag(ckpt):
     """' copy' for a fine-tune trained with synthetic copies mixed in (lab/copy_mix.py), ' copy≤d' when their
-    distance was capped at d; '' for text only."""
+    distance was capped at d, '+words<share>' when that share of them were word-needle records; '' for text only."""
     cfg = ckpt.get('config') or {}
     if not cfg.get('copy_share'):
         return ''
-    return ' copy' + (f"≤{cfg['copy_max_distance']}" if cfg.get('copy_max_distance') else '')
+    return ' copy' + (f"≤{cfg['copy_max_distance']}" if cfg.get('copy_max_distance') else '') + \
+        (f"+words{cfg['copy_words']:g}" if cfg.get('copy_words') else '')
 
 
 def mixed_tag(cfg):
