@@ -115,6 +115,9 @@ def settings(cfg, meta, T):
     if not 0 <= words <= 1 or words and not cfg['copy_share'] > 0:  # not <=: NaN too
         raise ValueError(f"copy_words={words} is the share of the copy windows written as word-needle records: give a "
                          f"number in [0, 1] beside copy_share > 0 (copy_share={cfg['copy_share']})")
+    if words and cfg.get('copy_max_distance'):  # the records' distances are not capped: the cap would not hold
+        raise ValueError(f"copy_words={words} writes word-needle records at any distance in the window, so "
+                         f"copy_max_distance={cfg['copy_max_distance']} would not hold for them; set one of them to 0")
     if not (cfg['copy_share'] > 0 or cfg['copy_fixed_iters'] > 0):
         if not cfg['copy_share'] >= 0 or cfg['copy_fixed_iters'] < 0:  # not >= 0: NaN too
             raise ValueError(f"copy_share={cfg['copy_share']} and copy_fixed_iters={cfg['copy_fixed_iters']} must be "

@@ -237,7 +237,8 @@ def test_word_needle_records_write_the_rooms_format_and_split_the_copy_windows(c
     assert torch.equal(copy_mix.mix(w, torch.Generator().manual_seed(3), plain, 10),
                        copy_mix.insert_repeats(w, torch.Generator().manual_seed(3), 0.5, 8, 32, meta['vocab_size'],
                                                meta['eot_token']))
-    for bad, said in ((dict(cfg, copy_words=1.5), 'copy_words=1.5'), (dict(cfg, copy_share=0.0), 'copy_share > 0')):
+    for bad, said in ((dict(cfg, copy_words=1.5), 'copy_words=1.5'), (dict(cfg, copy_share=0.0), 'copy_share > 0'),
+                      (dict(cfg, copy_max_distance=40), 'copy_max_distance=40 would not hold')):
         with pytest.raises(ValueError, match=re.escape(said)):
             copy_mix.settings(bad, meta, 128)
     with pytest.raises(ValueError, match='need windows of 75 tokens, these are 33'):
