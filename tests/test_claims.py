@@ -5,6 +5,7 @@ or a changed sentence is reported."""
 import json
 import shutil
 
+import numpy as np
 import pytest
 
 from lab.verdicts import claims
@@ -83,3 +84,21 @@ def test_a_claim_in_a_room_its_base_fails_inside_L_is_refused():
     assert any('no positive control: base (L=128) finds 0% inside L' in p and 'not judged' in p for p in got), got
     ok = claims.claim('p', claims.RR, claims.CROP, '512-1024', 'x', table=claims.VS_CROP, kind='exact_match')
     assert not any('positive control' in p for p in claims.problems(ok))
+
+
+def test_a_between_claim_records_each_pairs_values_and_they_give_its_difference():
+    """A 'between' claim (a --combine --combine_minus bases.json, e.g. the three sink bases against three plain ones):
+    its record holds each pair's per-window values on both kinds and the pairs' folders, the difference is the mean of
+    a - b over pairs and windows, and the interval is wider than the windows alone would make it (pairs are a random
+    factor: a contrast that differs between pairs cannot be settled by more windows)."""
+    c = next(c for c in claims.CLAIMS if c['table'] == 'between')
+    r = claims.record(c)
+    v = r['values']
+    a, b = np.array(v['a']), np.array(v['b'])
+    assert a.shape == b.shape == (len(v['pairs']), len(v['units'])) and len(v['pairs']) >= 2
+    assert all(p.startswith('assets/') and q.startswith('assets/') for p, q in v['pairs'])  # committed evals only
+    assert (a - b).mean() == pytest.approx(r['result']['diff'], abs=1e-6)
+    d = a - b
+    windows_only = 1.96 * d.mean(0).std(ddof=1) / np.sqrt(d.shape[1])  # as if the pairs were one base
+    lo, hi = r['result']['ci']
+    assert (hi - lo) / 2 > windows_only

@@ -41,6 +41,7 @@ def claim(id, a, b, column, *said, table='vs_self', kind='loss', file=TEST):
 DOC, RM = 'docs/results.md', 'README.md'
 VS_CROP = f'vs_crop:{CROP}'
 GATED, CHUNKED, HYB80, APE = (f'assets/test/designs/{d}/summary.json' for d in ('gated', 'chunked', 'hybrid_w80', 'ape'))
+SINKS = 'assets/test/designs/sinks_seeds/bases.json'
 RR, SE, DY = 'rerope w=64 zero-shot', 'self_extend w=64 G=32 zero-shot', 'dynamic_yarn zero-shot'
 CLAIMS = [  # the test split's claims, in the order docs/results.md states them
     # each arm against its own weights held to a window (loss, nats)
@@ -107,6 +108,18 @@ CLAIMS = [  # the test split's claims, in the order docs/results.md states them
           table=VS_CROP, file=APE),
     claim('alibi-vs-crop-512', 'alibi (L=128)', CROP, '512-1024', '+0.052 [+0.046, +0.058] worse than the crop',
           table=VS_CROP, file=APE),
+    # three learned-sink bases against three plain ones (make sinks-seeds), seeds paired: each row the first kind's
+    # value minus the second's, the pairs a random factor (lab.verdicts.compare.between_kinds)
+    claim('sinks-yarn-gap-seeds-512', f'{Y8} vs {CROP}', f'{Y8} vs {CROP}', '512-1024',
+          "YaRN's gap to the crop at 512–1024 moves by +0.006 [−0.163, +0.175], unresolved",
+          (RM, 'a learned sink does not move YaRN β8\'s gap to the crop (+0.006 [−0.163, +0.175] at 512–1024, unresolved'),
+          table='between', file=SINKS),
+    claim('sinks-base-break-seeds-512', f'base vs {CROP}', f'base vs {CROP}', '512-1024',
+          'breaks less past L than the plain one, −0.448 [−0.815, −0.082] at 512–1024 against its own crop (each pair '
+          'lower), yet unresolved',
+          table='between', file=SINKS),
+    claim('sinks-base-inside-seeds-128', 'base', 'base', '0-128',
+          'the two kinds are alike, −0.003 [−0.022, +0.016] at 0–128, unresolved', table='between', file=SINKS),
     # (the rooms in formats the base never trained on, lab/measure/ruler.py: word needles, multi-value needles and
     # variable tracking, are no claims: the base finds 0-4% of them inside L, so they have no positive control)
 ]

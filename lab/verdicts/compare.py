@@ -240,6 +240,7 @@ def between_kinds(summaries, others, margins):
             r['p_holm'] = ph
             r['verdict'] = verdict(r['ci'], ph, margin, higher_is_better=kind != 'loss')
             r['inside_margin'] = r['verdict'] in ('better', 'worse') and -margin <= r['ci'][0] <= r['ci'][1] <= margin
+            r['identical'] = r['diff'] == r['ci'][0] == r['ci'][1] == 0  # every pair's every window exactly equal
         if found:
             out.setdefault(kind, {})[col] = found
     return out
