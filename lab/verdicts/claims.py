@@ -42,6 +42,7 @@ DOC, RM = 'docs/results.md', 'README.md'
 VS_CROP = f'vs_crop:{CROP}'
 GATED, CHUNKED, HYB80, APE = (f'assets/test/designs/{d}/summary.json' for d in ('gated', 'chunked', 'hybrid_w80', 'ape'))
 SINKS = 'assets/test/designs/sinks_seeds/bases.json'
+PROPE = 'assets/test/designs/prope_seeds/bases.json'
 RR, SE, DY = 'rerope w=64 zero-shot', 'self_extend w=64 G=32 zero-shot', 'dynamic_yarn zero-shot'
 CLAIMS = [  # the test split's claims, in the order docs/results.md states them
     # each arm against its own weights held to a window (loss, nats)
@@ -120,6 +121,12 @@ CLAIMS = [  # the test split's claims, in the order docs/results.md states them
           table='between', file=SINKS),
     claim('sinks-base-inside-seeds-128', 'base', 'base', '0-128',
           'the two kinds are alike, −0.003 [−0.022, +0.016] at 0–128, unresolved', table='between', file=SINKS),
+    # three p-RoPE bases (p = 0.25) against the same three plain ones (make prope-seeds)
+    claim('prope-inside-seeds-128', 'base', 'base', '0-128', 'costs +0.049 [+0.040, +0.057] inside L (0–128, worse',
+          (RM, "p-RoPE's cost inside L holds (+0.049 [+0.040, +0.057] at 0–128, worse"), table='between', file=PROPE),
+    claim('prope-break-seeds-256', f'base vs {CROP}', f'base vs {CROP}', '256-512',
+          'breaks less than the plain one past L, −1.152 [−1.724, −0.580] at 256–512 against its own crop (better',
+          table='between', file=PROPE),
     # (the rooms in formats the base never trained on, lab/measure/ruler.py: word needles, multi-value needles and
     # variable tracking, are no claims: the base finds 0-4% of them inside L, so they have no positive control)
 ]
