@@ -158,7 +158,7 @@ nope-base:            # the NoPE control: the demo's base with no position encod
 hybrid-base:          # Command A / iRoPE's hybrid: 3 sliding-window RoPE layers (w = 32 < L) : 1 global NoPE layer
 	$(PY) train.py config/train_shakespeare_char_copy_cpu.py '--layers=3*rope:w=32,nope' --out_dir=out/char-hybrid-copy --overwrite=True
 
-word-copy-base:       # a positive control for the word-needle room (issue 46 item 2): the demo's recipe with half its copy windows written as word-needle records (' <word> is <digits>' four times, one again: lab/copy_mix.py copy_words), the keys training words
+word-copy-base:       # a positive control for the word-needle room (issue 46 item 2): the demo's recipe with half its copy windows written as word-needle records (' <word> is <digits>' four times, one again: lab/copy_mix.py copy_words), the keys training words (11 min 37 s)
 	$(PY) train.py config/train_shakespeare_char_copy_cpu.py --copy_words=0.5 --out_dir=out/char-wordcopy --overwrite=True
 
 word-copy-eval:       # the word-copy base as the demo's eval runs its maps and YaRN, every room on (the word needles included), 32 dev windows at T = 1024
@@ -201,7 +201,7 @@ longrope2:            # LongRoPE2 against LongRoPE at s=4, 2 x 2: the search sco
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --init_from=out/char-longrope2-s4 --rope_type=keep --plain=False --out_dir=out/char-ft-longrope2-nomix --overwrite=True
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --init_from=out/char-longrope2-s4 --rope_type=keep --plain=False --mixed_short=0.5 --out_dir=out/char-ft-longrope2 --overwrite=True
 
-longrope2-in-step:    # LongRoPE2's mixed windows within a step (issue 46 item 5): the needle-searched curve at s=4 fine-tuned plain, mixed by whole steps (half the long tokens) and mixed within each step (the plain fine-tune's long windows plus as many short ones), 100 steps, 3 seeds each, on the 32 dev windows at T = 1024 (needs make train-copy)
+longrope2-in-step:    # LongRoPE2's mixed windows within a step (issue 46 item 5): the needle-searched curve at s=4 fine-tuned plain, mixed by whole steps (half the long tokens) and mixed within each step (the plain fine-tune's long windows plus as many short ones), 100 steps, 3 seeds each, on the 32 dev windows at T = 1024 (needs make train-copy; 7 min 25 s)
 	$(PY) search_longrope.py --init_from=out/char-base-copy --factor=4 --search_objective=needle --out_dir=out/char-longrope2-s4 --overwrite=True
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --init_from=out/char-longrope2-s4 --rope_type=keep --plain=False --out_dir=out/char-ft-longrope2-nomix --overwrite=True
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --init_from=out/char-longrope2-s4 --rope_type=keep --plain=False --mixed_short=0.5 --out_dir=out/char-ft-longrope2 --overwrite=True
@@ -217,7 +217,7 @@ clip-base:            # clipped RoPE trained in (FoPE / HoPE): the pairs with a 
 sinks-base:           # learned attention sinks trained in (gpt-oss: one logit per head in every softmax), the demo's recipe otherwise
 	$(PY) train.py config/train_shakespeare_char_copy_cpu.py --attention=smear_keys_sinks --out_dir=out/char-sinks-copy --overwrite=True
 
-sinks-seeds: out/char-sinks-copy-1338/ckpt.pt out/char-sinks-copy-1339/ckpt.pt out/char-base-copy-1338/ckpt.pt out/char-base-copy-1339/ckpt.pt  # does a learned sink change YaRN's gap to the crop? three sink bases (sinks-base's, seeds 1338, 1339) against three plain ones (the demo's, make bases'), each base as it is, its crop and YaRN β8 on the test split's 140 windows (loss only), then each contrast's difference between the kinds, seeds paired (needs make demo, sinks-base)
+sinks-seeds: out/char-sinks-copy-1338/ckpt.pt out/char-sinks-copy-1339/ckpt.pt out/char-base-copy-1338/ckpt.pt out/char-base-copy-1339/ckpt.pt  # does a learned sink change YaRN's gap to the crop? three sink bases (sinks-base's, seeds 1338, 1339) against three plain ones (the demo's, make bases'), each base as it is, its crop and YaRN β8 on the test split's 140 windows (loss only), then each contrast's difference between the kinds, seeds paired (needs make train-copy, sinks-base; 2 min 28 s after the four bases it trains, ~11 min each)
 	for b in sinks-copy sinks-copy-1338 sinks-copy-1339 base-copy base-copy-1338 base-copy-1339; do \
 	  $(PY) eval.py config/eval_test_cpu.py config/eval_designs_test_cpu.py --base=out/char-$$b --rope_types=default,crop:form=sliding,yarn:beta_fast=8 --retrieval_examples=0 --out_dir=out/char-eval-test-$$b || exit 1; done
 	$(PY) eval.py --combine=out/char-eval-test-sinks-copy,out/char-eval-test-sinks-copy-1338,out/char-eval-test-sinks-copy-1339 --combine_minus=out/char-eval-test-base-copy,out/char-eval-test-base-copy-1338,out/char-eval-test-base-copy-1339 --out_dir=out/char-eval-test-sinks-seeds
@@ -225,7 +225,7 @@ sinks-seeds: out/char-sinks-copy-1338/ckpt.pt out/char-sinks-copy-1339/ckpt.pt o
 out/char-sinks-copy-%/ckpt.pt:  # another learned-sink base (seed %, make sinks-base's recipe), trained once if it is missing
 	$(PY) train.py config/train_shakespeare_char_copy_cpu.py --attention=smear_keys_sinks --seed=$* --out_dir=out/char-sinks-copy-$* --overwrite=True
 
-prope-seeds: out/char-prope-copy-1338/ckpt.pt out/char-prope-copy-1339/ckpt.pt  # is p-RoPE's cost inside L real? three p-RoPE bases (prope-base's, seeds 1338, 1339) against the three plain ones of make sinks-seeds, each as it is and its crop on the test split's 140 windows (loss only), seeds paired (needs prope-base, sinks-seeds)
+prope-seeds: out/char-prope-copy-1338/ckpt.pt out/char-prope-copy-1339/ckpt.pt  # is p-RoPE's cost inside L real? three p-RoPE bases (prope-base's, seeds 1338, 1339) against the three plain ones of make sinks-seeds, each as it is and its crop on the test split's 140 windows (loss only), seeds paired (needs prope-base, sinks-seeds; 23 min 53 s, the two bases trained in it)
 	for b in prope-copy prope-copy-1338 prope-copy-1339; do \
 	  $(PY) eval.py config/eval_test_cpu.py config/eval_designs_test_cpu.py --base=out/char-$$b --retrieval_examples=0 --out_dir=out/char-eval-test-$$b || exit 1; done
 	$(PY) eval.py --combine=out/char-eval-test-prope-copy,out/char-eval-test-prope-copy-1338,out/char-eval-test-prope-copy-1339 --combine_minus=out/char-eval-test-base-copy,out/char-eval-test-base-copy-1338,out/char-eval-test-base-copy-1339 --out_dir=out/char-eval-test-prope-seeds
