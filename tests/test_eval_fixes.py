@@ -37,9 +37,9 @@ def test_training_mix_lists_the_copy_settings(lab, tmp_path):
                        '--plot=False'])
     mix, name = summary['settings']['training_mix'], {a['checkpoint']: a['name'] for a in summary['arms']}
     assert mix[name[run]] == dict(copy_share=0.5, copy_span_lo=2, copy_span_hi=4, copy_fixed_iters=2,
-                                  copy_max_distance=0)
+                                  copy_max_distance=0, copy_words=0.0)
     assert mix[name[lab["base"]]] == dict(copy_share=0.0, copy_span_lo=8, copy_span_hi=32, copy_fixed_iters=0,
-                                          copy_max_distance=0)
+                                          copy_max_distance=0, copy_words=0.0)
     with open(os.path.join(out, 'summary.json'), encoding='utf-8') as f:
         assert json.load(f)['settings']['training_mix'] == mix
 
