@@ -78,14 +78,9 @@ def write_repeats(w, gen, rows, span_lo, span_hi, vocab_size, exclude=None, max_
     return w
 
 
-def insert_records(w, gen, rows, words, digits, mid, needles=4, value_len=5):
-    """Word-needle records written into the chosen rows of windows w (N, n) (a new tensor): in each, `needles`
-    records key + mid + value (keys distinct rows of `words` [K, key_len], e.g. ' thine'; values value_len ids drawn
-    from `digits`, the first digits distinct between records; mid e.g. the ids of ' is ') at uniform non-overlapping
-    places before a query start q, uniform over what fits, and at q one record drawn uniformly written again: the
-    format of lab.measure.ruler's word-needle room, its value a copy the model can learn to make by matching the key.
-    Draws only from the torch.Generator gen."""
-    n, (K, kl) = w.size(1), words.shape
+def check_records(n, words, digits, mid, needles=4, value_len=5):
+    """insert_records' settings against windows of n tokens: the record length, or ValueError naming what to change."""
+    K, kl = words.shape
     rec = kl + len(mid) + value_len
     if (needles + 1) * rec > n:
         raise ValueError(f"copy_words: {needles} word-needle records of {rec} tokens and their query need windows of "
@@ -94,6 +89,18 @@ def insert_records(w, gen, rows, words, digits, mid, needles=4, value_len=5):
         raise ValueError(f"copy_words: the records need >= {needles} words of {kl} tokens in the training text (it "
                          f"has {K}) and >= {needles} digit tokens in the vocabulary (it has {len(digits)}); use a "
                          f"corpus that has them or set copy_words=0")
+    return rec
+
+
+def insert_records(w, gen, rows, words, digits, mid, needles=4, value_len=5):
+    """Word-needle records written into the chosen rows of windows w (N, n) (a new tensor): in each, `needles`
+    records key + mid + value (keys distinct rows of `words` [K, key_len], e.g. ' thine'; values value_len ids drawn
+    from `digits`, the first digits distinct between records; mid e.g. the ids of ' is ') at uniform non-overlapping
+    places before a query start q, uniform over what fits, and at q one record drawn uniformly written again: the
+    format of lab.measure.ruler's word-needle room, its value a copy the model can learn to make by matching the key.
+    Draws only from the torch.Generator gen."""
+    n, rec = w.size(1), check_records(w.size(1), words, digits, mid, needles, value_len)
+    K = len(words)
     w, mid = w.clone(), torch.as_tensor(mid, dtype=w.dtype)
     for i in rows:
         q = int(torch.randint(needles * rec, n - rec + 1, (1,), generator=gen))
@@ -143,7 +150,7 @@ def add_records(mix, meta, text, T):
     the eval's keys the held-out play's. ValueError when they do not fit windows of T tokens or the vocabulary."""
     records = dict(words=torch.from_numpy(play_words(text, meta, WORD['key_len'])),  # (the room's own record shape)
                    digits=torch.tensor(digit_tokens(meta)), mid=encode(meta, ' is '), value_len=WORD['value_len'])
-    insert_records(torch.zeros(1, T + 1, dtype=torch.int64), torch.Generator(), [], **records)  # (its checks)
+    check_records(T + 1, **records)
     return dict(mix, records=records)
 
 
