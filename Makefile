@@ -64,7 +64,8 @@ out/char-eval-test/summary.json:  # the test split's eval, which `make bases-tes
 
 ##@ real model: SmolLM2-135M (a pip wheel's GGUF, trained at 8,192) through the same protocol
 
-real-model: real-model-core  # the study sized for one sitting (the issue's ~90 min: fewer arms, not shorter windows): as shipped, its crop, PI and YaRN at T = 12,288 = 1.5 x L (1 h 3 min on 2 cores) into out/real-model-core; all 8 arms: make -j2 real-model-all
+real-model: real-model-data  # the study sized to decide (issue 58): 12 windows of 12,288 = 1.5 x L, one per play, a passkey in each; as shipped, the sink-kept crop, PI, YaRN, NTK-aware; a declared family (config/real_model_cpu.py; resumes where it stopped) into out/real-model
+	$(PY) -m lab.measure.doc_study config/real_model_cpu.py
 real-model-core: real-model-data  # as shipped, the crop, PI and YaRN (4 of the 8 arms, the same windows and passkeys), one contrast (1 h 2 min 52 s on 2 cores, peak 8.95 GB)
 	$(PY) eval.py config/eval_real_model_cpu.py --rope_types=default,crop:form=sliding,linear,yarn --contrasts='yarn_s1.5_zero-shot | linear_s1.5_zero-shot' --out_dir=out/real-model-core
 

@@ -15,6 +15,13 @@ Two forms, as eval.py arms 'crop w=128 (sliding)' and 'crop w=128 (truncated)':
              ONLY rows[max(0, p - w + 1) : p + 1], at position ids 0..n-1. Nothing before p - w + 1 exists for it,
              at any layer: the strict crop, and the honest "cannot use tokens more than w back" baseline.
 
+The sink-kept crop (crop:form=sliding:sink=4): the sliding form in which every query also sees the first k tokens
+of its input (StreamingLLM's attention sink + window, Xiao et al. 2023). A real LLM puts much of many heads'
+attention on its first token; masking it from position w on breaks the model there (SmolLM2-135M: +0.46 nats at
+8,192), so a crop without it measures its own breaking, not a model that cannot use far context. On a model with no
+sink head it equals the plain sliding crop up to the few sink tokens' share. The truncated form needs no such knob:
+its first token is a sink by construction.
+
 Both agree with the base at p < w (the whole prefix fits) and differ past w for a model of more than one layer. RoPE
 (and ALiBi) are relative, so inside the window both see the true distances i - j < w, exactly what the model was
 trained on; only the absolute position ids differ (the truncated crop restarts at 0), which relative encodings do not
@@ -44,13 +51,14 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from lab.attention import chunked_attention, sink_of
+from lab.attention import banded_attention, chunked_attention, sink_of
 from rope_config import is_dynamic
-from model import CausalSelfAttention, allowed
+from model import CausalSelfAttention
 
 FORMS = ('sliding', 'truncated')
 CROP_KEYS = {'window': (int, 'the window w: each prediction sees its last w tokens (default L)'),
-             'form': (str, f"{' | '.join(FORMS)} | both (default both: two arms)")}
+             'form': (str, f"{' | '.join(FORMS)} | both (default both: two arms)"),
+             'sink': (int, 'the sliding form also sees the first k tokens of its input (StreamingLLM; default 0)')}
 
 
 def check_window(window):
@@ -63,11 +71,12 @@ def check_window(window):
 # ----------------------------------------------------------------------------- sliding window
 
 
-def window_logits(model, window):
+def window_logits(model, window, sink=0):
     """fn(layer, q, k, s, e) -> the layer's own scaled float32 scores of queries s..e-1 against keys 0..e-1 (causal,
-    ALiBi's bias, ...), -inf also where j <= i - window: query i sees keys i - window < j <= i. The score function of
-    window_attention; also what lab.measure.diagnostics.attention_entropy / eval's entropy_at take as `logits`."""
-    window = check_window(window)
+    ALiBi's bias, ...), -inf also where j <= i - window: query i sees keys i - window < j <= i, and the first `sink`
+    keys beside them (the sink-kept crop). The score function of window_attention; also what
+    lab.measure.diagnostics.attention_entropy / eval's entropy_at take as `logits`."""
+    window, sink = check_window(window), check_sink(sink)
 
     def logits(layer, q, k, s, e):
         attn = model.transformer.h[layer].attn
@@ -77,26 +86,34 @@ def window_logits(model, window):
             return att
         i = torch.arange(s, e, device=att.device)[:, None]
         j = torch.arange(e, device=att.device)[None, :]
-        return att.masked_fill(j <= i - window, float('-inf'))
+        return att.masked_fill((j <= i - window) & (j >= sink), float('-inf'))
     return logits
 
 
-def window_attention(model, window, chunk=256):
-    """The model's `attend` with a sliding window: fn(layer, q, k, v) -> y, exact (softmax over the layer's own scores
-    restricted to the last `window` keys, one chunk of queries at a time, memory O(chunk x T)). window >= T is the
-    ordinary causal forward; window = 1 returns v. No attention dropout (an eval path).
-    Use: logits = model(x, attend=window_attention(model, L))[0]."""
-    logits = window_logits(model, window)
+def window_attention(model, window, chunk=256, sink=0):
+    """The model's `attend` with a sliding window: fn(layer, q, k, v) -> y, exact: softmax over the layer's own scores
+    restricted to the last `window` keys (and the first `sink` keys of the input: the sink-kept crop). Plain scores
+    run fused (lab.attention.banded_attention: blocks of queries over the keys they see, about the causal forward's
+    cost, no T x T tensor); scores of their own (ALiBi, SSMax, learned sinks, ...) one chunk of queries at a time,
+    memory O(chunk x T). window >= T is the ordinary causal forward; window = 1 (no sink) returns v. No attention
+    dropout (an eval path). Use: logits = model(x, attend=window_attention(model, L, sink=4))[0]."""
+    logits = window_logits(model, window, sink)
 
     def attend(layer, q, k, v):
         attn = model.transformer.h[layer].attn
-        if type(attn).logits is CausalSelfAttention.logits and sink_of(model, layer) is None:  # plain scores: SDPA,
-            i = torch.arange(q.size(2), device=q.device)  # a band mask in the layer's own window (2-3x faster than the
-            # chunks, the same up to rounding)
-            mask = allowed(i, q.size(2), min(window, attn.window or window), attn.chunk)  # (and its own chunk)
-            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        fused = not (torch.is_grad_enabled() and q.requires_grad)  # (the fused merge's log-sum-exp has no gradient)
+        if fused and type(attn).logits is CausalSelfAttention.logits and sink_of(model, layer) is None:  # plain, fused
+            own = attn.window if attn.window and attn.window < window else None  # the layer's own window, if tighter
+            return banded_attention(q, k, v, own or window, 0 if own else sink, attn.chunk)
         return chunked_attention(q, k, v, lambda s, e: logits(layer, q, k, s, e), chunk, sink=sink_of(model, layer))
     return attend
+
+
+def check_sink(sink):
+    if isinstance(sink, bool) or not isinstance(sink, (int, np.integer)) or sink < 0:
+        raise ValueError(f"crop sink={sink!r} must be an int >= 0 (the first tokens every query also sees; "
+                         f"StreamingLLM keeps 4)")
+    return int(sink)
 
 
 # ----------------------------------------------------------------------------- truncated input
@@ -209,19 +226,24 @@ def parse_crop(entry, L):
         given = spec_settings(entry, pairs, CROP_KEYS)
     except ValueError as e:
         raise ValueError(str(e) if entry in str(e) else f"arm {entry!r}: {e}") from None
-    got = {'window': L, 'form': 'both', **given}
+    got = {'window': L, 'form': 'both', 'sink': 0, **given}
     if got['form'] not in FORMS + ('both',):
         raise ValueError(f"arm {entry!r}: form={got['form']!r} must be one of {', '.join(FORMS)}, both")
     try:
-        window = check_window(got['window'])
+        window, sink = check_window(got['window']), check_sink(got['sink'])
     except ValueError as e:
         raise ValueError(f"arm {entry!r}: {e}") from None
-    return [{'window': window, 'form': f} for f in (FORMS if got['form'] == 'both' else (got['form'],))]
+    if sink and got['form'] != 'sliding':
+        raise ValueError(f"arm {entry!r}: sink={sink} is the sliding form's (the truncated crop's first token is a "
+                         f"sink by construction); write crop:form=sliding:sink={sink}")
+    return [dict(window=window, form=f, **({'sink': sink} if sink else {}))
+            for f in (FORMS if got['form'] == 'both' else (got['form'],))]
 
 
 def crop_name(crop):
-    """'crop w=128 (sliding)', 'crop w=128 (truncated)'."""
-    return f"crop w={crop['window']} ({crop['form']})"
+    """'crop w=128 (sliding)', 'crop w=128 (truncated)', 'crop w=8192 sink=4 (sliding)' (the sink-kept crop)."""
+    sink = f" sink={crop['sink']}" if crop.get('sink') else ''
+    return f"crop w={crop['window']}{sink} ({crop['form']})"
 
 
 def self_crop_arms(cfg, arms):

@@ -8,7 +8,9 @@ q rotated at i, k at j, the ordinary RoPE score). Farther keys are scored with q
 (far), i.e. q_i.R(pq(i) - pk(j)).k_j; each method below is one choice of (pq, pk). DCA has three maps instead of
 two (same chunk, previous chunk, older chunks: dca_positions). The price: inside L too, every
 distance >= w is no longer exact. `mapped_attention(model, pm)` is the exact attention under a map, for the model's
-`attend` seam: both score maps, merged by the mask i - j < w, one chunk of queries at a time (memory O(chunk x T)).
+`attend` seam: fused where the layer allows (near keys banded, far keys one shifted causal call, DCA's three tables,
+merged by their log-sum-exp: no T x T tensor, about a causal forward's cost), else both score maps merged by the mask
+i - j < w, one chunk of queries at a time (memory O(chunk x T); mapped_logits, which the diagnostics use too).
 
 Log scale (key log_scale). bojone/rerope's patches multiply every query, before both the near and the far product,
 by max(1, log(p + 1)/log L) at its absolute position p (L: the training length; x10/7 = 1.4286 at p = 1023 with
@@ -27,7 +29,7 @@ import math
 
 import torch
 
-from lab.attention import chunked_attention, sink_of
+from lab.attention import attention_lse, banded_attention, causal_lse, chunked_attention, merge_lse, sink_of
 from model import CausalSelfAttention, allowed
 from rope import apply_rope, rope_cos_sin
 from lab.measure.arm_specs import spec_settings
@@ -258,9 +260,83 @@ def mapped_logits(model, pm, L=None):
     return logits
 
 
-def mapped_attention(model, pm, chunk=128, L=None):
-    """The model's `attend` under position map pm: fn(layer, q, k, v) -> y, exact, in query chunks (L: as in
-    mapped_logits). Use: logits = model(x, attend=mapped_attention(model, pm))[0]."""
+def turn(x, inv_freq, by):
+    """x (..., T, d) turned on by `by` (T,) more positions (float64, fractional allowed), unit factor: RoPE's rotations
+    add up, so q or k rotated at i and turned by p - i is rotated at p (the attention factor already sits in x)."""
+    return apply_rope(x, *(t.to(x.dtype) for t in rope_cos_sin(inv_freq, by.to(x.device))))
+
+
+def fused_far(q, k, v, pm, inv_freq, block=512):
+    """ReRoPE, Leaky ReRoPE, Self-Extend attention fused, exact: the near keys i - j < w with q, k as given
+    (banded_attention, blocks of `block` queries), the far keys j <= i - w with q turned to pq(i) and k to pk(j) (once
+    for all T), merged by their log-sum-exp. The far part is causal attention of queries w..T-1 over keys 0..T-1-w
+    (query i's far keys are j <= i - w: the diagonal shifted by w), one fused causal call; queries i < w have none.
+    No T x T tensor, no key a query cannot see. q's rows carry any query scale (the log scale) already."""
+    T, w = q.size(2), pm['window']
+    y, lse = banded_attention(q, k, v, window=w, block=block, lse=True)
+    if T <= w:
+        return y
+    pos = torch.arange(T, device=q.device)
+    q_pos, k_pos = position_map_positions(pm, pos)
+    qf = turn(q[:, :, w:], inv_freq, q_pos[w:] - pos[w:].double())
+    kf = turn(k[:, :, :T - w], inv_freq, k_pos[:T - w] - pos[:T - w].double())
+    y[:, :, w:] = merge_lse([(y[:, :, w:], lse[..., w:]), causal_lse(qf, kf, v[:, :, :T - w])])[0]
+    return y
+
+
+def fused_dca(q, k, v, pm, inv_freq, block=512):
+    """Dual Chunk Attention fused, exact: keys turned to their in-chunk index j mod c (c = S - w) once; per DCA chunk
+    of queries, intra = its own chunk's keys, causal (one causal call), then per block of queries successive = the
+    previous chunk's keys and inter = all older chunks' keys, each unmasked with q turned to dca_query_positions'
+    position; the three softmaxes merge by their log-sum-exp (as the reference merges its flash-attention parts).
+    q's rows carry any query scale already."""
+    T, c = q.size(2), pm['chunk'] - pm['window']
+    pos = torch.arange(T, device=q.device)
+    kf = turn(k, inv_freq, (pos % c).double() - pos.double())
+    intra, successive, inter = (turn(q, inv_freq, at - pos.double())
+                                for at in dca_query_positions(pos, pm['chunk'], pm['window']))
+    ys = []
+    for c0 in range(0, T, c):
+        c1 = min(c0 + c, T)
+        own = causal_lse(intra[:, :, c0:c1], kf[:, :, c0:c1], v[:, :, c0:c1])
+        if not c0:
+            ys.append(own[0])
+            continue
+        for s in range(c0, c1, block):
+            e = min(s + block, c1)
+            parts = [(own[0][:, :, s - c0:e - c0], own[1][..., s - c0:e - c0]),
+                     attention_lse(successive[:, :, s:e], kf[:, :, c0 - c:c0], v[:, :, c0 - c:c0])]
+            if c0 > c:
+                parts.append(attention_lse(inter[:, :, s:e], kf[:, :, :c0 - c], v[:, :, :c0 - c]))
+            ys.append(merge_lse(parts)[0])
+    return torch.cat(ys, 2)
+
+
+def fused_mapped(q, k, v, pm, inv_freq, L=None, block=512):
+    """Attention under the (normalized) position map pm, fused (fused_far, fused_dca): q's rows times log_scales(i, L)
+    first when pm['log_scale'] is on (the reference scales q before every product; the chunked path its scores, the
+    same up to rounding). q, k rotated at their own positions, as the attend seam gets them. For forwards without
+    gradients: the CPU kernel's log-sum-exp carries none, so the merges would not differentiate."""
+    if pm['log_scale']:
+        q = q * log_scales(torch.arange(q.size(2), device=q.device), L).to(q.dtype)[:, None]
+    return (fused_dca if pm['method'] == 'dca' else fused_far)(q, k, v, pm, inv_freq, block)
+
+
+def mapped_attention(model, pm, chunk=128, L=None, fused=True, block=512):
+    """The model's `attend` under position map pm: fn(layer, q, k, v) -> y, exact (L: as in mapped_logits). A RoPE layer
+    with plain scores, no window, chunk or learned sink of its own runs fused (fused_mapped, blocks of `block`
+    queries: no T x T tensor, about a causal forward's cost); any other layer, a forward that needs gradients (the
+    CPU kernel's log-sum-exp has none, so the merge would not differentiate) and fused=False take the chunked scores
+    of mapped_logits, `chunk` queries at a time (memory O(chunk x T)).
+    Use: logits = model(x, attend=mapped_attention(model, pm))[0]."""
     logits = mapped_logits(model, pm, L)
-    return lambda layer, q, k, v: chunked_attention(q, k, v, lambda s, e: logits(layer, q, k, s, e), chunk,
-                                                    sink=sink_of(model, layer))
+    pm, L = check_position_map(pm), L or model.config.block_size
+
+    def attend(layer, q, k, v):
+        attn, group = model.transformer.h[layer].attn, model.rope_index[layer]
+        grad = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))
+        if fused and not grad and group is not None and attn.window is None and attn.chunk is None \
+                and sink_of(model, layer) is None:  # (plain scores: mapped_logits checked every layer's)
+            return fused_mapped(q, k, v, pm, model.rope_freqs(q.size(2), group)[0], L, block)
+        return chunked_attention(q, k, v, lambda s, e: logits(layer, q, k, s, e), chunk, sink=sink_of(model, layer))
+    return attend

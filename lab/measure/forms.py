@@ -35,9 +35,13 @@ def arm_form(model, arm, plan, ctx, batch_size):
     when generating; n0, the first position past which a window is scored only at its sampled positions (the
     truncated crop: past its window)."""
     pm, crop, temp = arm.get('position_map'), arm.get('crop') or {}, arm.get('temperature')
-    w, truncated = crop.get('window'), crop.get('form') == 'truncated'
-    attend = mapped_attention(model, pm) if pm else window_attention(model, w) if crop and not truncated else None
-    logits = mapped_logits(model, pm) if pm else window_logits(model, w) if crop else None
+    w, truncated, sink = crop.get('window'), crop.get('form') == 'truncated', crop.get('sink', 0)
+    if sink and temp:
+        raise ValueError(f"arm {arm['name']!r}: a query temperature counts the keys of a plain window; the sink-kept "
+                         f"crop (sink={sink}) has no temperature form here: drop one of them")
+    attend = mapped_attention(model, pm) if pm else \
+        window_attention(model, w, sink=sink) if crop and not truncated else None
+    logits = mapped_logits(model, pm) if pm else window_logits(model, w, sink) if crop else None
     crop_seam = crop_logits = None  # the truncated crop's seams, per batch of crops (fn(start), lab/crop.py)
     if temp and truncated:  # the arm's query temperature on each cut input, at the true positions of its tokens
         crop_seam = lambda start: tempered(model, temp, None, arm['L'], start=start)  # noqa: E731
