@@ -58,7 +58,7 @@ def key_parts(s, e, window=None, sink=0, chunk=None):
         lo = max(lo, (s // chunk) * chunk)
     a = max(lo, e - window) if window else lo  # keys from a on are within the window of the block's last query
     full = (a, s + 1) if a < s + 1 else None
-    m = min(sink, lo) if window else 0
+    m = min(sink, lo) if window and (not chunk or s < chunk) else 0  # (sink keys lie in the first chunk)
     edges = [(0, m), (lo, a if full else s + 1), (s + 1, e)]
     return full, [(x, y) for x, y in edges if y > x]
 

@@ -102,8 +102,9 @@ def window_attention(model, window, chunk=256, sink=0):
     def attend(layer, q, k, v):
         attn = model.transformer.h[layer].attn
         fused = not (torch.is_grad_enabled() and q.requires_grad)  # (the fused merge's log-sum-exp has no gradient)
-        if fused and type(attn).logits is CausalSelfAttention.logits and sink_of(model, layer) is None:  # plain, fused
-            own = attn.window if attn.window and attn.window < window else None  # the layer's own window, if tighter
+        own = attn.window if attn.window and attn.window < window else None  # the layer's own window, if tighter
+        if fused and type(attn).logits is CausalSelfAttention.logits and sink_of(model, layer) is None and \
+                not (sink and attn.window and not own):  # (a kept sink inside a layer's own wider window: chunks)
             return banded_attention(q, k, v, own or window, 0 if own else sink, attn.chunk)
         return chunked_attention(q, k, v, lambda s, e: logits(layer, q, k, s, e), chunk, sink=sink_of(model, layer))
     return attend

@@ -42,7 +42,8 @@ from lab.measure import passkey_text
 from lab.measure.arms import arm_model, parse_contrasts, plan_arms
 from lab.measure.forms import arm_form
 from lab.measure.scoring import score, scoring_plan
-from lab.verdicts.stats import holm, mean_ci, paired_diff, verdict
+from lab.verdicts.family import field, judge
+from lab.verdicts.stats import mean_ci
 from lab.verdicts.summary_json import provenance
 from rope_config import is_dynamic
 
@@ -221,25 +222,6 @@ def parse_family(spec, names, cols):
     if not rows:
         raise ConfigError("family is empty: declare the contrasts before the run ('A | B | kind | column; ...')")
     return rows
-
-
-def field(row):
-    return f"loss {row['column']}" if row['kind'] == 'loss' else row['kind']
-
-
-def judge(family, values, margins):
-    """The family's rows, each a paired test over the windows, Holm across the family: rows with diff (A - B), ci,
-    p, p_holm, verdict. values: {arm: {field: [per window]}}."""
-    out = []
-    for r in family:
-        a, b = (np.array(values[x][field(r)], dtype=float)[None] for x in (r['a'], r['b']))
-        out.append(dict(r, **paired_diff(a, b, binary=r['kind'] == 'exact')))
-    for r, ph in zip(out, holm([r['p'] for r in out])):
-        m = margins[r['kind']]
-        r.update(p_holm=ph, margin=m, verdict=verdict(r['ci'], ph, m, higher_is_better=r['kind'] == 'exact'),
-                 identical=r['diff'] == r['ci'][0] == r['ci'][1] == 0)
-        r['inside_margin'] = r['verdict'] in ('better', 'worse') and -m <= r['ci'][0] and r['ci'][1] <= m
-    return out
 
 
 def margins_of(cfg):

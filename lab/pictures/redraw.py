@@ -9,7 +9,8 @@ summary.json and, where kept, position_loss.csv and the other CSVs. plot.plot_al
 it into the folder itself, as `eval.py --plot_only=True` would: the demo's run (assets/demo), the test split's
 (assets/test) and the studies' (assets/studies/<study>). A study kept without its position CSV gets families.png from
 its per-bucket means and intervals. assets/studies/pairs*/pair_usage.png is lab.pairs' own picture, from its
-pair_usage.json. assets/test/claims.png is the forest plot of every record in assets/test/claims
+pair_usage.json. assets/studies/real_model_plays is lab.measure.doc_study's out_dir (lab.pictures.doc_study_plots).
+assets/test/claims.png is the forest plot of every record in assets/test/claims
 (lab.verdicts.claims).
 """
 import argparse
@@ -40,13 +41,17 @@ PLAN = {
 }
 # folder under assets/: pictures lab.pairs draws from its own pair_usage.json (no summary.json there)
 PAIRS = ('studies/pairs', 'studies/pairs_matched')  # each: pair_usage.png
-NAMES = {os.path.basename(folder): folder for folder in (*PLAN, *PAIRS)}  # the command line's: demo, test, ape, ...
+# folder under assets/: a real model's study (lab.measure.doc_study), its pictures from its own files
+DOC_STUDIES = ('studies/real_model_plays',)  # each: headline.png, verdicts.png (lab.pictures.doc_study_plots)
+DOC_PICTURES = ('headline.png', 'verdicts.png')
+NAMES = {os.path.basename(folder): folder for folder in (*PLAN, *PAIRS, *DOC_STUDIES)}  # the command line's: demo, test, ape, ...
 
 
 def check(assets=ASSETS):
     """Problems, one line each: a committed PNG no recipe draws, a recipe whose summary is not committed."""
     drawn = {os.path.join(folder, p) for folder, pictures in PLAN.items() for p in pictures} | \
-        {os.path.join(folder, 'pair_usage.png') for folder in PAIRS}
+        {os.path.join(folder, 'pair_usage.png') for folder in PAIRS} | \
+        {os.path.join(folder, p) for folder in DOC_STUDIES for p in DOC_PICTURES}
     drawn.add(CLAIMS + '.png')
     committed = {os.path.relpath(p, assets) for p in glob.glob(os.path.join(assets, '**', '*.png'), recursive=True)}
     return ([f"assets/{n} has no recipe in lab/pictures/redraw.py (add its folder to PLAN, or remove the picture)"
@@ -54,7 +59,7 @@ def check(assets=ASSETS):
             [f"lab/pictures/redraw.py draws assets/{n}, which is not committed: run python -m lab.pictures.redraw"
              for n in sorted(drawn - committed)] +
             [f"assets/{folder}/summary.json is not committed, so its pictures cannot be redrawn"
-             for folder in PLAN if not os.path.exists(os.path.join(assets, folder, 'summary.json'))] +
+             for folder in (*PLAN, *DOC_STUDIES) if not os.path.exists(os.path.join(assets, folder, 'summary.json'))] +
             [f"assets/{folder}/pair_usage.json is not committed, so its picture cannot be redrawn"
              for folder in PAIRS if not os.path.exists(os.path.join(assets, folder, 'pair_usage.json'))])
 
@@ -63,6 +68,7 @@ def redraw(only=None, assets=ASSETS):
     """Draw the pictures of every folder in PLAN (or of those named in only: demo, test, a study, 'claims') in
     place; returns the paths written."""
     import plot
+    from lab.pictures.doc_study_plots import draw_all
     from lab.pictures.pair_plots import draw_pairs
     from lab.pictures.verdict_plots import write_claims_png
     written, wanted = [], lambda folder: (not only or os.path.basename(folder) in only) and \
@@ -70,6 +76,9 @@ def redraw(only=None, assets=ASSETS):
     for folder, pictures in PLAN.items():
         if wanted(folder):
             written += plot.plot_all(os.path.join(assets, folder), only=list(pictures))
+    for folder in DOC_STUDIES:
+        if wanted(folder):
+            written += draw_all(os.path.join(assets, folder))
     for folder in PAIRS:
         if wanted(folder):
             written.append(draw_pairs(*(os.path.join(assets, folder, f) for f in ('pair_usage.json', 'pair_usage.png'))))

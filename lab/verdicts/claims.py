@@ -12,6 +12,9 @@ exact_match, needles, ...), column (a bucket), a and b (arm names: A - B, the ve
 the words in README.md or docs/results.md that state it (each must hold the difference as printed and the verdict).
 table 'between': file a bases.json of `eval.py --combine --combine_minus` over committed evals, a the row's name (an
 arm or a contrast; lab.verdicts.compare.between_kinds), b what it is set against (the same on the other kind).
+table 'family': file a summary.json of lab.measure.doc_study (the real model's study), a row of its declared family
+(kind loss, digits or exact; column a loss column or 'passkey'), recomputed with the whole family (Holm) by
+lab.measure.doc_study.judge from the per-window values the summary stores.
 """
 import argparse
 import functools
@@ -22,6 +25,7 @@ import numpy as np
 
 from data.common import atomic_write_text, read_json
 from lab.engine.cli import cli
+from lab.verdicts.family import field, judge
 from lab.verdicts.compare import ROOMS, between_kinds, between_values, family, no_control, unit_values
 from lab.verdicts.summary_md import units
 
@@ -147,8 +151,14 @@ def kinds_of(s):
                  (s['folders'], s['minus']['folders']))
 
 
+def family_row(rows, c):
+    return next(r for r in rows if (r['a'], r['b'], r['kind'], r['column']) == (c['a'], c['b'], c['kind'], c['column']))
+
+
 def stored(s, c):
     """The comparison as the summary stores it."""
+    if c['table'] == 'family':
+        return family_row(s['family'], c)
     if c['table'] == 'between':
         return next(r for r in s['between'][c['kind']][c['column']] if r['name'] == c['a'])
     st, (table, _, ref) = s['settings'], c['table'].partition(':')
@@ -160,6 +170,9 @@ def stored(s, c):
 def recompute(s, c):
     """The comparison recomputed from the summary's per-window / per-example values with lab.verdicts.compare: the whole
     family of its table column (Holm counts every pair in it)."""
+    if c['table'] == 'family':
+        declared = [{k: r[k] for k in ('a', 'b', 'kind', 'column')} for r in s['family']]
+        return family_row(judge(declared, s['arms'], s['settings']['margins']), c)
     if c['table'] == 'between':
         rows = between_kinds(*kinds_of(s), s['margins'])[c['kind']][c['column']]
         return next(r for r in rows if r['name'] == c['a'])
@@ -177,6 +190,9 @@ def recompute(s, c):
 def raw(s, c):
     """The values the test pairs: per arm [seed][unit] (None: not scored), the seeds, and what each unit is; for a
     'between' claim each kind's [pair][unit] values (the arm, or its contrast A - B) and the pairs' folders."""
+    if c['table'] == 'family':
+        f = field(c)
+        return dict(a=[s['arms'][c['a']][f]], b=[s['arms'][c['b']][f]], units=s['windows'])
     if c['table'] == 'between':
         first, second = kinds_of(s)
         x, y = next((x, y) for k, x, y in between_values(first, second, c['kind'], c['column']) if k == c['a'])
@@ -200,10 +216,11 @@ def record(c):
     s = load(c['file'])
     r = recompute(s, c)
     st = kinds_of(s)[0][0]['settings'] if c['table'] == 'between' else s['settings']  # (a between's: its first eval's)
-    exact = c['kind'] != 'loss' and ROOMS[c['kind']][1] == 'exact'
+    exact = c['kind'] not in ('loss', 'digits') and (c['kind'] == 'exact' or ROOMS[c['kind']][1] == 'exact')
     return dict(id=c['id'], said=[list(x) for x in c['said']], file=c['file'],
                 comparison={k: c[k] for k in ('table', 'kind', 'column', 'a', 'b')},
-                result={k: r[k] for k in KEYS}, margin=st['margins']['exact_match' if exact else 'loss'],
+                result={k: r[k] for k in KEYS},
+                margin=st['margins'][c['kind'] if c['table'] == 'family' else 'exact_match' if exact else 'loss'],
                 provenance=st.get('provenance') or dict(torch=st.get('torch'), note='this summary predates the '
                                                         'provenance record: its command is in the Makefile'),
                 values=raw(s, c), recompute=f"python -m lab.verdicts.claims --check {c['id']}")
@@ -214,7 +231,7 @@ def problems(c, rec=None):
     sentence (the difference as printed, the verdict). [] when it holds."""
     rec = rec if rec is not None else record(c)  # the comparison recomputed, with its raw values
     r, old, out = rec['result'], stored(load(c['file']), c), []
-    why = no_control(load(c['file']), c['kind'], (c['a'], c['b']))
+    why = None if c['table'] == 'family' else no_control(load(c['file']), c['kind'], (c['a'], c['b']))
     if why:  # floor against floor: the room does not test what the claim says
         out.append(f"{c['id']}: {why}, so the room does not test what the claim says; state it as not judged, "
                    f"not as a verdict")

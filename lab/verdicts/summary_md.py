@@ -63,8 +63,9 @@ def mark(summary, kind, column, name):
 
 
 def units(kind):
-    """(unit, how a difference in it is written): nats for loss and recall gain, points for exact match."""
-    if kind in ('loss', 'recall_gain'):
+    """(unit, how a difference in it is written): nats for loss, recall gain and a passkey's digits' summed loss,
+    points for exact match."""
+    if kind in ('loss', 'recall_gain', 'digits'):
         return 'nats', lambda v: f"{v:+.3f}"
     return 'points', lambda v: f"{100 * v:+.0f}"
 
