@@ -3,7 +3,7 @@
 .DEFAULT_GOAL := help  # `make` alone lists the targets
 PY ?= $(shell command -v python >/dev/null && echo python || echo python3)
 
-.PHONY: quick demo install data train-copy finetune pose longrope eval train eval-test bases-test designs-test knobs eval-2048 pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases ape longrope-ref longrope4 drope nope-base hybrid-base word-copy-base word-copy-eval hybrid-w80-base hybrid-w80-eval hybrid-2g-base hybrid-2g-eval chunked-base local-global-base ssmax-base abf abf-matched longrope2 longrope2-in-step prope-base clip-base sinks-base sinks-seeds prope-seeds gated-base gated-eval fire-base cope-base fire-cope-eval neox-base placement-eval dca-window clip-sweep pairs frequencies frequency-bases temperature-knobs designs designs-2048 drope-eval scale-layers hybrid-eval chunked-eval own-crops gpu-check real-model-gpu real-model real-model-all real-model-core real-model-rest real-model-ntk real-model-dynamic real-model-rerope real-model-self-extend real-model-data test help
+.PHONY: quick demo install data train-copy finetune pose longrope eval train eval-test bases-test designs-test knobs eval-2048 pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases ape longrope-ref longrope4 drope nope-base hybrid-base word-copy-base word-copy-eval hybrid-w80-base hybrid-w80-eval hybrid-2g-base hybrid-2g-eval chunked-base local-global-base ssmax-base abf abf-matched longrope2 longrope2-in-step prope-base clip-base sinks-base sinks-seeds prope-seeds gated-base gated-eval fire-base cope-base fire-cope-eval neox-base placement-eval dca-window clip-sweep pairs frequencies frequency-bases temperature-knobs designs designs-2048 drope-eval scale-layers hybrid-eval chunked-eval own-crops gpu-check real-model-gpu real-model real-model-maps real-model-bench real-model-all real-model-core real-model-rest real-model-ntk real-model-dynamic real-model-rerope real-model-self-extend real-model-data test help
 
 ##@ story: the story in minutes
 
@@ -66,6 +66,10 @@ out/char-eval-test/summary.json:  # the test split's eval, which `make bases-tes
 
 real-model: real-model-data  # the study sized to decide (issue 58): 12 windows of 12,288 = 1.5 x L, one per play, a passkey in each; as shipped, the sink-kept crop, PI, YaRN, NTK-aware; a declared family (config/real_model_cpu.py; resumes where it stopped) into out/real-model
 	$(PY) -m lab.measure.doc_study config/real_model_cpu.py
+real-model-maps: real-model-data  # the same windows and passkeys, ReRoPE and Self-Extend added (reads make real-model's parts, measures the 2 new arms; its own declared family) into out/real-model-maps
+	$(PY) -m lab.measure.doc_study config/real_model_cpu.py config/real_model_maps_cpu.py
+real-model-bench:     # each masked arm's forward of SmolLM2 at 12,288 against the causal one, and its peak memory (one process an arm)
+	$(PY) -m lab.engine.masked_bench --ckpt=gguf:smollm2 --T=12288 --out=out/masked_bench.json
 real-model-core: real-model-data  # as shipped, the crop, PI and YaRN (4 of the 8 arms, the same windows and passkeys), one contrast (1 h 2 min 52 s on 2 cores, peak 8.95 GB)
 	$(PY) eval.py config/eval_real_model_cpu.py --rope_types=default,crop:form=sliding,linear,yarn --contrasts='yarn_s1.5_zero-shot | linear_s1.5_zero-shot' --out_dir=out/real-model-core
 
@@ -315,11 +319,10 @@ gpu-check:            # one GPU, sized for ~8 min (not yet timed on one): BPE da
 	$(PY) data/shakespeare_smollm2/prepare.py
 	$(PY) eval.py config/eval_real_model_cpu.py --eval_len=10240 --num_windows=2 --passkey_text=2 --out_dir=out/gpu-check-real
 
-real-model-gpu:       # one GPU: the same study at 32,768 = 4 x L and 65,536, 16 windows, every zero-shot arm, and a short YaRN fine-tune at 16,384 (not yet run: no GPU was lent)
+real-model-gpu:       # one GPU: the study at 32,768 = 4 x L, 24 windows one per play (none holds 65,536: no 64k target), every static arm, and a short YaRN fine-tune of the real model at 16,384 read at 32,768 (config/real_model_gpu.py; not yet run: no GPU was lent)
 	$(PY) data/shakespeare_smollm2/prepare.py
 	$(PY) finetune_long.py --init_from=gguf:smollm2 --rope_type=yarn --factor=2 --block_size=16384 --batch_size=1 --gradient_accumulation_steps=8 --max_iters=50 --learning_rate=2e-5 --out_dir=out/real-model-ft --overwrite=True
-	$(PY) eval.py config/eval_real_model_cpu.py --ckpt=out/real-model-ft --eval_len=32768 --num_windows=16 --passkey_text=16 --out_dir=out/real-model-gpu-32k
-	$(PY) eval.py config/eval_real_model_cpu.py --eval_len=65536 --num_windows=8 --passkey_text=8 --out_dir=out/real-model-gpu-64k
+	$(PY) -m lab.measure.doc_study config/real_model_cpu.py config/real_model_gpu.py
 
 ##@ checks: the suite and this list
 

@@ -15,7 +15,7 @@ eval_len = 12288
 windows = 12
 key_lo, key_hi = 9000, 11500        # the key sentence's distance before the question: past L from the question
 control_rows, control_len, control_lo, control_hi = 4, 7168, 5000, 6500  # as shipped, inside L: the positive control
-columns = '0-8192,8192-12288,10240-12288'
+columns = '0-8192,8192-8320,8192-12288,10240-12288'  # 8192-8320: the first tokens past L, where a crop that drops the sink jumps
 family = '; '.join([
     'base_L8192 | crop_w8192_sink4_sliding | loss | 10240-12288',   # does as shipped read past L, or break?
     'yarn_s1.5_zero-shot | base_L8192 | loss | 8192-12288',          # YaRN against doing nothing

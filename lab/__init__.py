@@ -28,7 +28,8 @@ The methods and controls a learner came for, one file each:
   knobs            which knobs for my length: every method's settings for a target T (python -m lab.knobs)
   pairs            which rotary pairs each arm uses: each pair's share of the attention logit per layer and head,
                    inside L and past it (python -m lab.pairs)
-  attention        attention a query chunk at a time, the helper the methods above share
+  attention        attention a query chunk at a time, and masked attention fused (banded blocks, log-sum-exp merges):
+                   the helpers the methods above share
 
 The machinery around them, one package per concern:
 

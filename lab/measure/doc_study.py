@@ -21,7 +21,8 @@ a paired test over the windows (paired t; exact: McNemar with Newcombe's interva
 one of better / worse / equivalent (inside the row's margin) / unresolved. Only static arms (one forward of T): a
 moving scale (Dynamic NTK) needs a forward per position, and eval.py samples it.
 
-Each (arm, window) is saved as it finishes (out_dir/parts/), so a stopped run resumes where it stopped; the files
+Each (arm, window) is saved as it finishes (out_dir/parts/, or parts_dir: a second study of the same windows with more
+arms and its own family reads the first's and measures only what it adds), so a stopped run resumes; the files
 (windows.csv, per_window.csv, position_loss.csv, summary.json, summary.md) are written atomically at the end, then the
 pictures (lab/pictures/doc_study_plots.py) from them.
 """
@@ -49,6 +50,7 @@ from rope_config import is_dynamic
 
 DEFAULTS = dict(
     base='gguf:smollm2',    # the model (a run folder, gguf:<name>, hf:<folder>)
+    ckpt='',                # fine-tuned runs of it as arms too (finetune_long.py folders, comma-separated)
     rope_types='default',   # the arms, as eval.py's --rope_types (static ones only)
     dataset='',             # '' = the base's dataset
     eval_len=12288,         # T
@@ -63,6 +65,8 @@ DEFAULTS = dict(
     margin_exact=0.10,      # of exact match (fraction)
     bin=64,                 # position_loss.csv's bins (tokens)
     out_dir='out/real-model',
+    parts_dir='',           # where each (arm, window) is kept; '' = out_dir/parts (a second study of the same windows
+                            # names the first's, and runs only the arms it adds)
     device='auto', dtype='auto', progress=True,
     plot=True, plot_only=False,
 )
@@ -131,7 +135,7 @@ def build_rows(cfg, meta, tokens, docs, T):
 
 def part_path(cfg, arm, i):
     slug = ''.join(c if c.isalnum() or c in '.=-' else '_' for c in arm['name'])
-    return os.path.join(cfg['out_dir'], 'parts', slug, f"{i:02d}.npz")
+    return os.path.join(cfg['parts_dir'] or os.path.join(cfg['out_dir'], 'parts'), slug, f"{i:02d}.npz")
 
 
 def measure(model, arm, row, ctx):
@@ -177,7 +181,7 @@ def load_part(cfg, arm, i, row):
     with np.load(part_path(cfg, arm, i)) as z:
         if str(z['key']) != row['key'] or int(z['start']) != row['start']:
             raise ConfigError(f"{part_path(cfg, arm, i)} was measured on another window (settings changed since); "
-                              f"delete {os.path.join(cfg['out_dir'], 'parts')} and run again")
+                              f"delete {os.path.dirname(os.path.dirname(part_path(cfg, arm, i)))} and run again")
         return z['loss'], z['hit']
 
 
@@ -258,7 +262,7 @@ def summary_md(s):
     c = s['control']
     if c:
         lines += ['', f"Positive control ({c['arm']}, key {c['distance'][0]:,}–{c['distance'][1]:,} tokens back in "
-                      f"{c['len']:,}-token rows, inside L): {sum(c['exact'])} of {len(c['exact'])} keys exact, digits' "
+                      f"{c['len']:,}-token rows, inside L): {int(sum(c['exact']))} of {len(c['exact'])} keys exact, digits' "
                       f"summed loss {np.mean(c['digits']):.3f}."]
     return '\n'.join(lines) + '\n'
 
@@ -322,8 +326,8 @@ def main(argv):
         raise ConfigError(f"bin={cfg['bin']} must divide eval_len={cfg['eval_len']}")
     if not 0 < cfg['key_lo'] <= cfg['key_hi'] or not 0 < cfg['control_lo'] <= cfg['control_hi']:
         raise ConfigError("key_lo <= key_hi and control_lo <= control_hi, all > 0 (distances in tokens)")
-    ev = dict(__import__('eval').DEFAULTS, base=cfg['base'], rope_types=cfg['rope_types'], eval_len=cfg['eval_len'],
-              dataset=cfg['dataset'])
+    ev = dict(__import__('eval').DEFAULTS, base=cfg['base'], ckpt=cfg['ckpt'], rope_types=cfg['rope_types'],
+              eval_len=cfg['eval_len'], dataset=cfg['dataset'])
     arms, base, T = plan_arms(ev)
     if not arms:
         raise ConfigError("no arm: list them in rope_types (default = the model as shipped)")
@@ -347,8 +351,10 @@ def main(argv):
     rows = build_rows(cfg, meta, np.concatenate([train, val]), docs, T)
     device = pick_device(cfg['device'])
     _, ctx = autocast_context(device.split(':')[0], cfg['dtype'])
+    todo = sum(not os.path.exists(part_path(cfg, arm, i)) for a, arm in enumerate(arms) for i, r in enumerate(rows)
+               if a == 0 or not r['control'])
     print(f"doc_study: {len(arms)} arms x {cfg['windows']} windows of {T:,} tokens (+ {cfg['control_rows']} control rows "
-          f"for {arms[0]['name']}): {len(arms) * cfg['windows']} forwards of T")
+          f"for {arms[0]['name']}); {todo} forwards to run, the rest read from their parts")
     t0 = time.time()
     timing = run_arms(cfg, arms, rows, device, ctx)
     s = write(cfg, arms, rows, cols, family, timing, argv, T, L)

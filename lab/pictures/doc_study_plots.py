@@ -35,21 +35,32 @@ def headline(out_dir, s):
 
 
 def verdicts(out_dir, s):
+    """One panel per outcome (a loss in nats a token, the digits' summed nats, exact-match points), each row's
+    difference with its 95% interval, the equivalence margin shaded, the verdict beside it."""
     fam = s['family']
-    fig, ax = plt.subplots(figsize=(8, 0.5 * len(fam) + 1.2))
-    for i, r in enumerate(fam):
-        k = 100 if r['kind'] == 'exact' else 1
-        ax.errorbar(k * r['diff'], i, xerr=[[k * (r['diff'] - r['ci'][0])], [k * (r['ci'][1] - r['diff'])]], fmt='o',
-                    color=COLOURS[r['verdict']], capsize=3)
-        ax.text(1.01, i, r['verdict'], transform=ax.get_yaxis_transform(), va='center', color=COLOURS[r['verdict']])
-    ax.axvline(0, color='k', lw=0.8)
-    ax.set_yticks(range(len(fam)))
-    unit = {'loss': 'nats/token', 'digits': "digits' nats", 'exact': 'points'}
-    ax.set_yticklabels([f"{r['a']} − {r['b']}\n{r['column'] if r['kind'] == 'loss' else 'passkey'} ({unit[r['kind']]})"
-                        for r in fam], fontsize=7)
-    ax.invert_yaxis()
-    ax.set_xlabel('A − B with its 95% interval (windows paired; Holm across the family)')
-    ax.set_title('the declared family')
+    kinds = [k for k in ('loss', 'digits', 'exact') if any(r['kind'] == k for r in fam)]
+    rows = {k: [r for r in fam if r['kind'] == k] for k in kinds}
+    fig, axes = plt.subplots(len(kinds), 1, figsize=(8.5, 0.55 * len(fam) + 0.9 * len(kinds)), squeeze=False,
+                             gridspec_kw=dict(height_ratios=[len(rows[k]) + 0.6 for k in kinds]))
+    unit = {'loss': 'nats a token', 'digits': "the digits' summed nats", 'exact': 'points of exact match'}
+    for ax, k in zip(axes[:, 0], kinds):
+        f = 100 if k == 'exact' else 1
+        m = f * rows[k][0]['margin']
+        ax.axvspan(-m, m, color='#dddddd', lw=0)
+        for i, r in enumerate(rows[k]):
+            c = COLOURS[r['verdict']]
+            ax.errorbar(f * r['diff'], i, xerr=[[f * (r['diff'] - r['ci'][0])], [f * (r['ci'][1] - r['diff'])]],
+                        fmt='o', color=c, capsize=3)
+            word = r['verdict'] + (', inside the margin' if r.get('inside_margin') else '')
+            ax.text(1.01, i, word, transform=ax.get_yaxis_transform(), va='center', color=c, fontsize=8)
+        ax.axvline(0, color='k', lw=0.8)
+        ax.set_yticks(range(len(rows[k])))
+        ax.set_yticklabels([f"{r['a']} − {r['b']}" + (f"\n{r['column']}" if k == 'loss' else '') for r in rows[k]],
+                           fontsize=7)
+        ax.set_ylim(len(rows[k]) - 0.5, -0.5)
+        ax.set_xlabel(f"A − B, {unit[k]} (shaded: the ±{m:g} margin)", fontsize=8)
+    axes[0, 0].set_title('the declared family: windows paired, Holm across it')
+    fig.tight_layout()
     return save(fig, os.path.join(out_dir, 'verdicts.png'))
 
 

@@ -32,7 +32,9 @@ CELL = {'better': '#a8dba8', 'worse': '#f4b0b0', 'equivalent': '#d9d9d9', 'unres
         'identical': '#eeeeee', 'not judged': '#dce6f2'}  # (not judged: the base fails the room inside L)
 SHORT = {'loss': 'loss', 'exact_match': 'passkey', 'passkey_depth': 'depth\npasskey', 'needles': 'needles',
          'needles_mq': 'multi-query\nneedles', 'recall_gain': 'recall\ngain', 'needles_words': 'word\nneedles',
-         'needles_mv': 'multi-value\nneedles', 'tracking': 'variable\ntracking', 'passkey_text': 'passkey\n(text)'}
+         'needles_mv': 'multi-value\nneedles', 'tracking': 'variable\ntracking', 'passkey_text': 'passkey\n(text)',
+         'digits': "passkey\ndigits' loss", 'exact': 'passkey'}
+DIGITS = "nats, a passkey's digits summed"  # the real model's passkey outcome (lab.measure.doc_study)
 BAND = '#cfe8cf'  # the equivalence margin
 SIGN = {'equivalent': ' ≈', 'unresolved': ' ?'}  # a grid cell's verdict in its text too (readable without colour)
 
@@ -192,10 +194,10 @@ def claim_rows(claims_dir):
     out = {}
     for r in records:
         c, res = r['comparison'], r['result']
-        unit = scale(c['kind'])[1]
+        unit = DIGITS if c['kind'] == 'digits' else scale(c['kind'])[1]  # (a sum over five tokens: its own panel)
         label = f"{r['id']}: {SHORT[c['kind']].replace(chr(10), ' ')} {c['column']}"
         out.setdefault(unit, []).append((label, res['diff'], res['ci'], res['verdict'], r['margin']))
-    return [(u, out[u]) for u in ('nats', 'points') if u in out]
+    return [(u, out[u]) for u in ('nats', DIGITS, 'points') if u in out]
 
 
 def plot_claims(claims_dir, path):
@@ -209,10 +211,10 @@ def plot_claims(claims_dir, path):
                                  gridspec_kw=dict(height_ratios=[len(r) + 4 for _, r in panels]), squeeze=False)
         widest = {}  # per unit, the widest margin of its claims (the band drawn)
         for ax, (unit, rows) in zip(axes[:, 0], panels):
-            kind, widest[unit] = ('loss' if unit == 'nats' else 'exact_match'), max(m for *_, m in rows)
+            kind, widest[unit] = ('exact_match' if unit == 'points' else 'loss'), max(m for *_, m in rows)
             forest(ax, [r[:4] for r in rows], kind, widest[unit], f"the claims in {unit} ({len(rows)})")
         legend_above(fig, 'equivalence margin (±' + ', ±'.join(
-            f"{m * (1 if u == 'nats' else 100):g} {u}" for u, m in widest.items()) + ')')
+            f"{m * (100 if u == 'points' else 1):g} {u}" for u, m in widest.items()) + ')')
         fig.tight_layout()
         return save(fig, path)
 
