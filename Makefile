@@ -64,13 +64,13 @@ out/char-eval-test/summary.json:  # the test split's eval, which `make bases-tes
 
 ##@ real model: SmolLM2-135M (a pip wheel's GGUF, trained at 8,192) through the same protocol
 
-real-model: real-model-data  # the study sized to decide (issue 58): 12 windows of 12,288 = 1.5 x L, one per play, a passkey in each; as shipped, the sink-kept crop, PI, YaRN, NTK-aware; a declared family (config/real_model_cpu.py; resumes where it stopped) into out/real-model
+real-model: real-model-data  # the study sized to decide (issue 58): 12 windows of 12,288 = 1.5 x L, one per play, a passkey in each; as shipped, the sink-kept crop, PI, YaRN, NTK-aware; a declared family (config/real_model_cpu.py; resumes where it stopped) into out/real-model: assets/studies/real_model_plays (51 min 27 s of forwards on 2 cores)
 	$(PY) -m lab.measure.doc_study config/real_model_cpu.py
 real-model-maps: real-model-data  # the same windows and passkeys, ReRoPE and Self-Extend added (reads make real-model's parts, measures the 2 new arms; its own declared family) into out/real-model-maps
 	$(PY) -m lab.measure.doc_study config/real_model_cpu.py config/real_model_maps_cpu.py
 real-model-bench:     # each masked arm's forward of SmolLM2 at 12,288 against the causal one, and its peak memory (one process an arm)
 	$(PY) -m lab.engine.masked_bench --ckpt=gguf:smollm2 --T=12288 --out=out/masked_bench.json
-real-model-core: real-model-data  # as shipped, the crop, PI and YaRN (4 of the 8 arms, the same windows and passkeys), one contrast (1 h 2 min 52 s on 2 cores, peak 8.95 GB)
+real-model-core: real-model-data  # the earlier 2-window eval (assets/studies/real_model; its crop drops the sink, superseded by make real-model): as shipped, the crop, PI and YaRN (1 h 2 min 52 s on 2 cores, peak 8.95 GB)
 	$(PY) eval.py config/eval_real_model_cpu.py --rope_types=default,crop:form=sliding,linear,yarn --contrasts='yarn_s1.5_zero-shot | linear_s1.5_zero-shot' --out_dir=out/real-model-core
 
 real-model-rest: real-model-ntk real-model-dynamic real-model-rerope real-model-self-extend  # the study's other 4 arms, one eval each (a stopped run keeps the arms it finished); make -j2 real-model-rest runs two side by side, one thread each (NTK-aware 37 min, ReRoPE 58 min, Self-Extend 53 min, Dynamic NTK 1 h 0 min on 2 busy cores)

@@ -1,7 +1,7 @@
 # The real model's second target (make real-model-maps), read after config/real_model_cpu.py: the same 12 windows and
 # passkeys, the training-free position maps added (ReRoPE w = 4,096; Self-Extend w = 2,048, G = 4: 2,047 + (12,288 -
 # 2,048)/4 = 4,607 < L, no unseen distance), their knobs for L = 8,192 as the earlier study chose them. It reads the
-# first target's parts (parts_dir) and measures only the two new arms (~2 x 12 forwards, fused: ~25 min on 2 cores);
+# first target's parts (parts_dir) and measures only the two new arms (2 x 12 forwards, fused: 21 min 23 s on 2 cores);
 # its summary holds all 7 arms and its own family, declared before the run, Holm across it.
 rope_types = ','.join(['default', 'crop:form=sliding:sink=4', 'linear', 'yarn', 'ntk',
                        'rerope:window=4096', 'self_extend:window=2048:group=4'])

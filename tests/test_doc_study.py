@@ -110,8 +110,12 @@ def test_study_end_to_end(study):
         assert (out / f).stat().st_size > 0
     assert (out / 'position_loss.csv').read_text().count('\n') == 1 + T // 16
     assert '/' not in s['settings']['provenance']['command'].split('--base=')[0]  # (no machine path besides args)
+    made = s['settings']['parts_made_by']  # each part names the commit that measured it
+    assert set(made) == set(s['arms']) and all(len(v) == 1 and v[0] != 'not recorded' for v in made.values())
     again = ds.main(study['args'])  # every part is there: nothing measured, the same summary
     assert again['settings']['arm_seconds'] == {} and again['family'] == fam
+    assert all(v > 0 for v in s['settings']['forward_seconds'].values())  # kept in the parts, so a rerun has them
+    assert again['settings']['forward_seconds'] == s['settings']['forward_seconds']
 
 
 @pytest.mark.parametrize('change, match', [

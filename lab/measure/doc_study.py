@@ -158,7 +158,8 @@ def run_arms(cfg, arms, rows, device, ctx):
     """Every (arm, row) once, each saved as it finishes and skipped when its file is there; returns the seconds
     each arm's new forwards took."""
     from tqdm import tqdm
-    timing = {}
+    timing, prov = {}, provenance(None)
+    made_by = (prov['commit'] or 'unknown')[:12] + (' with uncommitted changes' if prov['changed'] else '')
     for a, arm in enumerate(arms):
         todo = [i for i, r in enumerate(rows) if (a == 0 or not r['control'])
                 and not os.path.exists(part_path(cfg, arm, i))]
@@ -167,22 +168,32 @@ def run_arms(cfg, arms, rows, device, ctx):
         model = arm_model(arm, arm['runs'][0]['ckpt']).to(device).eval()
         t0 = time.time()
         for i in tqdm(todo, desc=arm['name'], disable=not cfg['progress']):
+            t1 = time.time()
             loss, hit = measure(model, arm, rows[i], ctx)
+            seconds = round(time.time() - t1, 1)
             path = part_path(cfg, arm, i)
             os.makedirs(os.path.dirname(path), exist_ok=True)
             atomic_write(path, lambda f: np.savez(f, loss=loss, hit=hit, key=rows[i]['key'],
-                                                   start=rows[i]['start']))
+                                                   start=rows[i]['start'], made_by=made_by, seconds=seconds))
         timing[arm['name']] = round(time.time() - t0, 1)
         del model
     return timing
 
 
 def load_part(cfg, arm, i, row):
+    """(loss, hit) of one (arm, window), checked against the window it must be."""
+    return read_part(cfg, arm, i, row)[:2]
+
+
+def read_part(cfg, arm, i, row):
+    """(loss, hit, the commit that measured it, its forward's seconds; 'not recorded' and None for the first
+    studies' parts, whose times are in their committed run logs)."""
     with np.load(part_path(cfg, arm, i)) as z:
         if str(z['key']) != row['key'] or int(z['start']) != row['start']:
             raise ConfigError(f"{part_path(cfg, arm, i)} was measured on another window (settings changed since); "
                               f"delete {os.path.dirname(os.path.dirname(part_path(cfg, arm, i)))} and run again")
-        return z['loss'], z['hit']
+        return (z['loss'], z['hit'], str(z['made_by']) if 'made_by' in z.files else 'not recorded',
+                float(z['seconds']) if 'seconds' in z.files else None)
 
 
 # ----------------------------------------------------------------------------- outcomes and the family
@@ -287,10 +298,15 @@ def write(cfg, arms, rows, cols, family, timing, argv, T, L):
                        rows=[dict(play=r['title'], start=r['start'], key=r['key'], distance=r['distance'])
                              for _, r in ctrl_rows])
     judged = judge(family, values, margins_of(cfg))
+    parts = {arm['name']: [read_part(cfg, arm, i, r) for i, r in enumerate(rows) if a == 0 or not r['control']]
+             for a, arm in enumerate(arms)}
+    made = {n: sorted({p[2] for p in ps}) for n, ps in parts.items()}  # each part's commit (a reused part: its own)
+    forward_s = {n: None if any(p[3] is None for p in ps) else round(sum(p[3] for p in ps), 1) for n, ps in parts.items()}
     fields = [f"loss {c}" for c, _, _ in cols] + ['digits', 'exact']
     settings = dict(base=cfg['base'], L=L, T=T, seed=cfg['seed'], rope_types=cfg['rope_types'],
                     key_distance=[cfg['key_lo'], cfg['key_hi']], columns=[c for c, _, _ in cols],
                     margins=margins_of(cfg), family_declared=cfg['family'], arm_seconds=timing, bin=cfg['bin'],
+                    parts_made_by=made, forward_seconds=forward_s,
                     provenance=dict(provenance(None), command=' '.join(['python -m lab.measure.doc_study', *argv])))
     s = dict(settings=settings, fields=fields,
              windows=[dict(play=r['title'], start=r['start'], key=r['key'], distance=r['distance']) for r in windows],

@@ -42,7 +42,7 @@ PLAN = {
 # folder under assets/: pictures lab.pairs draws from its own pair_usage.json (no summary.json there)
 PAIRS = ('studies/pairs', 'studies/pairs_matched')  # each: pair_usage.png
 # folder under assets/: a real model's study (lab.measure.doc_study), its pictures from its own files
-DOC_STUDIES = ('studies/real_model_plays',)  # each: headline.png, verdicts.png (lab.pictures.doc_study_plots)
+DOC_STUDIES = ('studies/real_model_plays', 'studies/real_model_maps')  # each: headline.png, verdicts.png (lab.pictures.doc_study_plots)
 DOC_PICTURES = ('headline.png', 'verdicts.png')
 NAMES = {os.path.basename(folder): folder for folder in (*PLAN, *PAIRS, *DOC_STUDIES)}  # the command line's: demo, test, ape, ...
 
