@@ -415,16 +415,20 @@ def test_real_smollm2_slice_matches_transformers(real_slice):
         assert (mine - hf(x).logits).abs().max().item() < 1e-6
 
 
-def test_sample_generates_from_a_gguf(tmp_path):
-    """sample.py --ckpt=gguf:<file> loads and generates, and decodes with the file's own tokenizer (named by the
-    file's name, found in the cache dir): a tiny Llama whose GGUF carries a byte-level BPE of its 256 bytes, two
-    merges and <|endoftext|>."""
+def bpe_gguf(path):
+    """A tiny Llama GGUF that carries a byte-level BPE of its 256 bytes, two merges and <|endoftext|> (id 0)."""
     from lab.hf.tokenizer import byte_spelling
     tokens = ['<|endoftext|>'] + sorted(byte_spelling(), key=byte_spelling().get) + ['Ġt', 'he']
     meta = {'tokenizer.ggml.model': 'gpt2', 'tokenizer.ggml.pre': 'gpt2', 'tokenizer.ggml.tokens': tokens,
             'tokenizer.ggml.token_type': [3] + [1] * (len(tokens) - 1), 'tokenizer.ggml.merges': ['Ġ t', 'h e'],
             'tokenizer.ggml.eos_token_id': 0, '{arch}.vocab_size': len(tokens)}
-    path = write_gguf(tmp_path / 'tok.gguf', gguf_tensors(hf_weights(vocab=len(tokens))), meta=meta)
+    return write_gguf(path, gguf_tensors(hf_weights(vocab=len(tokens))), meta=meta)
+
+
+def test_sample_generates_from_a_gguf(tmp_path):
+    """sample.py --ckpt=gguf:<file> loads and generates, and decodes with the file's own tokenizer (named by the
+    file's name, found in the cache dir): a tiny Llama whose GGUF carries a byte-level BPE (bpe_gguf)."""
+    path = bpe_gguf(tmp_path / 'tok.gguf')
     assert load_checkpoint('gguf:' + path)['dataset']['eot_token'] == 0  # <|endoftext|>
     env = dict(os.environ, LONGCTX_CACHE=str(tmp_path), OMP_NUM_THREADS='1')
     r = run(['sample.py', f'--ckpt=gguf:{path}', '--start=the theme', '--max_new_tokens=8', '--num_samples=1',

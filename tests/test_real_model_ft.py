@@ -1,36 +1,32 @@
-"""The GPU recipe's code path on CPU (issue 58 item 7): finetune_long.py fine-tunes the real SmolLM2-135M GGUF
-(gguf:smollm2) with YaRN for two steps at a short length on the fixture plays in its own BPE, the run loads back
-with weights_only and names its arm as the GPU study's family does (config/real_model_gpu.py). Skipped where the
-pinned GGUF is not in the cache (python data/shakespeare_smollm2/prepare.py fetches it)."""
+"""The GPU recipe's code path on CPU (issue 58 item 7): finetune_long.py fine-tunes a Llama read from a GGUF file
+(gguf:<file>, the loader make real-model-gpu uses on gguf:smollm2) with YaRN for two steps, on the fixture plays
+in the file's own BPE, at a tiny size: a 2-layer Llama written by the test (L = 64; SmolLM2 itself refuses a
+training length below its L = 8,192, where a step on 2 cores takes minutes). The run loads back with weights_only,
+keeps its GGUF base in its lineage, and names its arm as the GPU study's family does (config/real_model_gpu.py)."""
 import os
 
-import pytest
-import torch
-
-from data.sources import DEFAULT_CACHE_DIR, SMOLLM2_GGUF
+from conftest import run
+from test_real_model import bpe_gguf
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GGUF = os.path.join(DEFAULT_CACHE_DIR, SMOLLM2_GGUF)
 
 
-@pytest.mark.skipif(not os.path.isfile(GGUF), reason=f"no {GGUF} (python data/shakespeare_smollm2/prepare.py)")
-def test_finetune_long_on_the_real_gguf(tmp_path):
-    import eval as ev
-    import finetune_long
+def test_finetune_long_on_a_gguf_llama(tmp_path):
     from data.common import load_checkpoint
-    from data.shakespeare_smollm2.prepare import main as prepare
-    from lab.measure.arms import plan_arms
-    prepare(['--src', os.path.join(ROOT, 'tests', 'fixtures', 'corpus'), '--out_dir', str(tmp_path / 'data')])
-    threads = torch.get_num_threads()
-    try:
-        finetune_long.main([f'--init_from=gguf:smollm2', f'--dataset={tmp_path / "data"}', '--rope_type=yarn',
-                            '--factor=2', '--block_size=48', '--batch_size=1', '--max_iters=2', '--eval_interval=2',
-                            '--eval_iters=1', '--learning_rate=2e-5', '--progress=False', f'--out_dir={tmp_path / "ft"}'])
-    finally:
-        torch.set_num_threads(threads)
+    from lab.measure.arms import ARM_DEFAULTS, plan_arms
+    path = bpe_gguf(tmp_path / 'tok.gguf')
+    env = dict(os.environ, LONGCTX_CACHE=str(tmp_path), OMP_NUM_THREADS='1')
+    r = run(['data/shakespeare_smollm2/prepare.py', '--gguf', path, '--src',
+             os.path.join(ROOT, 'tests', 'fixtures', 'corpus'), '--out_dir', str(tmp_path / 'data')], env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-800:]
+    r = run(['finetune_long.py', f'--init_from=gguf:{path}', f'--dataset={tmp_path / "data"}', '--rope_type=yarn',
+             '--factor=2', '--batch_size=2', '--max_iters=2', '--eval_interval=2', '--eval_iters=1', '--progress=False',
+             '--device=cpu', f'--out_dir={tmp_path / "ft"}'], env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-800:]
     ckpt = load_checkpoint(str(tmp_path / 'ft'))
-    scaling = ckpt['model_args']['rope_scaling']
-    assert scaling['rope_type'] == 'yarn' and scaling['factor'] == 2 and ckpt['model_args']['n_layer'] == 30
-    arms, _, _ = plan_arms(dict(ev.DEFAULTS, base='gguf:smollm2', ckpt=str(tmp_path / 'ft'), rope_types='default',
-                                eval_len=16384))
-    assert [a['id'] for a in arms] == ['yarn_s2_ft2', 'base_L8192']
+    args = ckpt['model_args']
+    assert args['rope_scaling']['rope_type'] == 'yarn' and args['rope_scaling']['factor'] == 2
+    assert (args['n_layer'], args['mlp'], args['block_size']) == (2, 'swiglu', 128)
+    assert ckpt['lineage']['base_checkpoint'] == f'gguf:{os.path.realpath(path)}'
+    arms, _, _ = plan_arms(dict(ARM_DEFAULTS, ckpt=str(tmp_path / 'ft'), eval_len=256))
+    assert [a['id'] for a in arms] == ['yarn_s2_ft2']  # (config/real_model_gpu.py names 'yarn_s2_ft50')

@@ -33,13 +33,12 @@ def peak_mb():
 
 def one_arm(cfg):
     """Time cfg['arm'] in this process: {arm, seconds [each forward], peak_mb, model_mb}."""
-    import eval as ev
-    from lab.measure.arms import arm_model, plan_arms
+    from lab.measure.arms import ARM_DEFAULTS, arm_model, plan_arms
     from lab.measure.forms import arm_form
     from lab.measure.scoring import scoring_plan
     if cfg['threads']:
         torch.set_num_threads(cfg['threads'])
-    arms, _, T = plan_arms(dict(ev.DEFAULTS, base=cfg['ckpt'], rope_types=cfg['arm'], eval_len=cfg['T']))
+    arms, _, T = plan_arms(dict(ARM_DEFAULTS, base=cfg['ckpt'], rope_types=cfg['arm'], eval_len=cfg['T']))
     arm = arms[0]
     model = arm_model(arm, arm['runs'][0]['ckpt']).eval()
     attend = arm_form(model, arm, scoring_plan(model, T, 0), None, 1).attend

@@ -327,6 +327,12 @@ def run_dir(path):
     return os.path.realpath(run_root(path))
 
 
+# The settings plan_arms reads, at eval.py's defaults: what a room that plans arms without eval.py starts from
+# (lab.measure.doc_study, lab.engine.masked_bench)
+ARM_DEFAULTS = dict(ckpt='', base='', rope_types='', position_map='', retune='', self_crop='', factor=0.0, eval_len=0,
+                    temperature='')
+
+
 def plan_arms(cfg):
     """Load and validate every arm: ([arm dict, ...], the base arm or None, T)."""
     paths = expand_ckpts([p for p in cfg['ckpt'].split(',') if p])

@@ -27,7 +27,6 @@ arms and its own family reads the first's and measures only what it adds), so a 
 pictures (lab/pictures/doc_study_plots.py) from them.
 """
 import json
-import math
 import os
 import time
 import warnings
@@ -36,11 +35,11 @@ import numpy as np
 import torch
 
 from configurator import ConfigError, get_config
-from data.common import DataError, atomic_write, atomic_write_text, data_dir_of, load_meta, load_split, read_json
+from data.common import DataError, atomic_write, atomic_write_text, data_dir_of, load_meta, load_split
 from lab.engine.cli import cli
 from lab.engine.device import autocast_context, pick_device
 from lab.measure import passkey_text
-from lab.measure.arms import arm_model, parse_contrasts, plan_arms
+from lab.measure.arms import ARM_DEFAULTS, arm_model, parse_contrasts, plan_arms
 from lab.measure.forms import arm_form
 from lab.measure.scoring import score, scoring_plan
 from lab.verdicts.family import field, judge
@@ -342,9 +341,8 @@ def main(argv):
         raise ConfigError(f"bin={cfg['bin']} must divide eval_len={cfg['eval_len']}")
     if not 0 < cfg['key_lo'] <= cfg['key_hi'] or not 0 < cfg['control_lo'] <= cfg['control_hi']:
         raise ConfigError("key_lo <= key_hi and control_lo <= control_hi, all > 0 (distances in tokens)")
-    ev = dict(__import__('eval').DEFAULTS, base=cfg['base'], ckpt=cfg['ckpt'], rope_types=cfg['rope_types'],
-              eval_len=cfg['eval_len'], dataset=cfg['dataset'])
-    arms, base, T = plan_arms(ev)
+    arms, base, T = plan_arms(dict(ARM_DEFAULTS, base=cfg['base'], ckpt=cfg['ckpt'], rope_types=cfg['rope_types'],
+                                   eval_len=cfg['eval_len']))
     if not arms:
         raise ConfigError("no arm: list them in rope_types (default = the model as shipped)")
     for arm in arms:  # one forward of T each: no scale that moves with the length, no crop cut per position
