@@ -3,7 +3,7 @@
 .DEFAULT_GOAL := help  # `make` alone lists the targets
 PY ?= $(shell command -v python >/dev/null && echo python || echo python3)
 
-.PHONY: quick demo install data train-copy finetune pose longrope eval train eval-test bases-test designs-test knobs eval-2048 pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases ape longrope-ref longrope4 drope nope-base hybrid-base word-copy-base word-copy-eval hybrid-w80-base hybrid-w80-eval hybrid-2g-base hybrid-2g-eval chunked-base local-global-base ssmax-base abf abf-matched longrope2 longrope2-in-step prope-base clip-base sinks-base sinks-seeds prope-seeds gated-base gated-eval fire-base cope-base fire-cope-eval neox-base placement-eval dca-window clip-sweep pairs frequencies frequency-bases temperature-knobs designs designs-2048 drope-eval scale-layers hybrid-eval chunked-eval own-crops gpu-check real-model-gpu real-model real-model-maps real-model-bench real-model-all real-model-core real-model-rest real-model-ntk real-model-dynamic real-model-rerope real-model-self-extend real-model-data test help
+.PHONY: quick demo install data train-copy finetune pose longrope eval train eval-test bases-test designs-test knobs eval-2048 pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases ape longrope-ref longrope4 drope nope-base hybrid-base word-copy-base word-copy-eval hybrid-w80-base hybrid-w80-eval hybrid-2g-base hybrid-2g-eval chunked-base local-global-base ssmax-base abf abf-matched longrope2 longrope2-in-step prope-base clip-base sinks-base sinks-seeds prope-seeds gated-base gated-eval fire-base cope-base fire-cope-eval neox-base placement-eval dca-window clip-sweep pairs frequencies frequency-bases temperature-knobs designs designs-2048 drope-eval scale-layers hybrid-eval chunked-eval own-crops gpu-check real-model-gpu real-model real-model-maps mini-s15 real-model-bench real-model-all real-model-core real-model-rest real-model-ntk real-model-dynamic real-model-rerope real-model-self-extend real-model-data test help
 
 ##@ story: the story in minutes
 
@@ -70,6 +70,8 @@ real-model-maps: real-model-data  # the same windows and passkeys, ReRoPE and Se
 	$(PY) -m lab.measure.doc_study config/real_model_cpu.py config/real_model_maps_cpu.py
 real-model-bench:     # each masked arm's forward of SmolLM2 at 12,288 against the causal one, and its peak memory (one process an arm)
 	$(PY) -m lab.engine.masked_bench --ckpt=gguf:smollm2 --T=12288 --out=out/masked_bench.json
+mini-s15:             # the miniature at the real model's factor: the demo's base at T = 192 = 1.5 x L, the real study's arms and contrasts, dev windows (needs train-copy; ~1 min): assets/studies/mini_s15
+	$(PY) eval.py config/eval_char_s15_cpu.py
 real-model-core: real-model-data  # the earlier 2-window eval (assets/studies/real_model; its crop drops the sink, superseded by make real-model): as shipped, the crop, PI and YaRN (1 h 2 min 52 s on 2 cores, peak 8.95 GB)
 	$(PY) eval.py config/eval_real_model_cpu.py --rope_types=default,crop:form=sliding,linear,yarn --contrasts='yarn_s1.5_zero-shot | linear_s1.5_zero-shot' --out_dir=out/real-model-core
 

@@ -184,7 +184,7 @@ def summary_settings(cfg, run, results, margins, protocol, timing):
     return dict(T=run['T'], L=run['L'], num_windows=len(run['starts']), seed=cfg['seed'], split=cfg['split'],
              windows=run['starts'],
              window_docs=[next(t for t, a, b in run['docs'] if a <= w < b) for w in run['starts']],
-             data_dir=os.path.abspath(run['data_dir']), dataset=run['meta']['dataset'],
+             data_dir=portable(run['data_dir']), dataset=run['meta']['dataset'],
              tokenizer=run['meta']['tokenizer'], vocab_size=run['meta']['vocab_size'],
              checkpoints=sorted({r['checkpoint'] for a in arms for r in a['runs']}),
              base=run['base']['checkpoint'] if run['base'] else None, rope_types=cfg['rope_types'],
@@ -204,6 +204,14 @@ def summary_settings(cfg, run, results, margins, protocol, timing):
              plot=dict(log_x=cfg['log_x'], smooth=cfg['smooth']), arm_seconds=timing,
              **({'excluded': cfg['exclude']} if cfg.get('exclude') else {}),  # a test split: the dev eval it avoids
              provenance=provenance(run.get('argv')))
+
+
+def portable(path):
+    """A data folder as a committed file may name it: relative to the repository when inside it, else its name alone
+    (no absolute path of the machine that ran it)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    rel = os.path.relpath(os.path.abspath(path), root)
+    return os.path.basename(os.path.normpath(path)) if rel.startswith('..') else rel
 
 
 def provenance(argv):
