@@ -4,7 +4,7 @@
 # only, and the real model's declared contrasts (config/real_model_cpu.py, config/real_model_maps_cpu.py) as named
 # contrasts in its one past-L bucket, 128-192. python eval.py config/eval_char_s15_cpu.py (make mini-s15)
 base = 'out/char-base-copy'
-rope_types = ','.join(['default', 'crop:form=sliding', 'crop:form=sliding:sink=4', 'linear', 'yarn', 'ntk',
+rope_types = ','.join(['default', 'crop:form=sliding', 'crop:form=sliding:sink=4', 'crop:form=sliding:sink=4:at=cache', 'linear', 'yarn', 'ntk',
                        'rerope:window=64', 'self_extend:window=32:group=4'])
 eval_len = 192
 num_windows = 32
@@ -18,5 +18,6 @@ contrasts = '; '.join(f"{a} | {b}" for a, b in [
     ('rerope_w64_zero-shot', 'crop_w128_sink4_sliding'),
     ('self_extend_w32_G4_zero-shot', 'rerope_w64_zero-shot'),
     ('rerope_w64_zero-shot', 'yarn_s1.5_zero-shot'),
-    ('crop_w128_sink4_sliding', 'crop_w128_sliding'),   # the kept sink on a model with no sink head
+    ('crop_w128_sink4_sliding', 'crop_w128_sliding'),   # the kept sink on a model with no sink head, at its distance
+    ('crop_w128_sink4_cache_sliding', 'crop_w128_sliding'),  # and at StreamingLLM's cache positions
 ])

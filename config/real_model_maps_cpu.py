@@ -4,7 +4,9 @@
 # first target's parts (parts_dir) and measures only the two new arms (2 x 12 forwards, fused: 21 min 23 s on 2 cores);
 # its summary holds all 7 arms and its own family, declared before the run, Holm across it.
 rope_types = ','.join(['default', 'crop:form=sliding:sink=4', 'linear', 'yarn', 'ntk',
-                       'rerope:window=4096', 'self_extend:window=2048:group=4'])
+                       'rerope:window=4096', 'self_extend:window=2048:group=4',
+                       'crop:form=sliding:sink=4:at=cache'])  # (added after the family ran: the kept sink at
+# StreamingLLM's cache positions, beside the crop the verdicts use; described, in no family)
 family = '; '.join([
     'rerope_w4096_zero-shot | base_L8192 | loss | 8192-12288',              # ReRoPE against doing nothing
     'rerope_w4096_zero-shot | crop_w8192_sink4_sliding | loss | 8192-12288',  # does ReRoPE use the far context?

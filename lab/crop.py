@@ -51,14 +51,19 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from lab.attention import banded_attention, chunked_attention, sink_of
+import math
+
+from lab.attention import attention_lse, banded_attention, chunked_attention, merge_lse, sink_of
 from rope_config import is_dynamic
 from model import CausalSelfAttention
 
 FORMS = ('sliding', 'truncated')
 CROP_KEYS = {'window': (int, 'the window w: each prediction sees its last w tokens (default L)'),
              'form': (str, f"{' | '.join(FORMS)} | both (default both: two arms)"),
-             'sink': (int, 'the sliding form also sees the first k tokens of its input (StreamingLLM; default 0)')}
+             'sink': (int, 'the sliding form also sees the first k tokens of its input (StreamingLLM; default 0)'),
+             'at': (str, "where the kept tokens sit: 'true' (their own distance) or 'cache' (StreamingLLM's cache "
+                         "positions, just before the window; default true)")}
+SINK_AT = ('true', 'cache')
 
 
 def check_window(window):
@@ -71,11 +76,12 @@ def check_window(window):
 # ----------------------------------------------------------------------------- sliding window
 
 
-def window_logits(model, window, sink=0):
+def window_logits(model, window, sink=0, at='true'):
     """fn(layer, q, k, s, e) -> the layer's own scaled float32 scores of queries s..e-1 against keys 0..e-1 (causal,
     ALiBi's bias, ...), -inf also where j <= i - window: query i sees keys i - window < j <= i, and the first `sink`
-    keys beside them (the sink-kept crop). The score function of window_attention; also what
-    lab.measure.diagnostics.attention_entropy / eval's entropy_at take as `logits`."""
+    keys beside them (the sink-kept crop; at='cache': each kept key scored at its cache distance, cache_scores). The
+    score function of window_attention; also what lab.measure.diagnostics.attention_entropy / eval's entropy_at take
+    as `logits`."""
     window, sink = check_window(window), check_sink(sink)
 
     def logits(layer, q, k, s, e):
@@ -86,22 +92,71 @@ def window_logits(model, window, sink=0):
             return att
         i = torch.arange(s, e, device=att.device)[:, None]
         j = torch.arange(e, device=att.device)[None, :]
-        return att.masked_fill((j <= i - window) & (j >= sink), float('-inf'))
+        att = att.masked_fill((j <= i - window) & (j >= sink), float('-inf'))
+        if at == 'cache' and sink:
+            group = cache_group(model, layer)
+            out = (j < sink) & (j <= i - window)  # the kept keys the band no longer holds
+            far = cache_scores(q[:, :, s:e], k, window, sink, model.rope_freqs(q.size(2), group)[0], s)
+            att[..., :far.size(-1)] = torch.where(out[:, :far.size(-1)], far, att[..., :far.size(-1)])
+        return att
     return logits
 
 
-def window_attention(model, window, chunk=256, sink=0):
+def cache_group(model, layer):
+    """The layer's RoPE group, for the cache positions of the sink-kept crop; ValueError where they do not apply."""
+    attn, group = model.transformer.h[layer].attn, model.rope_index[layer]
+    if group is None or type(attn).logits is not CausalSelfAttention.logits or attn.window or attn.chunk \
+            or sink_of(model, layer) is not None:
+        raise ValueError("crop at=cache re-rotates the kept keys of RoPE layers with plain scores and no window or "
+                         "chunk of their own; this model has another layer: use at=true")
+    return group
+
+
+def sink_turned(q, k, window, sink, inv_freq, s=0):
+    """StreamingLLM's cache positions for the kept keys: queries s.. turned back to position 0, kept key j turned to
+    position -(window + sink - 1 - j), so their score is that of distance window + sink - 1 - j (the kept tokens
+    just before a window of `window` tokens ending at the query), whatever the query's position."""
+    from lab.position_maps import turn
+    pos = torch.arange(s, s + q.size(2), device=q.device).double()
+    j = torch.arange(sink, device=q.device).double()
+    return turn(q, inv_freq, -pos), turn(k[:, :, :sink], inv_freq, -(window + sink - 1 - j) - j)
+
+
+def cache_scores(q, k, window, sink, inv_freq, s=0):
+    """Scaled float32 scores (..., Q, sink) of queries s.. against the kept keys at their cache distances."""
+    q0, ks = sink_turned(q, k, window, sink, inv_freq, s)
+    return (q0 @ ks.transpose(-2, -1)).float() / math.sqrt(q.size(-1))
+
+
+def cache_sink_attention(q, k, v, window, sink, inv_freq):
+    """The sink-kept crop with StreamingLLM's cache positions, fused: the band (banded_attention) merged by its
+    log-sum-exp with the kept keys a query's band no longer holds, scored at their cache distances (sink_turned)."""
+    T = q.size(2)
+    y, lse = banded_attention(q, k, v, window, lse=True)
+    if T <= window:
+        return y
+    q0, ks = sink_turned(q[:, :, window:], k, window, min(sink, T), inv_freq, window)
+    i, j = torch.arange(window, T, device=q.device), torch.arange(min(sink, T), device=q.device)
+    part = attention_lse(q0, ks, v[:, :, :min(sink, T)], j[None, :] <= i[:, None] - window)
+    y = y.clone()
+    y[:, :, window:] = merge_lse([(y[:, :, window:], lse[..., window:]), part])[0]
+    return y
+
+
+def window_attention(model, window, chunk=256, sink=0, at='true'):
     """The model's `attend` with a sliding window: fn(layer, q, k, v) -> y, exact: softmax over the layer's own scores
     restricted to the last `window` keys (and the first `sink` keys of the input: the sink-kept crop). Plain scores
     run fused (lab.attention.banded_attention: blocks of queries over the keys they see, about the causal forward's
     cost, no T x T tensor); scores of their own (ALiBi, SSMax, learned sinks, ...) one chunk of queries at a time,
     memory O(chunk x T). window >= T is the ordinary causal forward; window = 1 (no sink) returns v. No attention
     dropout (an eval path). Use: logits = model(x, attend=window_attention(model, L, sink=4))[0]."""
-    logits = window_logits(model, window, sink)
+    logits = window_logits(model, window, sink, at)
 
     def attend(layer, q, k, v):
         attn = model.transformer.h[layer].attn
         fused = not (torch.is_grad_enabled() and q.requires_grad)  # (the fused merge's log-sum-exp has no gradient)
+        if at == 'cache' and sink and fused:
+            return cache_sink_attention(q, k, v, window, sink, model.rope_freqs(q.size(2), cache_group(model, layer))[0])
         own = attn.window if attn.window and attn.window < window else None  # the layer's own window, if tighter
         if fused and type(attn).logits is CausalSelfAttention.logits and sink_of(model, layer) is None and \
                 not (sink and attn.window and not own):  # (a kept sink inside a layer's own wider window: chunks)
@@ -227,23 +282,26 @@ def parse_crop(entry, L):
         given = spec_settings(entry, pairs, CROP_KEYS)
     except ValueError as e:
         raise ValueError(str(e) if entry in str(e) else f"arm {entry!r}: {e}") from None
-    got = {'window': L, 'form': 'both', 'sink': 0, **given}
+    got = {'window': L, 'form': 'both', 'sink': 0, 'at': 'true', **given}
     if got['form'] not in FORMS + ('both',):
         raise ValueError(f"arm {entry!r}: form={got['form']!r} must be one of {', '.join(FORMS)}, both")
     try:
         window, sink = check_window(got['window']), check_sink(got['sink'])
     except ValueError as e:
         raise ValueError(f"arm {entry!r}: {e}") from None
+    if got['at'] not in SINK_AT or got['at'] == 'cache' and not sink:
+        raise ValueError(f"arm {entry!r}: at={got['at']!r} must be one of {', '.join(SINK_AT)}, and 'cache' needs "
+                         f"sink >= 1 (write crop:form=sliding:sink=4:at=cache)")
     if sink and got['form'] != 'sliding':
         raise ValueError(f"arm {entry!r}: sink={sink} is the sliding form's (the truncated crop's first token is a "
                          f"sink by construction); write crop:form=sliding:sink={sink}")
-    return [dict(window=window, form=f, **({'sink': sink} if sink else {}))
+    return [dict(window=window, form=f, **({'sink': sink} if sink else {}), **({'at': 'cache'} if got['at'] == 'cache' else {}))
             for f in (FORMS if got['form'] == 'both' else (got['form'],))]
 
 
 def crop_name(crop):
     """'crop w=128 (sliding)', 'crop w=128 (truncated)', 'crop w=8192 sink=4 (sliding)' (the sink-kept crop)."""
-    sink = f" sink={crop['sink']}" if crop.get('sink') else ''
+    sink = f" sink={crop['sink']}" + (' cache' if crop.get('at') == 'cache' else '') if crop.get('sink') else ''
     return f"crop w={crop['window']}{sink} ({crop['form']})"
 
 

@@ -114,3 +114,32 @@ def test_sink_in_the_spec_and_name():
         parse_crop('crop:sink=4', 128)
     with pytest.raises(ValueError, match='sink=-1 must be an int >= 0'):
         parse_crop('crop:form=sliding:sink=-1', 128)
+
+
+@pytest.mark.parametrize('kw', [{}, {'n_kv_head': 1}, {'rope_scaling': {'rope_type': 'yarn', 'factor': 2.0, 'original_max_position_embeddings': 16}}])
+def test_cache_positions_fused_equal_their_scores_and_stay_inside_the_window(kw):
+    """at=cache (StreamingLLM's positions): the fused path equals its chunked scores; and every kept key past the band
+    is scored at distance window + sink - 1 - j, built here by hand from q and k rotated at those positions."""
+    from rope import apply_rope, rope_cos_sin
+    m = make(**kw)
+    x = torch.randint(0, 40, (2, 40), generator=torch.Generator().manual_seed(4))
+    logits = window_logits(m, 8, 3, 'cache')
+    chunked = lambda layer, q, k, v: chunked_attention(q, k, v, lambda s, e: logits(layer, q, k, s, e), 7)  # noqa
+    with torch.no_grad():
+        fused = m(x, attend=window_attention(m, 8, sink=3, at='cache'))[0]
+        assert (fused - m(x, attend=chunked)[0]).abs().max() < 1e-5
+        g = torch.Generator().manual_seed(5)
+        raw_q, raw_k = torch.randn(1, 2, 20, 16, generator=g), torch.randn(1, 2, 20, 16, generator=g)
+        inv = m.rope_freqs(20)[0]
+        turn = lambda x, p: apply_rope(x, *rope_cos_sin(inv, p.double()))  # noqa: E731
+        pos = torch.arange(20)
+        q, k = turn(raw_q, pos), turn(raw_k, pos)
+        got = logits(0, q, k, 0, 20)
+        for i in range(8, 20):
+            for j in range(3):
+                if j <= i - 8:  # out of the band: at the cache distance, whatever i is
+                    want = (turn(raw_q, torch.full((20,), 10 - j))[..., i, :] * raw_k[..., j, :]).sum(-1) / 4
+                    assert torch.allclose(got[..., i, j], want, atol=1e-4)
+    assert crop_name(parse_crop('crop:form=sliding:sink=4:at=cache', 64)[0]) == 'crop w=64 sink=4 cache (sliding)'
+    with pytest.raises(ValueError, match="'cache' needs sink >= 1"):
+        parse_crop('crop:form=sliding:at=cache', 64)

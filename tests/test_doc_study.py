@@ -139,3 +139,11 @@ def test_bad_settings(study, change, match, tmp_path):
     with pytest.raises((ConfigError, DataError, ValueError), match=match):
         ds.main(args)
     assert not (tmp_path / 'o' / 'summary.json').exists()
+
+
+def test_the_study_and_the_bench_read_real_weights_on_their_own():
+    """Run as python -m, each registers the gguf: and hf: loaders itself (not through eval.py)."""
+    from conftest import run
+    for module in ('lab.measure.doc_study', 'lab.engine.masked_bench'):
+        r = run(['-c', f"import {module}; from data.common import LOADERS; print(sorted(LOADERS))"], timeout=120)
+        assert r.returncode == 0 and "'gguf'" in r.stdout and "'hf'" in r.stdout, (module, r.stdout, r.stderr[-300:])

@@ -40,8 +40,8 @@ def arm_form(model, arm, plan, ctx, batch_size):
         raise ValueError(f"arm {arm['name']!r}: a query temperature counts the keys of a plain window; the sink-kept "
                          f"crop (sink={sink}) has no temperature form here: drop one of them")
     attend = mapped_attention(model, pm) if pm else \
-        window_attention(model, w, sink=sink) if crop and not truncated else None
-    logits = mapped_logits(model, pm) if pm else window_logits(model, w, sink) if crop else None
+        window_attention(model, w, sink=sink, at=crop.get('at', 'true')) if crop and not truncated else None
+    logits = mapped_logits(model, pm) if pm else window_logits(model, w, sink, crop.get('at', 'true')) if crop else None
     crop_seam = crop_logits = None  # the truncated crop's seams, per batch of crops (fn(start), lab/crop.py)
     if temp and truncated:  # the arm's query temperature on each cut input, at the true positions of its tokens
         crop_seam = lambda start: tempered(model, temp, None, arm['L'], start=start)  # noqa: E731
