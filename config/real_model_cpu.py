@@ -8,7 +8,8 @@
 base = 'gguf:smollm2'
 rope_types = ','.join([
     'default',                       # as shipped
-    'crop:form=sliding:sink=4',      # held to its last 8,192 tokens, its first 4 (the attention sink) kept
+    'crop:form=sliding:sink=4:at=cache',  # held to its last 8,192 tokens, its first 4 (the attention sink) kept at
+                                     # StreamingLLM's cache positions (just past the window: no distance beyond L)
     'linear', 'yarn', 'ntk',         # PI, YaRN, NTK-aware at s = T/L = 1.5
 ])
 eval_len = 12288
@@ -16,11 +17,14 @@ windows = 12
 key_lo, key_hi = 9000, 11500        # the key sentence's distance before the question: past L from the question
 control_rows, control_len, control_lo, control_hi = 4, 7168, 5000, 6500  # as shipped, inside L: the positive control
 columns = '0-8192,8192-8320,8192-12288,10240-12288'  # 8192-8320: the first tokens past L, where a crop that drops the sink jumps
+# The crop is the control of 'does an arm use the far context': it sees what fits in L and no position RoPE never saw.
+# (Until 2026-12-05 the declared crop kept its sink at the true distance, up to 12,287 back, unseen in training: on
+# SmolLM2 it sat 0.009 above this form past L, on the miniature 0.139; that form is now the maps target's second control.)
 family = '; '.join([
-    'base_L8192 | crop_w8192_sink4_sliding | loss | 10240-12288',   # does as shipped read past L, or break?
+    'base_L8192 | crop_w8192_sink4_cache_sliding | loss | 10240-12288',   # does as shipped read past L, or break?
     'yarn_s1.5_zero-shot | base_L8192 | loss | 8192-12288',          # YaRN against doing nothing
     'yarn_s1.5_zero-shot | linear_s1.5_zero-shot | loss | 8192-12288',  # YaRN against PI
-    'yarn_s1.5_zero-shot | crop_w8192_sink4_sliding | loss | 8192-12288',  # does YaRN use the far context?
+    'yarn_s1.5_zero-shot | crop_w8192_sink4_cache_sliding | loss | 8192-12288',  # does YaRN use the far context?
     'yarn_s1.5_zero-shot | base_L8192 | loss | 0-8192',              # YaRN's cost inside L
     'yarn_s1.5_zero-shot | base_L8192 | digits | passkey',           # finding a key 9-11.5k tokens back
 ])

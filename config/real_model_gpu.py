@@ -6,16 +6,16 @@
 # Self-Extend with knobs that show no unseen distance at 32,768: Self-Extend 2,047 + (32,768 - 2,048)/8 = 5,887 < L.
 # Read after config/real_model_cpu.py (its columns and margins are replaced here).
 ckpt = 'out/real-model-ft'
-rope_types = ','.join(['default', 'crop:form=sliding:sink=4', 'linear', 'yarn', 'ntk',
+rope_types = ','.join(['default', 'crop:form=sliding:sink=4:at=cache', 'linear', 'yarn', 'ntk',
                        'rerope:window=4096', 'self_extend:window=2048:group=8'])
 eval_len = 32768
 windows = 24
 key_lo, key_hi = 24000, 30000
 columns = '0-8192,8192-16384,16384-32768'
 family = '; '.join([
-    'base_L8192 | crop_w8192_sink4_sliding | loss | 16384-32768',
+    'base_L8192 | crop_w8192_sink4_cache_sliding | loss | 16384-32768',
     'yarn_s4_zero-shot | linear_s4_zero-shot | loss | 16384-32768',
-    'yarn_s4_zero-shot | crop_w8192_sink4_sliding | loss | 16384-32768',
+    'yarn_s4_zero-shot | crop_w8192_sink4_cache_sliding | loss | 16384-32768',
     'rerope_w4096_zero-shot | yarn_s4_zero-shot | loss | 16384-32768',
     'yarn_s2_ft50 | yarn_s4_zero-shot | loss | 16384-32768',             # does a short fine-tune at 16k help at 32k?
     'yarn_s4_zero-shot | base_L8192 | digits | passkey',
