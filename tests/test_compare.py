@@ -296,3 +296,27 @@ def test_against_pairs_an_eval_with_committed_arms_of_other_evals(tmp_path):
     assert not (other / 'against.json').exists()
     with pytest.raises(ConfigError, match="has no arm 'nope'"):
         A.main([f'--eval={mine}', f'--against={ape}:nope'])
+
+
+def test_like_for_like_recomputes_the_committed_table_and_reads_size_as_part_of_the_word(monkeypatch, capsys):
+    """lab.verdicts.like_for_like: the committed table recomputes from the three committed summaries (--check); the
+    real model's declared rows appear once each, the crop rows against the cache-position crop on both sides, the
+    passkey rows 'not measured on the miniature'; the lesson word counts 'inside the margin'; a missing summary is
+    one line naming it."""
+    from badinput import assert_refused, call
+    from lab.verdicts import like_for_like as F
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    assert F.main(['--check']) == 0
+    rows = json.load(open(os.path.join(root, F.OUT + '.json'), encoding='utf-8'))
+    assert len(rows) == 12 and {r['outcome'] for r in rows if r['kind'] == 'digits'} == {'not measured on the miniature'}
+    by = {(r['a'], r['b'], r['at']): r for r in rows}
+    assert by[('YaRN', 'PI', 'past L')]['outcome'] == 'kept' and by[('YaRN', 'PI', 'past L')]['mini']['column'] == '128-192'
+    assert by[('as trained', 'crop', 'past L')]['real']['column'] == '10240-12288'
+    side = lambda v, m=False: dict(verdict=v, inside_margin=m)  # noqa: E731
+    assert F.lesson(side('worse'), side('worse', True)) == 'moved'  # a size change is a change
+    assert F.lesson(side('worse', True), side('better', True)) == 'both inside the margin'
+    assert F.lesson(side('worse'), side('better')) == 'reversed'
+    assert F.lesson(side('better'), side('unresolved')) == 'unresolved'
+    assert F.lesson(side('equivalent'), side('equivalent')) == 'kept'
+    monkeypatch.setattr(F, 'MINI', 'assets/studies/no_such_study/summary.json')
+    assert_refused(*call(F.main, [], capsys), ['no_such_study/summary.json', 'not found'])

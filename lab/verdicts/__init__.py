@@ -10,5 +10,6 @@ From numbers to words (numpy, scipy and the standard library only; no torch):
   summary_md    summary.md and bases.md, the tables a person reads, from summary.json / bases.json
   claims        the record behind each claim of README.md and docs/results.md (python -m lab.verdicts.claims)
   agreement     do two runs of one eval reach the same verdicts? (python -m lab.verdicts.agreement a.json b.json)
-  side_by_side  the miniature's verdicts beside the real model's: kept, reversed, unresolved
+  side_by_side  the miniature's verdicts (s = 8) beside the earlier 2-window real-model eval's (s = 1.5): its record
+  like_for_like the real model's declared family beside the miniature's same contrasts at the same factor (s = 1.5)
 """
