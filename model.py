@@ -121,12 +121,25 @@ def sinusoidal_table(positions, n_embd, device=None):
     pe[..., 1::2] = torch.cos(pos * inv)
     return pe
 
-def allowed(i, n_keys, window=None, chunk=None):
-    """Which keys 0..n_keys-1 the queries at positions i (a tensor) may see: j <= i, and i - j < window if set, and
+def allowed(i, n_keys, window=None, chunk=None, first=0):
+    """Which keys first..n_keys-1 the queries at positions i (a tensor) may see: j <= i, and i - j < window if set, and
     i // chunk == j // chunk if set (chunked local attention: the keys start again at every chunk edge)."""
-    j, i = torch.arange(n_keys, device=i.device), i[..., None]
+    j, i = torch.arange(first, n_keys, device=i.device), i[..., None]
     ok = (j <= i) & ((j > i - window) if window else True)
     return ok & (j // chunk == i // chunk) if chunk else ok
+
+def local_attention(q, k, v, window, chunk, dropout_p=0.0, block=512):
+    """Causal SDPA in a window or chunk with no T x T mask: each block of queries s..e-1 against only the keys
+    lo..e-1 its first query can reach (a later query reaches no further back), masked inside that slice. Exact (the
+    keys outside the slice are masked for the whole block), differentiable, about T x (block + window) scores."""
+    ys = []
+    for s in range(0, q.size(2), block):
+        e = min(s + block, q.size(2))
+        lo = max(s - window + 1 if window else 0, s // chunk * chunk if chunk else 0)
+        mask = allowed(torch.arange(s, e, device=q.device), e, window, chunk, first=lo)
+        ys.append(F.scaled_dot_product_attention(q[:, :, s:e], k[:, :, lo:e], v[:, :, lo:e], attn_mask=mask,
+                                                 dropout_p=dropout_p))
+    return torch.cat(ys, 2)
 
 def rotate(q, k, rope):
     """q and k rotated by rope = (cos, sin) float32 tables; unchanged when rope is None (no RoPE)."""
@@ -166,9 +179,10 @@ class CausalSelfAttention(nn.Module):
         p = self.dropout if self.training else 0.0
         if at is None and self.window is None and self.chunk is None:
             return F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=p)
-        i = torch.arange(k.size(2), device=k.device) if at is None else at[:, None, :]
-        mask = allowed(i, k.size(2), self.window, self.chunk)
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+        if at is not None:
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed(at[:, None, :], k.size(2), self.window,
+                                                                             self.chunk), dropout_p=p)
+        return local_attention(q, k, v, self.window, self.chunk, p)
 
     def forward(self, x, rope, attend=None):
         B, T, C = x.size()

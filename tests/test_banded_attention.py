@@ -143,3 +143,45 @@ def test_cache_positions_fused_equal_their_scores_and_stay_inside_the_window(kw)
     assert crop_name(parse_crop('crop:form=sliding:sink=4:at=cache', 64)[0]) == 'crop w=64 sink=4 cache (sliding)'
     with pytest.raises(ValueError, match="'cache' needs sink >= 1"):
         parse_crop('crop:form=sliding:at=cache', 64)
+
+
+@pytest.mark.parametrize('window,chunk', [(5, None), (1, None), (49, None), (None, 7), (None, 12), (10, 7), (60, 12)])
+@pytest.mark.parametrize('block', [4, 16, 64])
+def test_model_local_attention_is_the_masked_softmax_with_its_gradient(qkv, window, chunk, block):
+    """model.local_attention (a windowed or chunked layer's own path, no T x T mask, training included): each query
+    block against only the keys its first query reaches equals the full-mask softmax, and so do q, k, v's gradients."""
+    from model import allowed, local_attention
+    q, k, v = (t.clone().requires_grad_() for t in qkv)
+    T = q.size(2)
+    mask = allowed(torch.arange(T), T, window, chunk)
+    want, _ = reference(q, k, v, mask)
+    got = local_attention(q, k, v, window, chunk, block=block)
+    assert (got - want).abs().max() < 1e-10
+    g = torch.randn_like(want)
+    dw = torch.autograd.grad((want * g).sum(), (q, k, v))
+    dg = torch.autograd.grad((got * g).sum(), (q, k, v))
+    assert max((a - b).abs().max().item() for a, b in zip(dw, dg)) < 1e-10
+
+
+def test_a_windowed_model_runs_its_blocks_and_keeps_its_logits():
+    """A model with a windowed and a chunked layer at T = 300 with 64-query blocks gives the logits of the same
+    model attending through the full mask (the path before issue 58)."""
+    import functools
+
+    import model as M
+    torch.manual_seed(0)
+    cfg = GPTConfig(block_size=64, vocab_size=50, n_layer=2, n_head=2, n_embd=32, layers='rope:w=16,rope:c=24')
+    net = GPT(cfg).double().eval()
+    x = torch.randint(0, 50, (1, 300))
+    full = lambda q, k, v, window, chunk, dropout_p=0.0, block=0: torch.nn.functional.scaled_dot_product_attention(  # noqa: E731
+        q, k, v, attn_mask=M.allowed(torch.arange(q.size(2)), k.size(2), window, chunk))
+    old = M.local_attention
+    blocks = functools.partial(old, block=64)
+    try:
+        M.local_attention = full
+        want = net(x)[0]
+        M.local_attention = blocks
+        got = net(x)[0]
+    finally:
+        M.local_attention = old
+    assert (got - want).abs().max() < 1e-9
