@@ -21,7 +21,9 @@ def from_hf(d):
     partial_rotary_factor inside), or a whole config.json, read as transformers 5 reads it: rope_scaling wins
     over rope_parameters; rope_theta / rotary_emb_base and partial_rotary_factor / rotary_pct may sit at the top
     (a gpt_neox config without one rotates 25%: refused); max_position_embeddings is L for 'dynamic' and fills
-    a missing original_max_position_embeddings (yarn, llama3, longrope) and factor (yarn, longrope)."""
+    a missing original_max_position_embeddings (yarn, llama3, longrope) and factor (yarn, longrope, as M / L); a
+    top-level original_max_position_embeddings (Phi-3 and 3.5 keep it there) is L for yarn, llama3 and longrope,
+    ahead of the rope dict's, as transformers 5 standardizes it (PreTrainedConfig.standardize_rope_params)."""
     if not isinstance(d, dict):
         raise ValueError(f"a Hugging Face rope config must be a dict, got {type(d).__name__}")
     if 'rope_type' not in d and 'type' not in d and any(k in d for k in HF_CONFIG_KEYS):
@@ -38,12 +40,15 @@ def from_hf(d):
         if d.get('model_type') == 'gpt_neox':
             rp.setdefault('partial_rotary_factor', 0.25)  # GPTNeoXConfig's default
         t, M = rp.get('rope_type', rp.get('type', 'default')), d.get('max_position_embeddings')
+        top_L = d.get('original_max_position_embeddings')
         if M is not None and t == 'dynamic':
             rp['original_max_position_embeddings'] = M  # transformers' dynamic NTK reads L from here only
+        elif t in ('yarn', 'llama3', 'longrope') and top_L is not None:
+            rp['original_max_position_embeddings'] = top_L  # Phi-3/3.5 keep L at the top; transformers 5 reads it first
         elif M is not None and t in ('yarn', 'llama3', 'longrope'):
             rp.setdefault('original_max_position_embeddings', M)
-            if t != 'llama3' and 'factor' not in rp:
-                rp['factor'] = M / rp['original_max_position_embeddings']
+        if M is not None and t in ('yarn', 'longrope') and 'factor' not in rp:
+            rp['factor'] = M / rp['original_max_position_embeddings']
         d = rp
     sc, theta = _hf_rope_dict(d)
     sc = check_scaling(sc)
