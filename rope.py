@@ -2,6 +2,7 @@
 RoPE and the ways to stretch it past the training length L, as small pure functions, in the order of the story:
 the rotation, then plain RoPE -> PI -> NTK-aware -> Dynamic NTK -> NTK-by-parts -> YaRN (+ its temperature) ->
 Dynamic YaRN -> Llama 3.1 -> LongRoPE. The table that names them (ROPE_SCALING) is in rope_config.py.
+At the end, four variants that only the inference engines ship (vLLM, SGLang), each with the file it was read from.
 
 Notation: head dim d (even), pair i = 0 .. d/2-1, base b, training length L, scale s = L'/L >= 1, current length l.
 Plain RoPE turns pair i by m*theta_i at position m, theta_i = b^(-2i/d). Wavelength lambda_i = 2*pi/theta_i;
@@ -222,3 +223,41 @@ def clipped_inv_freq(head_dim, base, max_wavelength):
     """Clipped RoPE (FoPE, HoPE): theta_i = 0 where the wavelength exceeds max_wavelength (L): the pairs that never
     turned once in training stop instead of being squeezed. d = 32, L = 128: pairs 6-15 (critical_dimension's 12 dims)."""
     return partial_inv_freq(head_dim, base, int((wavelengths(head_dim, base) <= max_wavelength).sum()))
+
+# --------------------------------------------------------------------------- engine-only variants (vLLM, SGLang)
+
+def yarn_log_inv_freq(head_dim, base, s, L, beta_fast=32.0, beta_slow=1.0):
+    """Grok's 'yarn_log' (SGLang python/sglang/srt/models/grok.py, ScalingRotaryEmbedding, read at commit 031ad4ce;
+    vLLM's grok1_scaling_rope.py is the same): YaRN's ramp, but the kept theta_i and PI's theta_i/s are blended in log
+    space, ln theta'_i = (1-ramp_i) ln theta_i + ramp_i ln(theta_i/s), i.e. theta'_i = theta_i / s^ramp_i: the same
+    ends as yarn_inv_freq, the ramp pairs squeezed more (a geometric mean, not an arithmetic one). (low, high) from
+    yarn_correction_range, always truncated; low == high moves low down by 0.001 (HF's yarn moves high up), so the
+    edge pair is PI's here. No temperature: the engine computes mscale and leaves it off cos/sin."""
+    low, high = yarn_correction_range(head_dim, base, L, beta_fast, beta_slow)
+    if high <= low:
+        low = high - 0.001
+    ramp = _ramp(torch.arange(head_dim // 2, dtype=torch.float64), low, high)
+    return plain_inv_freq(head_dim, base) / s ** ramp
+
+def telechat3_mscale(s):
+    """TeleChat3's YaRN temperature (vLLM vllm/model_executor/layers/rotary_embedding/telechat3_scaling_rope.py,
+    TeleChat3RoPEScaledRotaryEmbedding, read at commit d5a17e05): 0.07*ln(s) + 1 (1 for s <= 1), YaRN's 0.1 made 0.07;
+    1.1455609 at s=8. Its frequencies are YaRN's (yarn_inv_freq). It keeps YaRN's cos/sin cache, which multiplies cos
+    AND sin by it (yarn_scaling_rope.py), so the logit grows by its square, as with yarn_mscale."""
+    return 1.0 if s <= 1 else 0.07 * math.log(s) + 1.0
+
+def ntk_mixed_inv_freq(head_dim, base, s, mixed_b=1.0):
+    """NTK-mixed (Su 2023, kexue.fm/archives/9706; vLLM's 'ntk' with mixed_b, vllm/model_executor/layers/rotary_embedding/
+    ntk_scaling_rope.py, read at commit 91b4f8fb): theta'_i = theta_i / lambda_m with lambda_m = exp(a*m^b), m = i+1
+    (pairs counted from 1), a = ln(s)/(d/2)^b, b = mixed_b; the base stays b. The last pair (m = d/2) gets lambda = s,
+    PI's; pair 0 gets s^((2/d)^b), not 1. b = 1 is vLLM's 'ntk' without mixed_b, theta_i * s^(-2(i+1)/d) (not
+    ntk_inv_freq, which keeps pair 0); a smaller b squeezes the early pairs more (b -> 0: PI), a larger b less."""
+    m = torch.arange(1, head_dim // 2 + 1, dtype=torch.float64)
+    return plain_inv_freq(head_dim, base) / torch.exp(math.log(s) / (head_dim / 2) ** mixed_b * m ** mixed_b)
+
+def ntk_alpha_inv_freq(head_dim, base, alpha):
+    """Hunyuan's alpha-NTK (vLLM DynamicNTKAlphaRotaryEmbedding, vllm/model_executor/layers/rotary_embedding/
+    dynamic_ntk_alpha_rope.py, read at commit a42938c2; SGLang's rope_variant.py the same): b' = b * alpha^(d/(d-2)),
+    theta'_i = b'^(-2i/d): NTK-aware with alpha set by hand in place of s (Hunyuan: {'type': 'dynamic', 'alpha': 1000,
+    'factor': 1}). Static despite the name: both engines build the cos/sin table once and never recompute it."""
+    return ntk_inv_freq(head_dim, base, alpha)

@@ -13,8 +13,9 @@ from typing import Callable, NamedTuple, Optional
 import torch
 
 from rope import (abf_inv_freq, clipped_inv_freq, dynamic_inv_freq, dynamic_yarn_scale, linear_inv_freq, llama3_inv_freq,
-                  longrope_attention_factor, longrope_inv_freq, neox_partial_inv_freq, ntk_by_parts_inv_freq, ntk_inv_freq,
-                  plain_inv_freq, proportional_inv_freq, yarn_attention_factor, yarn_inv_freq)
+                  longrope_attention_factor, longrope_inv_freq, neox_partial_inv_freq, ntk_alpha_inv_freq,
+                  ntk_by_parts_inv_freq, ntk_inv_freq, ntk_mixed_inv_freq, plain_inv_freq, proportional_inv_freq,
+                  telechat3_mscale, yarn_attention_factor, yarn_inv_freq, yarn_log_inv_freq)
 
 # --------------------------------------------------------------------------- the one table of rope types
 
@@ -56,6 +57,15 @@ def check_masks(c):
     for k, ok, want in (('new_base', c.get('new_base', 2) > 1, "must be > 1 (the raised base b'; 1e6 as in Qwen 2)"),
                         ('partial_rotary_factor', 0 <= c.get('partial_rotary_factor', 0) <= 1, "must be in [0, 1]"),
                         ('max_wavelength', c.get('max_wavelength', 1) > 0, "must be > 0 (tokens; default L)")):
+        if not ok:
+            return k, want
+
+def check_engine_ntk(c):
+    """ntk_mixed: mixed_b >= 0 (lambda_m = exp(a*m^b) then grows with the pair); ntk_alpha: alpha >= 1 (it raises the base)."""
+    for k, ok, want in (('mixed_b', c.get('mixed_b', 1) >= 0, "must be >= 0 (lambda_m = exp(a*m^b) grows with the pair m; "
+                                                              "0 is PI, 1 is vLLM's 'ntk' without mixed_b)"),
+                        ('alpha', c.get('alpha', 1) >= 1, "must be >= 1 (b' = b*alpha^(d/(d-2)) raises the base; 1 is "
+                                                          "plain RoPE, Hunyuan ships 1000)")):
         if not ok:
             return k, want
 
@@ -111,6 +121,16 @@ ROPE_SCALING = {
                              {'partial_rotary_factor': (float, 1.0)}, check_masks, needs_L=False, factor=1.0),
     'clip': RopeType(lambda d, b, L, c, **_: (clipped_inv_freq(d, b, c.get('max_wavelength', L)), 1.0),
                      {'max_wavelength': (float, None)}, check_masks, factor=1.0),  # theta' does not use the factor
+    # engine-only variants (rope.py's last section): static, as vLLM and SGLang build them
+    'yarn_log': RopeType(lambda d, b, s, L, c, **_: (yarn_log_inv_freq(d, b, s, L, c['beta_fast'], c['beta_slow']), 1.0),
+                         BANDS, check_bands),  # Grok: no truncate key, no temperature on cos/sin
+    'yarn_telechat': RopeType(lambda d, b, s, L, c, **_: (yarn_inv_freq(d, b, s, L, c['beta_fast'], c['beta_slow'],
+                                                                        c['truncate']), telechat3_mscale(s)),
+                              {**BANDS, 'truncate': (bool, True), **PLACEMENT}, check_bands),  # 0.07 is the class's
+    'ntk_mixed': RopeType(lambda d, b, s, c, **_: (ntk_mixed_inv_freq(d, b, s, c['mixed_b']), 1.0),
+                          {'mixed_b': (float, 1.0)}, check_engine_ntk, needs_L=False),  # 1: vLLM's plain 'ntk'
+    'ntk_alpha': RopeType(lambda d, b, c, **_: (ntk_alpha_inv_freq(d, b, c['alpha']), 1.0), {'alpha': (float, 1000.0)},
+                          check_engine_ntk, needs_L=False, factor=1.0),  # Hunyuan's alpha; theta' does not use the factor
 }
 
 
@@ -347,7 +367,7 @@ def rope_inv_freq(head_dim, base=10000.0, scaling=None, seq_len=None, rotary_dim
         raise ValueError(f"seq_len = {seq_len!r}: must be >= 0 (the current sequence length)")
     sc = check_scaling(scaling, base) or {'rope_type': 'default'}
     t = sc['rope_type']
-    if t in ('ntk', 'dynamic') and head_dim < 4:
+    if t in ('ntk', 'dynamic', 'ntk_alpha') and head_dim < 4:
         raise ValueError(f"head_dim = {head_dim}: rope_type {t!r} needs head_dim >= 4 (b' uses d/(d-2))")
     inv, af = scaled_theta(head_dim, base, sc, seq_len)
     return inv.to(torch.float32), float(af)

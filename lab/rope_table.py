@@ -35,7 +35,7 @@ def main(argv=None):
         if any(typ is list for typ, _ in type_keys(t).values()):
             continue  # longrope: searched factors, no formula to show (search_longrope.py)
         sc = {'rope_type': t, 'factor': 1.0 if t in DYNAMIC_TYPES else s, 'original_max_position_embeddings': L}
-        if t in ('ntk_by_parts', 'yarn', 'dynamic_yarn'):
+        if 'beta_fast' in type_keys(t):  # ntk_by_parts and the YaRNs
             sc.update(beta_fast=a.beta_fast, beta_slow=a.beta_slow)
         if t == 'proportional':  # p-RoPE as Gemma 4 ships it, over plain RoPE (p = 1 with s is PI)
             sc.update(partial_rotary_factor=0.25, factor=1.0)
@@ -46,7 +46,8 @@ def main(argv=None):
     lam, rot = wavelengths(d, b).tolist(), rotations_within(d, b, L).tolist()
     print(f"head_dim={d} base={b:g} L={L} s={s:g}; dynamic types at l={l} with factor 1; "
           f"bands: high r>{a.beta_fast:g}, low r<{a.beta_slow:g}; theta'/theta (1 = kept, {1 / s:.3f} = PI)")
-    short = {'ntk_by_parts': 'by_parts', 'dynamic_yarn': 'dyn_yarn', 'abf': 'abf 1e6', 'proportional': 'p=0.25'}
+    short = {'ntk_by_parts': 'by_parts', 'dynamic_yarn': 'dyn_yarn', 'abf': 'abf 1e6', 'proportional': 'p=0.25',
+             'yarn_telechat': 'yarn_tc3', 'ntk_mixed': 'ntk_mix', 'ntk_alpha': 'α=1000'}
     print(f"{'pair':>4} {'wavelen':>9} {'turns/L':>8} {'band':<6}" + ''.join(f"{short.get(t, t):>9}" for t, *_ in cols))
     for i in range(d // 2):
         print(f"{i:>4} {lam[i]:>9.1f} {rot[i]:>8.2f} {band[i]:<6}" + ''.join(f"{r[i]:>9.3f}" for _, r, _ in cols))

@@ -28,16 +28,16 @@ KINDS = {  # file -> {name: kind}; a name not listed is an error, 'story' is wri
         'ntk_inv_freq dynamic_inv_freq _ramp _blend ntk_by_parts_inv_freq yarn_correction_range yarn_inv_freq '
         'yarn_mscale yarn_attention_factor dynamic_yarn_scale llama3_inv_freq longrope_inv_freq longrope_start_tokens '
         'longrope_attention_factor base_bound abf_inv_freq partial_inv_freq proportional_inv_freq neox_partial_inv_freq '
-        'clipped_inv_freq').split()},
+        'clipped_inv_freq yarn_log_inv_freq telechat3_mscale ntk_mixed_inv_freq ntk_alpha_inv_freq').split()},
     'rope_config.py': dict(
-        check_bands=V, check_yarn=V, check_llama3=V, check_longrope=V, check_masks=V, longrope_theta='story', yarn_theta='story',
+        check_bands=V, check_yarn=V, check_llama3=V, check_longrope=V, check_masks=V, check_engine_ntk=V, longrope_theta='story', yarn_theta='story',
         RopeType='story', BANDS='story', PLACEMENTS='story', PLACEMENT='story', YARN='story', ROPE_SCALING='story', ROPE_TYPES='story', DYNAMIC_TYPES='story',
         COMMON_KEYS='story', type_keys=P, all_type_keys=P, _check_factors=V, check_scaling=V, HF_ONLY_KEYS=X,
         _number=X, _hf_rope_dict=X, is_dynamic='story', rope_inv_freq='story',
         scaled_theta='story', LayerSpec='story', LAYER_KINDS='story', SCALE_LAYERS='story',
         parse_layers='story', scaled_layers='story'),
     'model.py': {**{n: 'story' for n in (
-        'POS_EMBS GPTConfig layer_specs rope_groups SINUSOIDAL_SCALE sinusoidal_table allowed rotate CausalSelfAttention CausalSelfAttention.__init__ '
+        'POS_EMBS GPTConfig layer_specs rope_groups SINUSOIDAL_SCALE sinusoidal_table allowed local_attention rotate CausalSelfAttention CausalSelfAttention.__init__ '
         'CausalSelfAttention.qkv CausalSelfAttention.attend CausalSelfAttention.forward MLP MLP.__init__ MLP.forward '
         'NORMS MLPS SwiGLU SwiGLU.forward RMSNorm RMSNorm.__init__ RMSNorm.forward norm '
         'Block Block.__init__ Block.forward GPT GPT.__init__ GPT._init_weights GPT.get_num_params GPT.head_dim '

@@ -92,12 +92,14 @@ def test_cli_view(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2 + 32 + 3 and lines[1].split()[4:] == ['default', 'linear', 'ntk', 'abf', '1e6', 'dynamic',
                                                                  'by_parts', 'yarn', 'dyn_yarn', 'llama3', 'p=0.25',
-                                                                 'clip']
+                                                                 'clip', 'yarn_log', 'yarn_tc3', 'ntk_mix', 'α=1000']
     assert lines[-1].endswith('b = 10000 suffices up to L\' = 1,996')  # Men et al.'s bound: (1e4 / 0.0424)^(1/1.628)
     assert lines[2].split()[:4] == ['0', '6.3', '40.74', 'high'] and lines[-4].split()[3] == 'low'
     last = lines[-4].split()[4:]  # last pair: every scaled type is PI there; abf's b' = 1e6 turns it 100^(-62/64)
-    assert last == ['1.000', '0.250', '0.250', '0.012'] + ['0.250'] * 5 + ['0.000', '0.000']  # p-RoPE, clip: stopped
-    assert lines[-3].split()[-5:] == ['1.139', '1.139', '1.000', '1.000', '1.000']  # yarn, dynamic yarn mscale(4)
+    assert last == ['1.000', '0.250', '0.250', '0.012'] + ['0.250'] * 5 + ['0.000', '0.000'] + ['0.250'] * 3 + ['0.001']
+    # (p-RoPE, clip: stopped; ntk_alpha: alpha = 1000 divides the last pair by alpha, as NTK at s = alpha)
+    assert lines[-3].split()[-9:] == ['1.139', '1.139', '1.000', '1.000', '1.000', '1.000', '1.097', '1.000', '1.000']
+    # (yarn, dynamic yarn: mscale(4) = 0.1 ln 4 + 1; TeleChat3's yarn: 0.07 ln 4 + 1)
     with pytest.raises(ValueError, match='head_dim'):
         lab.rope_table.main(['--head_dim', '63'])
 
@@ -144,7 +146,7 @@ def test_one_table_drives_types_and_keys():
     assert set(all_type_keys()) == {'beta_fast', 'beta_slow', 'truncate', 'mscale', 'mscale_all_dim',
                                     'attention_factor', 'low_freq_factor', 'high_freq_factor', 'short_factor',
                                     'long_factor', 'start_token_idx', 'new_base', 'partial_rotary_factor',
-                                    'max_wavelength', 'attention_factor_on'}
+                                    'max_wavelength', 'attention_factor_on', 'mixed_b', 'alpha'}
 
 
 @pytest.mark.parametrize('mscale, mscale_all_dim', [(0.0, 1.0), (1.0, 0.0), (0.0, 0.0)])

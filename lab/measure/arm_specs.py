@@ -104,7 +104,8 @@ def scaling_name(sc):
         return 'default'
     greek = {'beta_fast': 'β_fast', 'beta_slow': 'β_slow', 'new_base': "b'", 'partial_rotary_factor': 'p',
              'max_wavelength': 'λ_max'}
-    shown = {**({'new_base': sc['new_base']} if sc['rope_type'] == 'abf' else {}), **scaling_extras(sc)}  # b' always
+    always = {'abf': 'new_base', 'ntk_alpha': 'alpha'}.get(sc['rope_type'])  # the setting that is the method: shown
+    shown = {**({always: sc[always]} if always else {}), **scaling_extras(sc)}
     on = shown.pop('attention_factor_on', 'all')  # where the attention factor goes: 'rotary' names the arm
     num = lambda k, v: f"{v:.3g}".replace('e+0', 'e').replace('e+', 'e') if k == 'new_base' else f"{v:g}"  # b'=1e6
     extras = ''.join(f" {greek.get(k, k)}={v}" if isinstance(v, (bool, str)) else f" {greek.get(k, k)}={num(k, v)}"
