@@ -47,10 +47,11 @@ GPT_OSS = dict(model_type='gpt_oss', hidden_size=2880, head_dim=64, num_attentio
                layer_types=['sliding_attention', 'full_attention'] * 12, num_local_experts=32,
                rope_scaling=dict(beta_fast=32.0, beta_slow=1.0, factor=32.0, original_max_position_embeddings=4096,
                                  rope_type='yarn', truncate=False))
-LLAMA4 = dict(model_type='llama4_text', hidden_size=5120, head_dim=128, num_attention_heads=40, num_key_value_heads=8,
+LLAMA4 = dict(model_type='llama4_text',  # Scout's text config: llama3 with low = high = 1 (a step)
+              hidden_size=5120, head_dim=128, num_attention_heads=40, num_key_value_heads=8,
               num_hidden_layers=48, max_position_embeddings=10485760, rope_theta=500000.0, attention_chunk_size=8192,
               attn_temperature_tuning=True, floor_scale=8192, attn_scale=0.1, no_rope_layer_interval=4,
-              rope_scaling=dict(factor=16.0, high_freq_factor=4.0, low_freq_factor=1.0,
+              rope_scaling=dict(factor=16.0, high_freq_factor=1.0, low_freq_factor=1.0,
                                 original_max_position_embeddings=8192, rope_type='llama3'))
 MINISTRAL3 = dict(model_type='ministral3', hidden_size=4096, head_dim=128, num_attention_heads=32, num_key_value_heads=8,
                   num_hidden_layers=34, max_position_embeddings=262144,

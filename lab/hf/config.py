@@ -106,7 +106,7 @@ def from_hf_layers(d, n_layer=None):
     two different scalings have none. Llama 4's chunked_attention layers (a query sees only the keys of its own chunk
     of attention_chunk_size tokens) become chunked layers ('rope:c=8192'), its NoPE ones global ('nope'), and its
     scaling (llama3) applies to every RoPE layer: Scout's layers read as '3*rope:c=8192:base=500000.0,nope' x 12 (its
-    llama3 dict, low_freq_factor = high_freq_factor = 1.0, is refused by rope_config's check_llama3: low < high)."""
+    llama3 dict, low_freq_factor = high_freq_factor = 1.0, is a step at wavelength L: rope.llama3_inv_freq)."""
     if not isinstance(d, dict):
         raise ValueError(f"a Hugging Face config must be a dict, got {type(d).__name__}")
     d = d['text_config'] if isinstance(d.get('text_config'), dict) else d  # Llama 4 / Gemma 3 nest the text model
