@@ -160,7 +160,7 @@ def test_per_layer_forms_are_read_layer_by_layer():
 
 
 def test_the_temperatures_transformers_applies_in_the_attention():
-    """DeepSeek-V3: softmax scale x (0.1 ln 40 + 1)^2 = 1.8279 (the cos/sin factor is 1: mscale / mscale_all_dim);
+    """DeepSeek-V3: softmax scale x (0.1 ln 40 + 1)^2 = 1.8739 (the cos/sin factor is 1: mscale / mscale_all_dim);
     Ministral 3: queries x (1 + 0.1 ln(1 + floor(p / 16,384)))."""
     (where, what, v), = describe(DEEPSEEK_V3)['temperatures']
     assert where == 'softmax scale' and abs(v - (0.1 * __import__('math').log(40) + 1) ** 2) < 1e-12

@@ -28,6 +28,7 @@ import sys
 
 from lab.engine.cli import cli
 from lab.hf.config import from_hf, from_hf_layers
+from lab.hf.engines import ENGINES, applies, readings
 from rope import critical_dimension, plain_inv_freq, yarn_mscale
 from rope_config import parse_layers, rope_inv_freq, scaled_layers
 
@@ -210,7 +211,6 @@ def describe(d, name='config.json'):
 
 def engine_readings(d):
     """[(engine, Reading or None, [warnings])] for the config's rope type, every engine of lab/hf/engines.py."""
-    from lab.hf.engines import ENGINES, readings
     t = text_config(d)
     rp = rope_dict(t)
     per_type = rp and all(isinstance(v, dict) for v in rp.values())
@@ -227,16 +227,10 @@ def engine_readings(d):
 
 
 def warnings(row, fields, top):
-    """The row's warnings whose condition the config meets: 'always', 'has:<f>' (the rope dict has f), 'top:<f>' (the
-    config's top level has f), 'lacks:<f>' (the rope dict lacks f); and the fields the engine does not read."""
+    """The row's warnings whose condition the config meets (lab.hf.engines.applies), and the fields it does not read."""
     if row is None:
         return ['no row in lab/hf/engines.py: the lab has not read how this engine treats this type']
-    out = []
-    for cond, msg in row.warn:
-        kind, _, f = cond.partition(':')
-        if (kind == 'always' or (kind == 'has' and f in fields) or (kind == 'top' and top.get(f) is not None)
-                or (kind == 'lacks' and f not in fields)):
-            out.append(msg)
+    out = [msg for cond, msg in row.warn if applies(cond, fields, top)]
     ignored = sorted(fields - set(row.reads) - {'rope_type', 'type', 'rope_theta', 'partial_rotary_factor'})
     if row.supported and ignored:
         out.append(f"does not read {', '.join(ignored)}")
