@@ -190,3 +190,17 @@ def test_inspect_command_prints_each_layer_kind_and_refuses_bad_input_in_one_lin
     (tmp_path / 'list.json').write_text('[1]')
     assert_refused(*call(I.main, [tmp_path / 'list.json'], capsys), ['list.json'])
     assert_refused(*call(I.main, [tmp_path / 'none.json'], capsys), ['none.json', 'not found'])
+
+
+def test_the_engines_names_for_the_engine_only_types():
+    """Hunyuan's {'type': 'dynamic', 'alpha': 1000} reads as ntk_alpha (b' = b 1000^(d/(d-2)), static); vLLM's 'ntk'
+    as ntk_mixed (b = 1: pair 0 squeezed by s^(2/d))."""
+    from lab.hf.config import from_hf
+    sc, theta = from_hf(dict(SMALL, rope_scaling=dict(type='dynamic', alpha=1000.0, factor=1.0)))
+    assert sc['rope_type'] == 'ntk_alpha' and sc['alpha'] == 1000.0 and theta == 10000.0
+    g, = describe(dict(SMALL, rope_scaling=dict(type='dynamic', alpha=1000.0, factor=1.0)))['groups']
+    d = 64
+    want = (10000.0 * 1000.0 ** (d / (d - 2))) ** (-2 / d)  # pair 1 at the raised base (float32 tables)
+    assert abs(g['inv_freq'][1] / want - 1) < 1e-6
+    sc, _ = from_hf(dict(rope_type='ntk', factor=4.0))
+    assert sc['rope_type'] == 'ntk_mixed' and sc['mixed_b'] == 1.0

@@ -50,9 +50,20 @@ def from_hf(d):
         if M is not None and t in ('yarn', 'longrope') and 'factor' not in rp:
             rp['factor'] = M / rp['original_max_position_embeddings']
         d = rp
-    sc, theta = _hf_rope_dict(d)
+    sc, theta = _hf_rope_dict(engine_type(d))
     sc = check_scaling(sc)
     return (None if sc['rope_type'] == 'default' else sc), theta
+
+
+def engine_type(rp):
+    """The engines' names for two of the lab's engine-only types (rope.py's last section), as vLLM and SGLang read
+    them: Hunyuan's {'type': 'dynamic', 'alpha': a} is ntk_alpha (static: both build its table once), and vLLM's
+    'ntk' (with or without mixed_b) is ntk_mixed (its b = 1 squeezes pair 0 too, unlike the lab's NTK-aware 'ntk')."""
+    t = rp.get('rope_type', rp.get('type'))
+    new = 'ntk_alpha' if t == 'dynamic' and rp.get('alpha') is not None else 'ntk_mixed' if t == 'ntk' else None
+    if new is None:
+        return rp
+    return dict({k: v for k, v in rp.items() if k not in ('type', 'rope_type')}, rope_type=new)
 
 
 def _whole(d, key, low=1):
