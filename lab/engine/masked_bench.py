@@ -2,6 +2,8 @@
 Masked attention at about the cost of causal attention (issue 58): one forward of a model at T through each masked
 arm's attention (the sink-kept crop, ReRoPE, Leaky ReRoPE, Self-Extend, DCA) against its causal forward, each arm in
 a process of its own so that its peak memory is its own; times are the median of `repeat` forwards after one warm-up.
+'layers:w=W' times model.py's own windowed layers (every layer given a window of W keys: model.local_attention), the
+path a windowed or chunked model takes with no arm.
 
     python -m lab.engine.masked_bench --ckpt=gguf:smollm2 --T=12288 --out=assets/studies/masked_bench/bench.json
 
@@ -25,8 +27,9 @@ from configurator import get_config
 from data.common import atomic_write_text
 from lab.engine.cli import cli
 
-ARMS = ('default', 'crop:form=sliding:sink=4', 'rerope:window=4096', 'leaky_rerope:window=4096:k=8',
-        'self_extend:window=2048:group=4', 'dca:chunk=6144:window=512')
+ARMS = ('default', 'crop:form=sliding:sink=4', 'crop:form=sliding:sink=4:at=cache', 'rerope:window=4096',
+        'leaky_rerope:window=4096:k=8', 'self_extend:window=2048:group=4', 'dca:chunk=6144:window=512',
+        'layers:w=4096')  # the last: every layer of the model made a windowed layer (model.local_attention)
 DEFAULTS = dict(ckpt='gguf:smollm2', T=12288, arms=','.join(ARMS), repeat=1, out='', arm='', threads=0)
 
 
@@ -41,10 +44,16 @@ def one_arm(cfg):
     from lab.measure.scoring import scoring_plan
     if cfg['threads']:
         torch.set_num_threads(cfg['threads'])
-    arms, _, T = plan_arms(dict(ARM_DEFAULTS, base=cfg['ckpt'], rope_types=cfg['arm'], eval_len=cfg['T']))
+    window = int(cfg['arm'][len('layers:w='):]) if cfg['arm'].startswith('layers:w=') else None
+    arms, _, T = plan_arms(dict(ARM_DEFAULTS, base=cfg['ckpt'], rope_types='default' if window else cfg['arm'],
+                                eval_len=cfg['T']))
     arm = arms[0]
     model = arm_model(arm, arm['runs'][0]['ckpt']).eval()
     attend = arm_form(model, arm, scoring_plan(model, T, 0), None, 1).attend
+    if window:  # the model's own windowed layers, no arm around them
+        for block in model.transformer.h:
+            block.attn.window = window
+        arm = dict(arm, name=f"every layer windowed, w={window}")
     x = torch.randint(0, model.config.vocab_size, (1, T), generator=torch.Generator().manual_seed(0))
     loaded = peak_mb()
     times = []
