@@ -3,7 +3,7 @@
 .DEFAULT_GOAL := help  # `make` alone lists the targets
 PY ?= $(shell command -v python >/dev/null && echo python || echo python3)
 
-.PHONY: quick demo install data train-copy finetune pose longrope eval train eval-test bases-test designs-test knobs eval-2048 pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases ape longrope-ref longrope4 drope nope-base hybrid-base word-copy-base word-copy-eval hybrid-w80-base hybrid-w80-eval hybrid-2g-base hybrid-2g-eval chunked-base local-global-base ssmax-base abf abf-matched longrope2 longrope2-in-step prope-base clip-base sinks-base sinks-seeds prope-seeds gated-base gated-eval fire-base cope-base fire-cope-eval neox-base placement-eval dca-window clip-sweep pairs frequencies frequency-bases temperature-knobs designs designs-2048 drope-eval scale-layers hybrid-eval chunked-eval own-crops gpu-check real-model-gpu real-model real-model-maps mini-s15 real-model-bench real-model-all real-model-core real-model-rest real-model-ntk real-model-dynamic real-model-rerope real-model-self-extend real-model-data test help
+.PHONY: quick demo install data train-copy finetune pose longrope eval train eval-test bases-test designs-test knobs eval-2048 pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases ape longrope-ref longrope4 drope nope-base hybrid-base word-copy-base word-copy-eval hybrid-w80-base hybrid-w80-eval hybrid-2g-base hybrid-2g-eval chunked-base local-global-base ssmax-base abf abf-matched longrope2 longrope2-in-step prope-base clip-base sinks-base sinks-seeds prope-seeds gated-base gated-eval fire-base cope-base fire-cope-eval neox-base placement-eval dca-window clip-sweep pairs frequencies engine-variants frequency-bases temperature-knobs designs designs-2048 drope-eval scale-layers hybrid-eval chunked-eval own-crops gpu-check real-model-gpu real-model real-model-maps mini-s15 real-model-bench real-model-all real-model-core real-model-rest real-model-ntk real-model-dynamic real-model-rerope real-model-self-extend real-model-data test help
 
 ##@ story: the story in minutes
 
@@ -277,6 +277,9 @@ pairs:                # which pairs each arm uses: every rotary pair's share of 
 
 frequencies:          # the frequency designs under one protocol on the 32 dev windows at T = 1024: clipped and p-RoPE zero-shot, DCA beside ReRoPE / Self-Extend, ABF beside PI / YaRN, LongRoPE2's 2 x 2, the p-RoPE, clipped and sink bases; every arm also against its own crop (needs make demo, abf, longrope2)
 	$(PY) eval.py config/eval_frequencies_cpu.py
+
+engine-variants:      # the engine-only rope types (Grok's yarn_log, TeleChat3's YaRN, vLLM's NTK-mixed) beside YaRN and NTK-aware: 32 dev windows at T = 1024 (needs make demo's base)
+	$(PY) eval.py config/eval_engine_variants_cpu.py
 
 frequency-bases:      # the p-RoPE, clipped and sink bases beside the demo's; then each against its own crop, the p-RoPE base with its rotating pairs PI'd (Gemma 4's factor 8), the sink base with YaRN (needs make demo, prope-base, clip-base, sinks-base)
 	$(PY) eval.py config/eval_frequency_bases_cpu.py

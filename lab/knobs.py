@@ -8,6 +8,12 @@ eval_frequencies_cpu.py.
     python -m lab.knobs --L=128 --T=1024 --head_dim=32 --base=10000
     python -m lab.knobs --config=path/to/config.json --T=32768   # L, base and head dim from a Hugging Face config
     python -m lab.knobs --ckpt=gguf:smollm2 --T=12288 --json=True  # or a run folder, gguf:<file>, hf:<folder>
+    python -m lab.knobs --ckpt=gguf:smollm2 --T=32768 --export=out/hf/smollm2-32k   # and write the pick (below)
+
+--export hands the recommended frequency arm to the exporter (lab/hf/export.py): YaRN at s = T/L with the band edges
+set here (beta_fast, beta_slow; the table's YaRN rows), written as a Hugging Face folder of the model's own
+architecture, and the vLLM and llama-server lines for it printed (lab/hf/serve.py). L, head_dim and base then come
+from --ckpt alone.
 """
 import json
 import math
@@ -34,6 +40,8 @@ DEFAULTS = dict(
     beta_slow=type_keys('yarn')['beta_slow'][1],
     window=0,        # ReRoPE's and Self-Extend's neighbour window w; 0: the lab's L/2
     json=False,      # print one JSON dict instead of the table
+    export='',       # a folder: write the --ckpt model there with the pick, YaRN at s = T/L (lab/hf/export.py)
+    overwrite=False,  # with --export: replace a folder that is not empty
 )
 HF_FIELDS = {'L': 'max_position_embeddings (or original_max_position_embeddings)',
              'head_dim': 'head_dim (or hidden_size and num_attention_heads)', 'base': 'rope_theta'}
@@ -238,21 +246,48 @@ def fmt(v):
     return f"{v:,.1f}" if abs(v) >= 1000 else f"{v:.5g}"
 
 
+def export_pick(cfg, L, T, rows):
+    """--export: the recommended frequency arm, YaRN at s = T/L with this table's band edges, written by the exporter
+    from --ckpt; returns (what was chosen, the exporter's printed lines)."""
+    from lab.hf.export import export
+    t = {(m, k): v for m, k, v, _, _ in rows}
+    spec = f"yarn:beta_fast={cfg['beta_fast']:g}:beta_slow={cfg['beta_slow']:g}"
+    notes = []
+    _, config, _ = export(cfg['ckpt'], cfg['export'], cfg['overwrite'], spec, T / L, notes)
+    rp = config['rope_parameters']
+    if (rp.get('original_max_position_embeddings'), rp.get('factor')) != (L, T / L):  # (one L on both sides)
+        raise ValueError(f"the export read L = {rp.get('original_max_position_embeddings')} from {cfg['ckpt']}, "
+                         f"the knobs L = {L}; report this")
+    chose = (f"export: {spec} factor={T / L:g} (s = T/L = {T:,}/{L:,}; pairs 0-{t['yarn', 'low (pair)']} kept, pure PI "
+             f"from pair {t['yarn', 'high (pair)']}, attention factor {t['yarn', 'attention_factor']:.5g}) "
+             f"-> {cfg['export']}")
+    return chose, notes
+
+
 def main(argv=None):
     cfg = get_config(argv or [], DEFAULTS)
+    if cfg['export'] and (not cfg['ckpt'] or any(cfg[k] for k in ('L', 'head_dim', 'base'))):
+        raise ConfigError(f"export={cfg['export']} writes a model: pass --ckpt=<run folder, gguf:<file> or "
+                          f"hf:<folder>> and no --L, --head_dim or --base (the export reads them from the checkpoint)")
+    if cfg['overwrite'] and not cfg['export']:
+        raise ConfigError("--overwrite is used with --export only; drop it or name the folder to write")
     L, T, d, b, src = inputs(cfg)
     rows = knobs(L, T, d, b, cfg['beta_fast'], cfg['beta_slow'], cfg['window'])
+    chose, notes = export_pick(cfg, L, T, rows) if cfg['export'] else (None, [])
     if cfg['json']:
         out = {}
         for method, knob, value, formula, source in rows:
             out.setdefault(method, {})[knob] = dict(value=value, formula=formula, source=source)
-        print(json.dumps(dict(L=L, T=T, head_dim=d, base=b, source=src, knobs=out), indent=1))
+        print(json.dumps(dict(L=L, T=T, head_dim=d, base=b, source=src, knobs=out,
+                              **({'export': dict(chose=chose, lines=notes)} if chose else {})), indent=1))
         return 0
     print(f"L={L:,} -> T={T:,} (s = {T / L:g}), head_dim={d} ({d // 2} pairs), base={b:g}; from {src}")
     table = [('method', 'knob', 'value', 'formula', 'source')] + [(m, k, fmt(v), f, s) for m, k, v, f, s in rows]
     width = [max(len(r[i]) for r in table) for i in range(4)]
     for r in table:
         print(' | '.join(x.ljust(w) for x, w in zip(r, width)) + ' | ' + r[4])
+    if chose:
+        print('\n'.join([chose, *notes]))
     return 0
 
 

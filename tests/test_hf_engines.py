@@ -21,8 +21,8 @@ def parse_condition(cond):
     out = []
     for t in cond.split('&'):
         neg, t = t.startswith('!'), t.lstrip('!')
-        if t == 'always':
-            out.append((neg, 'always', None))
+        if t in ('always', 'nested'):
+            out.append((neg, t, None))
             continue
         for prefix in WARN_PREFIXES:
             if t.startswith(prefix) and re.fullmatch(r'[A-Za-z_][A-Za-z0-9_]*', t[len(prefix):]):
@@ -42,6 +42,9 @@ def test_applies_evaluates_conjunctions_and_negations():
     assert applies('top:rope_scaling&top:rope_parameters', set(), {'rope_scaling': {}, 'rope_parameters': {}}) is False
     assert applies('top:rope_scaling&top:rope_parameters', set(), {'rope_scaling': {'a': 1}, 'rope_parameters': {'b': 1}})
     assert applies('always', set(), {})
+    nested = {'rope_parameters': {'full_attention': {'rope_type': 'yarn'}, 'sliding_attention': {'rope_type': 'default'}}}
+    assert applies('has:truncate&nested', {'truncate'}, nested) and not applies('has:truncate&nested', {'truncate'},
+                                                                               {'rope_parameters': {'truncate': True}})
 
 
 def test_rows_are_well_formed():
@@ -154,7 +157,7 @@ def test_key_precedence_and_saving(tf):
     assert 'rope_scaling' not in saved and 'rope_theta' not in saved and saved['rope_parameters']['rope_theta'] == 1e4
     assert llama().rope_scaling == {'rope_type': 'default', 'rope_theta': 1e4}  # the alias, non-None
     assert any(c == 'top:rope_scaling&top:rope_parameters' for c, _ in readings(T5, 'yarn')[0].warn)
-    assert any(c == 'top:rope_parameters' for c, _ in readings('transformers 4.x', 'yarn')[0].warn)
+    assert any(c == 'top:rope_parameters&!top:rope_scaling' for c, _ in readings('transformers 4.x', 'yarn')[0].warn)
 
 
 def test_top_level_original_length_wins(tf):
@@ -210,7 +213,7 @@ def test_nested_truncate_is_ignored(tf):
                                               'sliding_attention': {'rope_type': 'default', 'rope_theta': 1e4}})
         return ROPE_INIT_FUNCTIONS['yarn'](c, 'cpu', layer_type='full_attention')[0]
     ignored = torch.equal(inv(True), inv(False))
-    stated = any(c == 'has:truncate' for c, _ in readings(T5, 'yarn')[0].warn)
+    stated = any(c == 'has:truncate&nested' for c, _ in readings(T5, 'yarn')[0].warn)
     assert ignored == stated, "the transformers 5.x yarn row's truncate warning no longer matches transformers"
     flat = [ROPE_INIT_FUNCTIONS['yarn'](llama(rope_scaling={'rope_type': 'yarn', 'factor': 4.0, 'truncate': t,
                                                             'original_max_position_embeddings': 2048,

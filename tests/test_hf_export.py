@@ -12,7 +12,9 @@ import torch
 
 from conftest import run
 from lab.hf import export as hf_export
-from lab.hf.export import export, read_safetensors_header
+from lab.hf import folder as hf_folder
+from lab.hf.export import export
+from lab.hf.folder import NATIVE, read_safetensors_header
 from model import GPT, GPTConfig
 from data.common import model_args
 from rope_config import check_scaling, rope_inv_freq
@@ -121,7 +123,7 @@ def test_config_follows_the_table_and_hf_computes_our_frequencies(tmp_path, case
             got_f, got_af = rope_inv_freq(16, theta, back, n)
             torch.testing.assert_close(got_f, want_f, rtol=2e-7, atol=0)  # ntk_by_parts: theta / (theta / theta')
             assert got_af == pytest.approx(want_af, rel=1e-15)
-        if t in hf_export.NATIVE:  # read back as it was (longrope: plus its attention factor, made explicit)
+        if t in NATIVE:  # read back as it was (longrope: plus its attention factor, made explicit)
             assert theta == 10000.0 and back == (dict(check_scaling(sc), attention_factor=rope_inv_freq(
                 16, 10000.0, sc)[1]) if t == 'longrope' else check_scaling(sc))
 
@@ -265,7 +267,7 @@ def test_the_lab_accepts_hf_forms_wherever_it_reads_a_rope_scaling():
 
 
 def test_gpt2_run_without_tokenizer_files_names_them(tmp_path, monkeypatch):
-    monkeypatch.setattr(hf_export, 'gpt2_files_on_disk', lambda: None)
+    monkeypatch.setattr(hf_folder, 'gpt2_files_on_disk', lambda: None)
     m = tiny(vocab=50257)
     out, config, _ = export(write_run(tmp_path / 'run', m, tokenizer='gpt2'), str(tmp_path / 'hf'))
     assert config['eos_token_id'] == 50256 and 'vocab.json' not in os.listdir(out)

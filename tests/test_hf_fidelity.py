@@ -204,3 +204,29 @@ def test_the_engines_names_for_the_engine_only_types():
     assert abs(g['inv_freq'][1] / want - 1) < 1e-6
     sc, _ = from_hf(dict(rope_type='ntk', factor=4.0))
     assert sc['rope_type'] == 'ntk_mixed' and sc['mixed_b'] == 1.0
+
+
+def test_inspect_reads_a_gguf_and_an_export_and_refuses_what_has_no_rope(tmp_path, capsys):
+    """A GGUF is read as the lab loads it (its rope keys named); an exported folder's two rope forms agree, so no engine
+    warns about which one wins; Qwen2.5's card (M = L, factor 4) gets the M != s x L note; a GPT-2 config and a GGUF of
+    another architecture are one line each, naming the file."""
+    from badinput import assert_refused, call
+    from lab.hf import inspect as I
+    from test_real_model import gguf_tensors, hf_weights, write_gguf
+    good = write_gguf(tmp_path / 'tiny.gguf', gguf_tensors(hf_weights()))
+    assert I.main([good]) == 0
+    out = capsys.readouterr().out
+    assert 'tiny.gguf: GGUF' in out and 'llama.rope.freq_base' in out and 'plain RoPE' in out
+    both = dict(SMOLLM2, max_position_embeddings=32768,
+                rope_scaling=dict(rope_type='yarn', factor=4.0, original_max_position_embeddings=8192),
+                rope_parameters=dict(rope_type='yarn', factor=4.0, original_max_position_embeddings=8192,
+                                     rope_theta=100000))
+    report = I.report(describe(both), I.engine_readings(both))
+    assert 'factor s = 4.0, L = 8192' in report and 'both rope_scaling and rope_parameters' not in report
+    split = dict(both, rope_parameters=dict(both['rope_parameters'], factor=2.0))  # the two forms disagree
+    assert 'both rope_scaling and rope_parameters' in I.report(describe(split), I.engine_readings(split))
+    assert 'is not s x L = 131,072' in I.report(describe(QWEN25_YARN), [])
+    (tmp_path / 'gpt2.json').write_text(json.dumps(dict(model_type='gpt2', n_embd=768, n_head=12)))
+    assert_refused(*call(I.main, [tmp_path / 'gpt2.json'], capsys), ['gpt2.json', 'no rope'])
+    other = write_gguf(tmp_path / 'gemma.gguf', gguf_tensors(hf_weights()), arch='gemma')
+    assert_refused(*call(I.main, [other], capsys), ['gemma.gguf', 'architecture'])

@@ -18,7 +18,8 @@ from conftest import run
 from data import sources
 from data.common import LOADERS, load_checkpoint, model_from_checkpoint
 from lab import kv_cache
-from lab.hf.export import export, hf_rope, write_safetensors
+from lab.hf.export import export
+from lab.hf.folder import hf_rope, write_safetensors
 from model import GPT, GPTConfig
 from rope import apply_rope, plain_inv_freq
 from rope_config import check_scaling, rope_inv_freq
@@ -225,7 +226,8 @@ def test_gguf_loads_the_tiny_llama_as_its_metadata_says(tiny_gguf, capsys):
         ('rmsnorm', 'swiglu', 10000.0, True, False, None)
     assert ckpt['lineage'] == {'train_len': L, 'source': 'gguf:tiny.gguf'}
     assert ckpt['dataset'] == {'dataset': 'shakespeare_smollm2', 'tokenizer': 'gguf', 'vocab_size': V,
-                               'tokenizer_file': 'tiny.gguf', 'eot_token': 0}
+                               'tokenizer_file': os.path.realpath(tiny_gguf),  # the file by its path and sha256
+                               'tokenizer_sha256': sources.file_sha256(tiny_gguf), 'eot_token': 0}
     assert all(v.dtype == torch.float32 for v in ckpt['model'].values())
     out = capsys.readouterr()
     assert out.out == '' and out.err.startswith('loaded tiny.gguf: 2 layers, d=64, 4 heads (2 kv), ffn 96') \
@@ -425,8 +427,9 @@ def bpe_gguf(path):
 
 
 def test_sample_generates_from_a_gguf(tmp_path):
-    """sample.py --ckpt=gguf:<file> loads and generates, and decodes with the file's own tokenizer (named by the
-    file's name, found in the cache dir): a tiny Llama whose GGUF carries a byte-level BPE (bpe_gguf)."""
+    """sample.py --ckpt=gguf:<file> loads and generates, and decodes with the file's own tokenizer (by its path and
+    sha256; tests/test_gguf_tokenizer_path.py runs it from another folder with an empty cache): a tiny Llama whose GGUF
+    carries a byte-level BPE (bpe_gguf)."""
     path = bpe_gguf(tmp_path / 'tok.gguf')
     assert load_checkpoint('gguf:' + path)['dataset']['eot_token'] == 0  # <|endoftext|>
     env = dict(os.environ, LONGCTX_CACHE=str(tmp_path), OMP_NUM_THREADS='1')
@@ -555,12 +558,16 @@ def test_hf_refusals_name_what_the_gpt_cannot_express(tmp_path, what):
     assert want in msg and '\n' not in msg, msg
 
 
-def test_export_refuses_a_llama_model_in_one_line(tiny_gguf, tmp_path):
-    """lab/hf/export.py writes GPT-NeoX, which has no RMSNorm, SwiGLU or grouped heads: a loaded Llama is refused."""
+def test_export_writes_a_llama_model_as_llama_not_gpt_neox(tiny_gguf, tmp_path):
+    """GPT-NeoX has no RMSNorm, SwiGLU or grouped heads: its check refuses a loaded Llama in one line, and
+    lab/hf/export.py hands the model to lab/hf/export_llama.py, which writes LlamaForCausalLM
+    (tests/test_hf_export_llama.py)."""
+    from lab.hf.export import check_exportable
     with pytest.raises(ValueError, match=r"norm='rmsnorm', mlp='swiglu', n_ffn=96, n_kv_head=2: a Llama-family model") \
             as e:
-        export('gguf:' + tiny_gguf, str(tmp_path / 'out'))
-    assert '\n' not in str(e.value) and not os.path.exists(tmp_path / 'out')
+        check_exportable(load_checkpoint('gguf:' + tiny_gguf)['model_args'])
+    assert '\n' not in str(e.value)
+    assert export('gguf:' + tiny_gguf, str(tmp_path / 'out'))[1]['architectures'] == ['LlamaForCausalLM']
 
 
 def test_a_fine_tune_names_its_gguf_base_so_that_it_loads_again(tiny_gguf, tmp_path, monkeypatch):

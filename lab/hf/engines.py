@@ -12,8 +12,8 @@ version it was read from. lab/hf/inspect.py reads it; plain data, the standard l
 Conventions. `reads` lists the rope-dict fields that reach the computation for that type; rope_theta and
 partial_rotary_factor (COMMON_FIELDS) are read by every type and left out unless a type uses them differently.
 A warn entry is (condition, message): 'has:<field>' the config's rope dict has the field, 'top:<field>' the whole
-config.json has it at the top level, 'lacks:<field>' the rope dict lacks it, 'always'; terms joined by '&' must all
-hold, a term after '!' must not (applies() evaluates one). s = factor, L = the original
+config.json has it at the top level, 'lacks:<field>' the rope dict lacks it, 'nested' the rope parameters are keyed by
+layer type, 'always'; terms joined by '&' must all hold, a term after '!' must not (applies() evaluates one). s = factor, L = the original
 (training) length, M = max_position_embeddings, d = the rotary dimension,
 get_mscale(s, m) = 0.1*m*ln(s) + 1 (1 for s <= 1).
 
@@ -141,7 +141,7 @@ ENGINES = {
 
 # -- warn entries shared by every row of an engine ------------------------------------------------------------------
 W_T4 = (
-    ('top:rope_parameters', "transformers 4.x reads only rope_scaling and a top-level rope_theta: a config.json "
+    ('top:rope_parameters&!top:rope_scaling', "transformers 4.x reads only rope_scaling and a top-level rope_theta: a config.json "
                             "written by transformers 5 (rope_parameters only, rope_theta inside) loads with no "
                             "scaling and the config class's default rope_theta (10000 for Llama)"),
 )
@@ -286,7 +286,7 @@ READINGS = [
             "get_mscale(s, mscale_all_dim)^2 (yarn_apply_mscale). truncate is read from config.rope_parameters "
             "itself, so inside a per-layer-type dict it is ignored (True)",
             W_T5 + (W5_TOP_L, W5_NO_L,
-                    ('has:truncate', "transformers 5.25 ignores truncate inside a nested (per-layer-type) "
+                    ('has:truncate&nested', "transformers 5.25 ignores truncate inside a nested (per-layer-type) "
                                      "rope_parameters: it reads config.rope_parameters.get('truncate', True)")),
             T5_ROPE, TESTED),
     Reading('transformers 5.x', 'llama3', True,
@@ -571,8 +571,10 @@ def applies(cond, fields, top):
     def term(t):
         neg, t = t.startswith('!'), t.lstrip('!')
         kind, _, f = t.partition(':')
+        rp = top.get('rope_scaling') or top.get('rope_parameters')
         got = {'always': True, 'has': f in fields, 'lacks': f not in fields,
-               'top': top.get(f) not in (None, {}, [])}[kind]  # (an empty rope_scaling counts as absent)
+               'top': top.get(f) not in (None, {}, []),  # (an empty rope_scaling counts as absent)
+               'nested': isinstance(rp, dict) and any(isinstance(v, dict) for v in rp.values())}[kind]
         return got != neg
     return all(term(t) for t in cond.split('&'))
 

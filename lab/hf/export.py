@@ -25,26 +25,30 @@ f_i = theta_i / theta'_i and an explicit attention_factor. L goes to max_positio
 it there) and to original_max_position_embeddings for yarn, llama3 and longrope, with max_position_embeddings = s*L.
 Refused, with what to do instead: smeared keys, gated attention, SSMax, sinks, ALiBi / FIRE / CoPE / sinusoidal /
 learned / no positions, Dynamic YaRN, LongRoPE with n-hat > 0 (start_token_idx: HF has no such key), position maps.
---rope_type switches an arm spec on before export (eval.py's spec: yarn:beta_fast=8, ...).
+--rope_type switches an arm spec on before export (eval.py's spec: yarn:beta_fast=8, ...); position maps, the crop
+and a query temperature are not rope types and are refused by name (lab/hf/serve.py NOT_ROPE).
+
+A model of model.py's Llama family (norm='rmsnorm': gguf:, hf: and the runs fine-tuned from them) has no GPT-NeoX form:
+lab/hf/export_llama.py writes it as its own architecture (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM),
+with its tokenizer, and the command prints the vLLM and llama-server lines for its rope (lab/hf/serve.py):
+
+    python -m lab.hf.export --ckpt=gguf:smollm2 --rope_type=yarn --factor=4 --out_dir=out/hf/smollm2-yarn4
 """
 import json
 import os
-import struct
-import sys
 
 import torch
 
 from configurator import ConfigError, get_config
 from lab.engine.cli import cli
-from data.common import atomic_write, atomic_write_text, load_checkpoint, train_len
-from data.sources import CHAR_EOT, GPT2_EOT, gpt2_files_on_disk
+from data.common import DataError, load_checkpoint, train_len
 # register their attention classes, so every checkpoint loads
 import lab.alibi, lab.cope, lab.copy_mix, lab.fire, lab.gated, lab.sinks, lab.temperature  # noqa: E401,F401
 import lab.hf.gguf, lab.hf.weights  # noqa: E401,F401  register the gguf: and hf: checkpoint loaders (real models' weights)
 from data.common import checkpoint_args, model_from_checkpoint
-from rope import plain_inv_freq
-from rope_config import DYNAMIC_TYPES, ROPE_SCALING, parse_layers, rope_inv_freq, scaled_theta
+from rope_config import DYNAMIC_TYPES, ROPE_SCALING, parse_layers, rope_inv_freq
 from lab.measure.arm_specs import ALIASES, parse_arm, scaling_name
+from lab.hf.folder import check_positions, check_rope_type, hf_rope, rope_4x, tokenizer_files, write_folder
 
 DEFAULTS = dict(
     ckpt='',             # a run folder (or its ckpt.pt) written by train.py, finetune_long.py or search_longrope.py
@@ -53,25 +57,6 @@ DEFAULTS = dict(
     rope_type='',        # an arm spec switched on before export (yarn:beta_fast=8, ntk, ...); '' = as the run has it
     factor=0.0,          # s for --rope_type; 0 = 1 for the dynamic types (and default), else required
 )
-NATIVE = ('default', 'linear', 'dynamic', 'yarn', 'llama3', 'longrope')  # HF types with our name and our formulas
-REFUSED = {  # rope types that transformers cannot express, and what to do instead
-    'dynamic_yarn': "Dynamic YaRN (rope_type 'dynamic_yarn') has no Hugging Face counterpart: transformers' yarn is "
-                    "static; export a static YaRN at the scale you need (--rope_type=yarn --factor=<s>), which is "
-                    "Dynamic YaRN at l = s*L",
-    **{t: f"rope_type {t!r} stops pairs from turning (theta = 0); GPT-NeoX's partial_rotary_factor rotates a share of "
-          f"each head with the base spread over it, another function, so the export would change the model; "
-          f"transformers' own 'proportional' (Gemma 4) is the model to port it to" for t in ('proportional', 'clip')},
-}
-ATTENTION_WHAT = {'gated': "gated attention: each head's output times a sigmoid gate, in neither GPT-NeoX nor Llama",
-                  'smear_keys': 'smeared keys: each key mixed with the previous one',
-                  'ssmax': "Scalable-Softmax: queries times a learned s ln n", 'sinks': 'a learned sink logit per head'}
-POS_EMB_FIX = {'alibi': 'ALiBi', 'fire': 'FIRE: a learned bias of the normalised distance',
-               'cope': 'CoPE: positions that count the tokens gates open on', 'sinusoidal': 'sinusoidal positions',
-               'learned': 'learned positions', 'none': 'no positions (NoPE)'}
-FILES = ('config.json', 'generation_config.json', 'model.safetensors', 'README.md', 'vocab.json', 'merges.txt',
-         'tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json')  # what an export may write
-
-
 def check_exportable(args):
     """Refuse, in one line naming it and what to do instead, a model GPT-NeoX cannot express."""
     neox = dict(norm='layernorm', mlp='gelu', n_ffn=4 * args['n_embd'], n_kv_head=args['n_head'], qkv_bias=False,
@@ -80,15 +65,7 @@ def check_exportable(args):
     if llama:
         raise ValueError(f"{', '.join(f'{k}={v!r}' for k, v in llama.items())}: a Llama-family model (loaded from "
                          f"gguf: or hf:) has no GPT-NeoX form; its own Hugging Face folder or GGUF file is the export")
-    attention = args.get('attention', 'causal')
-    if attention != 'causal':
-        what = next((w for k, w in ATTENTION_WHAT.items() if k in attention), 'its own attention class')
-        raise ValueError(f"attention={attention!r} ({what}) has no GPT-NeoX counterpart; export a run trained with "
-                         f"attention='causal'")
-    pe = args.get('pos_emb', 'rope')
-    if pe != 'rope':
-        raise ValueError(f"pos_emb={pe!r} ({POS_EMB_FIX.get(pe, pe)}): GPT-NeoX has RoPE only; export a RoPE run "
-                         f"(train.py --pos_emb=rope)")
+    check_positions(args, 'GPT-NeoX')
     specs = parse_layers(args.get('layers'), args['n_layer'], args['rope_base'], args['block_size'])
     what = [name for name, on in (('NoPE layers', any(not s.rope for s in specs)),
                                   ('sliding windows', any(s.window for s in specs)),
@@ -99,17 +76,7 @@ def check_exportable(args):
         raise ValueError(f"layers={args['layers']!r} ({', '.join(what)}) has no GPT-NeoX counterpart, which rotates "
                          f"every layer alike over every earlier key; lab.hf.config.to_hf_layers gives its transformers "
                          f"5 per-layer form (layer_types, rope_parameters by type) for a port by hand")
-    t = (args.get('rope_scaling') or {}).get('rope_type', 'default')
-    if t in REFUSED:
-        raise ValueError(REFUSED[t])
-    n_hat = (args.get('rope_scaling') or {}).get('start_token_idx', 0)
-    if n_hat:
-        raise ValueError(f"rope_scaling['start_token_idx'] = {n_hat} (LongRoPE's n-hat: positions below it keep plain "
-                         f"RoPE) has no Hugging Face counterpart: transformers' longrope scales every position; "
-                         f"export a search run without it (search_longrope.py --search_start_tokens=0)")
-    if t not in NATIVE and ROPE_SCALING[t].dynamic:
-        raise ValueError(f"rope_type {t!r} depends on the input length in a way transformers has no type for; "
-                         f"export a static type (--rope_type=...)")
+    check_rope_type(args)
     p, sc = args.get('partial_rotary_factor', 1.0), args.get('rope_scaling') or {}
     if p < 1 and sc.get('attention_factor_on', 'all') != 'rotary' \
             and rope_inv_freq(rotary_dim(args), args['rope_base'], sc or None)[1] != 1.0:
@@ -130,43 +97,13 @@ def neox_order(head_dim, r):
     return list(range(r // 2)) + list(range(h, h + r // 2)) + list(range(r // 2, h)) + list(range(h + r // 2, head_dim))
 
 
-def hf_rope(head_dim, base, scaling, L, block_size):
-    """The lab's rope (base, rope_scaling, training length L) -> (rope_parameters, max_position_embeddings) for
-    transformers 5, so that HF computes the frequencies and attention factor of rope_config.rope_inv_freq."""
-    sc = scaling or {'rope_type': 'default'}
-    t, s = sc['rope_type'], sc.get('factor', 1.0)
-    L = sc.get('original_max_position_embeddings', L)
-    rp = {'rope_type': t, 'rope_theta': float(base), 'partial_rotary_factor': 1.0}
-    if t == 'default':
-        return rp, block_size
-    if t in ('ntk', 'abf'):  # NTK-aware and ABF are plain RoPE with a raised base
-        rp.update(rope_type='default', rope_theta=sc['new_base'] if t == 'abf' else
-                  float(base) * s ** (head_dim / (head_dim - 2)))
-        return rp, round(s * L)
-    if t in ('linear', 'dynamic'):
-        rp['factor'] = s
-        return rp, (L if t == 'dynamic' else round(s * L))  # dynamic: HF's L is max_position_embeddings
-    rp.update(factor=s, original_max_position_embeddings=L)
-    if t in NATIVE:  # yarn, llama3, longrope: the type's own keys as they are
-        rp.update({k: v for k, v in sc.items() if k in ROPE_SCALING[t].keys
-                   and k not in ('start_token_idx', 'attention_factor_on')})  # (the placement: HF's, checked)
-        if t == 'longrope':
-            rp['attention_factor'] = rope_inv_freq(head_dim, base, sc)[1]
-        return rp, round(s * L)
-    theta_new, af = scaled_theta(head_dim, base, sc, L)  # float64: a static per-pair curve
-    f = (plain_inv_freq(head_dim, base) / theta_new).tolist()
-    rp.update(rope_type='longrope', short_factor=f, long_factor=list(f), attention_factor=float(af))
-    return rp, round(s * L)
-
-
 def hf_config(args, L, eot=None, dtype=torch.float32):
     """config.json of GPTNeoXForCausalLM for a checkpoint's model_args (checked exportable)."""
     check_exportable(args)
     C, H = args['n_embd'], args['n_head']
     rp, M = hf_rope(rotary_dim(args), args['rope_base'], args.get('rope_scaling'), L, args['block_size'])
     rp['partial_rotary_factor'] = p = args.get('partial_rotary_factor', 1.0)  # (the rope is computed on those dims)
-    legacy = None if rp['rope_type'] == 'default' else \
-        {'type': rp['rope_type'], **{k: v for k, v in rp.items() if k not in ('rope_theta', 'partial_rotary_factor')}}
+    legacy = rope_4x(rp)
     return {
         'architectures': ['GPTNeoXForCausalLM'], 'model_type': 'gpt_neox',
         'vocab_size': args['vocab_size'], 'hidden_size': C, 'num_hidden_layers': args['n_layer'],
@@ -218,81 +155,6 @@ def hf_state_dict(state, args):
     return {k: v.detach().cpu().contiguous() for k, v in out.items()}
 
 
-ST_DTYPES = {torch.float32: ('F32', torch.int32), torch.float16: ('F16', torch.int16),
-             torch.bfloat16: ('BF16', torch.int16), torch.float64: ('F64', torch.int64)}
-
-
-def write_safetensors(path, tensors, metadata=None):
-    """The safetensors format by hand: 8-byte little-endian header length, a JSON header {name: dtype, shape,
-    data_offsets}, then each tensor's raw little-endian bytes in order. Written atomically."""
-    header, offset = {}, 0
-    for name, t in tensors.items():
-        if t.dtype not in ST_DTYPES:
-            raise ValueError(f"weight {name} is {t.dtype}; safetensors export takes {', '.join(map(str, ST_DTYPES))}")
-        n = t.numel() * t.element_size()
-        header[name] = {'dtype': ST_DTYPES[t.dtype][0], 'shape': list(t.shape), 'data_offsets': [offset, offset + n]}
-        offset += n
-    header['__metadata__'] = {'format': 'pt', **(metadata or {})}
-    head = json.dumps(header, separators=(',', ':')).encode('utf-8')
-    head += b' ' * (-len(head) % 8)  # the data starts 8-byte aligned
-
-    def write(f):
-        f.write(struct.pack('<Q', len(head)) + head)
-        for t in tensors.values():
-            a = t.contiguous().view(ST_DTYPES[t.dtype][1]).numpy()
-            f.write((a.byteswap() if sys.byteorder == 'big' else a).tobytes())
-    atomic_write(path, write)
-
-
-def read_safetensors_header(path):
-    """{name: {dtype, shape, data_offsets}} of a safetensors file (for checks; no weights are read)."""
-    with open(path, 'rb') as f:
-        n = struct.unpack('<Q', f.read(8))[0]
-        return json.loads(f.read(n))
-
-
-def char_tokenizer_json(itos):
-    """A tokenizers-library tokenizer.json for a character vocabulary: BPE without merges over the whole text, so
-    every character is its own token; the Fuse decoder joins them back without spaces."""
-    return {'version': '1.0', 'truncation': None, 'padding': None, 'added_tokens': [], 'normalizer': None,
-            'pre_tokenizer': None, 'post_processor': None, 'decoder': {'type': 'Fuse'},
-            'model': {'type': 'BPE', 'dropout': None, 'unk_token': None, 'continuing_subword_prefix': None,
-                      'end_of_word_suffix': None, 'fuse_unk': False, 'byte_fallback': False, 'ignore_merges': False,
-                      'vocab': {c: i for i, c in enumerate(itos)}, 'merges': []}}
-
-
-def tokenizer_files(ds, M):
-    """({file name: text or bytes}, eot id or None, README lines) for a checkpoint's 'dataset' entry."""
-    kind = ds.get('tokenizer')
-    if kind == 'char' and ds.get('itos'):
-        itos = ds['itos']
-        eot = itos.index(CHAR_EOT) if CHAR_EOT in itos else None
-        js = lambda o: json.dumps(o, ensure_ascii=False, indent=1) + '\n'
-        special = {'eos_token': CHAR_EOT} if eot is not None else {}
-        files = {'vocab.json': js({c: i for i, c in enumerate(itos)}), 'tokenizer.json': js(char_tokenizer_json(itos)),
-                 'tokenizer_config.json': js({'tokenizer_class': 'PreTrainedTokenizerFast', 'model_max_length': M,
-                                              'clean_up_tokenization_spaces': False, **special})}
-        return files, eot, ['Characters: `vocab.json` maps each character to its id (id 0, "\\u0000", ends a '
-                            'document); `AutoTokenizer` reads `tokenizer.json` (one token per character).']
-    if kind == 'gpt2':
-        found = gpt2_files_on_disk()
-        if found is None:
-            return {}, GPT2_EOT, ["GPT-2 BPE: this machine had no copy of GPT-2's tokenizer files, so none are "
-                                  "here. Use `AutoTokenizer.from_pretrained('openai-community/gpt2')`, or copy its "
-                                  "`vocab.json` and `merges.txt` into this folder (or run `python data/shakespeare/"
-                                  "prepare.py`, which fetches them, and export again)."]
-        tok = '<|endoftext|>'
-        cfg = {'tokenizer_class': 'GPT2Tokenizer', 'bos_token': tok, 'eos_token': tok, 'unk_token': tok,
-               'add_prefix_space': False, 'add_bos_token': False, 'model_max_length': M,
-               'clean_up_tokenization_spaces': False}
-        special = json.dumps({k: tok for k in ('bos_token', 'eos_token', 'unk_token')}) + '\n'
-        return {'vocab.json': found['encoder.json'], 'merges.txt': found['vocab.bpe'],
-                'tokenizer_config.json': json.dumps(cfg, indent=1) + '\n', 'special_tokens_map.json': special}, \
-            GPT2_EOT, ["GPT-2 BPE: `vocab.json` and `merges.txt` are GPT-2's own files (sha256-verified); "
-                       "`AutoTokenizer` reads them."]
-    return {}, None, ["The checkpoint does not record its tokenizer; token ids are the training data's."]
-
-
 def readme(src, folder, config, name, tok_lines, tok_from, char):
     """The folder's README.md: where it came from, the rope mapping, how to load, encode and decode. tok_from: where
     AutoTokenizer finds the tokenizer (an expression), or None when there is none to name."""
@@ -324,8 +186,26 @@ def readme(src, folder, config, name, tok_lines, tok_from, char):
     return '\n'.join(lines) + '\n'
 
 
-def export(ckpt_path, out_dir, overwrite=False, rope_type='', factor=0.0):
-    """Write the run at ckpt_path as a GPT-NeoX folder; returns (out_dir, config dict, parameter count)."""
+def gguf_tokenizer_found(ckpt, ckpt_path):
+    """The checkpoint with its GGUF tokenizer's file found (its recorded path and sha256, else the cache dir:
+    lab.hf.tokenizer.gguf_path; a run saved without it: its data's or its gguf: base's file), so the export writes that
+    file's BPE; DataError naming the file and its sha256 when it is nowhere, or naming the run when it records none
+    (rather than another model's tokenizer). Other checkpoints are returned as they are."""
+    from lab.hf.tokenizer import gguf_path, run_tokenizer
+    ds = run_tokenizer(ckpt)
+    if ds.get('tokenizer') != 'gguf' or str(ckpt_path).startswith('gguf:'):
+        return ckpt
+    if not ds.get('tokenizer_file'):
+        raise DataError(f"checkpoint {ckpt_path} uses a GGUF's tokenizer but records no file for it (nor does its "
+                        f"data's meta.json or its lineage); fine-tune it again with this version of finetune_long.py")
+    return dict(ckpt, dataset=dict(ds, tokenizer_file=gguf_path(ds)))
+
+
+def export(ckpt_path, out_dir, overwrite=False, rope_type='', factor=0.0, notes=None):
+    """Write the run at ckpt_path as a GPT-NeoX folder (a Llama-family model: as its own architecture, through
+    lab/hf/export_llama.py); returns (out_dir, config dict, parameter count). notes: a list that gets the lines the
+    command prints beside the Llama family's folder (tokenizer, vLLM, llama.cpp)."""
+    from lab.hf import export_llama, serve  # (they import this module's helpers)
     if not out_dir:
         raise ConfigError("pass --out_dir=<folder to write the Hugging Face model into>")
     run_dir = ckpt_path if os.path.isdir(ckpt_path) else os.path.dirname(os.path.abspath(ckpt_path))
@@ -336,22 +216,28 @@ def export(ckpt_path, out_dir, overwrite=False, rope_type='', factor=0.0):
                           f"or another --out_dir")
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise ConfigError(f"out_dir={out_dir} is a file; pass a folder")
+    t = ALIASES.get(rope_type.split(':')[0], rope_type.split(':')[0])
+    what = rope_type and serve.not_rope_what(rope_type)
+    if rope_type and (what or t not in ROPE_SCALING):
+        raise ConfigError(f"--rope_type={rope_type}: {what or 'not a rope type'}; position maps, the crop and "
+                          f"query temperatures change attention itself, which no Hugging Face architecture "
+                          f"(GPT-NeoX, Llama), vLLM or llama-server expresses; pass a rope type")
     ckpt = load_checkpoint(ckpt_path)
     args, L = checkpoint_args(ckpt), train_len(ckpt)
-    check_exportable(args)
+    llama = export_llama.is_llama(args)
+    check = export_llama.check_exportable if llama else check_exportable
+    check(args)
     if rope_type:  # switched on before export, like sample.py's --rope_type
-        t = ALIASES.get(rope_type.split(':')[0], rope_type.split(':')[0])
-        if t not in ROPE_SCALING:
-            raise ConfigError(f"--rope_type={rope_type}: not a rope type; position maps (rerope, leaky_rerope, "
-                              f"self_extend) change attention itself and GPT-NeoX cannot express them; "
-                              f"pass a rope type")
+        L = (args.get('rope_scaling') or {}).get('original_max_position_embeddings') or L  # (a model's own scaling)
         if not factor and t not in DYNAMIC_TYPES and t != 'default':
             raise ConfigError(f"--rope_type={rope_type} needs --factor=<s> (the scale L'/L, L = {L})")
         args['rope_scaling'] = parse_arm(rope_type, factor or 1.0, L)
-        check_exportable(args)
+        check(args)
     elif factor:
         raise ConfigError("--factor is used with --rope_type only; drop it or name a rope type")
     model = model_from_checkpoint(dict(ckpt, model_args=args))  # validates everything; the weights as stored
+    if llama:
+        return export_llama.write(gguf_tokenizer_found(ckpt, ckpt_path), args, L, model, ckpt_path, out_dir, notes)
     weights = hf_state_dict(model.state_dict(), args)
     ds = ckpt.get('dataset') or {}
     _, M = hf_rope(rotary_dim(args), args['rope_base'], args['rope_scaling'], L, args['block_size'])
@@ -365,17 +251,7 @@ def export(ckpt_path, out_dir, overwrite=False, rope_type='', factor=0.0):
                                  'folder' if 'vocab.json' in tok_files else
                                  "'openai-community/gpt2'" if ds.get('tokenizer') == 'gpt2' else None,
                                  ds.get('tokenizer') == 'char')}
-    os.makedirs(out_dir, exist_ok=True)
-    for stale in set(FILES) - set(files) - {'model.safetensors'}:  # a previous export's files we do not write now
-        if os.path.isfile(os.path.join(out_dir, stale)):
-            os.remove(os.path.join(out_dir, stale))
-    write_safetensors(os.path.join(out_dir, 'model.safetensors'), weights, {'source': 'longctx lab.hf.export'})
-    for name, content in files.items():
-        path = os.path.join(out_dir, name)
-        if isinstance(content, bytes):
-            atomic_write(path, lambda f, c=content: f.write(c))
-        else:
-            atomic_write_text(path, content)
+    write_folder(out_dir, weights, files)
     return out_dir, config, model.get_num_params()
 
 
@@ -383,7 +259,11 @@ def main(argv):
     cfg = get_config(argv, DEFAULTS)
     if not cfg['ckpt']:
         raise ConfigError("pass --ckpt=<run folder> (written by train.py, finetune_long.py or search_longrope.py)")
-    out, config, n = export(cfg['ckpt'], cfg['out_dir'], cfg['overwrite'], cfg['rope_type'], cfg['factor'])
+    notes = []
+    out, config, n = export(cfg['ckpt'], cfg['out_dir'], cfg['overwrite'], cfg['rope_type'], cfg['factor'], notes)
+    if notes:  # the Llama family: its own architecture, tokenizer and engines' lines
+        print('\n'.join(notes))
+        return
     rp = config['rope_parameters']
     print(f"wrote {out}: GPTNeoXForCausalLM, {n / 1e6:.2f}M params (tied head), rope_type '{rp['rope_type']}' "
           f"theta {rp['rope_theta']:g}, max_position_embeddings {config['max_position_embeddings']}; "

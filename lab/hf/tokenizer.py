@@ -33,6 +33,9 @@ A tokenizer.json (what an hf:<folder> checkpoint names in 'tokenizer_file') is r
 Anything else (a WordPiece or Unigram model, Metaspace and other sentencepiece-style pre-tokenizers, normalizers that
 rewrite text) is refused in one line naming the file and the field.
 
+The other way, gguf_tokenizer_files writes a GGUF's byte-level BPE as a Hugging Face tokenizer.json (its pre-split as
+the pre_tokenizer that pre_split reads back) with tokenizer_config.json, for lab/hf/export_llama.py.
+
 Importing this module registers the tokenizers 'gguf' and 'hf' with data.sources.get_tokenizer (a dataset's meta
 names the file in 'tokenizer_file'), which is how the rooms and sample.py reach them.
 """
@@ -44,7 +47,7 @@ import unicodedata
 import numpy as np
 
 from data.common import DataError
-from data.sources import TOKENIZERS, gguf_file
+from data.sources import TOKENIZERS, find_gguf, gguf_identity
 
 # GPT-2's pre-tokenizer regex (tiktoken's r50k form: possessive quantifiers, the same splits)
 GPT2_SPLIT = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
@@ -70,8 +73,9 @@ def spelled_bytes(token, spell):
 
 
 def read_gguf_vocab(path):
-    """The tokenizer metadata of a GGUF file: dict(tokens [str], merges [str 'a b'], types [int], model, pre), read
-    with gguf.GGUFReader. DataError naming the file when it is not a GGUF or holds no byte-level BPE."""
+    """The tokenizer metadata of a GGUF file: dict(tokens [str], merges [str 'a b'], types [int], model, pre, fields:
+    the reader's fields, for the other keys), read with gguf.GGUFReader. DataError naming the file when it is not a
+    GGUF or holds no byte-level BPE."""
     from gguf import GGUFReader
     try:
         fields = GGUFReader(path).fields
@@ -90,7 +94,7 @@ def read_gguf_vocab(path):
     tokens = strings('tokenizer.ggml.tokens')
     return dict(tokens=tokens, merges=strings('tokenizer.ggml.merges'), model=model,
                 pre=(strings('tokenizer.ggml.pre') or ['gpt2'])[0], eos=None if eos is None else int(eos.parts[-1][0]),
-                types=[int(types.parts[i][0]) for i in types.data] if types else [1] * len(tokens))
+                types=[int(types.parts[i][0]) for i in types.data] if types else [1] * len(tokens), fields=fields)
 
 
 def bpe_ranks(tokens, merges, special):
@@ -350,21 +354,112 @@ def _tokenizer_at(path, mtime):
     return GGUFTokenizer(path)
 
 
-def gguf_tokenizer(path=None, cache_dir=None):
+def gguf_tokenizer(path=None, cache_dir=None, sha256=None):
     """The tokenizer of a GGUF file (built once per file and process): path as data.sources.gguf_file takes it (None
-    or 'smollm2': the pinned SmolLM2 file, fetched and checked; a path; a file name in the cache dir)."""
-    path = os.path.abspath(gguf_file(path, cache_dir))
+    or 'smollm2': the pinned SmolLM2 file, fetched and checked; a path; a file name in the cache dir); with sha256 (a
+    recorded tokenizer: data.sources.gguf_identity), the file of that sha256 at path or in the cache dir
+    (data.sources.find_gguf)."""
+    path = os.path.abspath(find_gguf(path, sha256, cache_dir))
     return _tokenizer_at(path, os.path.getmtime(path))
 
 
 def meta_tokenizer(meta, cache_dir=None):
-    """data.sources.get_tokenizer's entry for meta['tokenizer'] == 'gguf': (encode, decode) of meta['tokenizer_file'],
-    checked against the meta's vocab_size."""
-    tok = gguf_tokenizer(meta['tokenizer_file'], cache_dir)
+    """data.sources.get_tokenizer's entry for meta['tokenizer'] == 'gguf': (encode, decode) of meta['tokenizer_file']
+    (found by its path and meta['tokenizer_sha256'] when recorded), checked against the meta's vocab_size."""
+    tok = gguf_tokenizer(meta['tokenizer_file'], cache_dir, meta.get('tokenizer_sha256'))
     if meta.get('vocab_size') not in (None, tok.vocab_size):
         raise DataError(f"{tok.name} has {tok.vocab_size} tokens but dataset {meta.get('dataset')!r} says vocab_size "
                         f"{meta['vocab_size']}; prepare the data again with this file")
     return tok.encode, tok.decode
+
+
+def run_tokenizer(ckpt):
+    """A checkpoint's 'dataset' entry with a GGUF tokenizer's file filled in where the entry lacks it (a run saved
+    before train.py recorded it): from the meta.json of the data it trained on ('data_dir'), else from the GGUF its
+    lineage names as its base (gguf:<file>). Any other entry is returned as it is."""
+    ds = dict(ckpt.get('dataset') or {})
+    if ds.get('tokenizer') != 'gguf' or ds.get('tokenizer_file'):
+        return ds
+    meta = os.path.join(ds.get('data_dir') or '', 'meta.json')
+    if ds.get('data_dir') and os.path.isfile(meta):
+        try:
+            with open(meta, encoding='utf-8') as f:
+                got = json.load(f)
+        except (OSError, ValueError):
+            got = {}
+        if isinstance(got, dict) and got.get('tokenizer') == 'gguf' and got.get('tokenizer_file'):
+            return dict(ds, **{k: got[k] for k in ('tokenizer_file', 'tokenizer_sha256') if got.get(k)})
+    prefix, sep, rest = str((ckpt.get('lineage') or {}).get('base_checkpoint') or '').partition(':')
+    if sep and prefix == 'gguf':
+        from data.sources import gguf_file
+        return dict(ds, **gguf_identity(gguf_file(rest or None)))
+    return ds
+
+
+def gguf_path(ds, cache_dir=None):
+    """The GGUF file a 'dataset' entry's tokenizer names (its path and sha256; data.sources.find_gguf), or None when
+    the entry is not a GGUF tokenizer or names no file."""
+    if ds.get('tokenizer') != 'gguf' or not ds.get('tokenizer_file'):
+        return None
+    return os.path.abspath(find_gguf(ds['tokenizer_file'], ds.get('tokenizer_sha256'), cache_dir))
+
+
+# ----------------------------------------------------------------------------- a GGUF's BPE as a tokenizer.json
+
+BYTE_LEVEL = {'type': 'ByteLevel', 'add_prefix_space': False, 'trim_offsets': True, 'use_regex': True}
+HF_PRE_TOKENIZERS = {  # tokenizer.ggml.pre -> the pre_tokenizer that splits as PRE_SPLITS' regex (pre_split reads it)
+    'gpt2': BYTE_LEVEL,
+    'smollm': {'type': 'Sequence', 'pretokenizers': [{'type': 'Digits', 'individual_digits': True}, BYTE_LEVEL]}}
+
+
+def gguf_tokenizer_files(path, model_max_length):
+    """A GGUF's byte-level BPE as the files of a Hugging Face folder that AutoTokenizer loads: ({'tokenizer.json':
+    text, 'tokenizer_config.json': text}, {bos_token_id, eos_token_id, pad_token_id: id or None}). tokenizer.json:
+    the BPE model with the file's tokens (by id) and merges in order, the control tokens (token_type 3) as special
+    added tokens, the pre_tokenizer of its tokenizer.ggml.pre (HF_PRE_TOKENIZERS: SmolLM's digits split off first, as
+    SmolLM's own tokenizer.json has it), ByteLevel decoding; tokenizer_config.json: its bos/eos/pad/unk tokens and
+    chat template. DataError naming the field when the file holds something else (read_gguf_vocab's refusals, an
+    unknown pre, a token spelled twice)."""
+    v = read_gguf_vocab(path)
+    if v['pre'] not in HF_PRE_TOKENIZERS:
+        raise DataError(f"{path}: tokenizer.ggml.pre {v['pre']!r} has no tokenizer.json form here "
+                        f"({', '.join(HF_PRE_TOKENIZERS)}); add it to lab/hf/tokenizer.py HF_PRE_TOKENIZERS")
+    tokens = v['tokens']
+    vocab = {t: i for i, t in enumerate(tokens)}
+    if len(vocab) != len(tokens):
+        twice = next(t for i, t in enumerate(tokens) if vocab[t] != i)
+        raise DataError(f"{path}: tokenizer.ggml.tokens holds {twice!r} twice; a tokenizer.json vocabulary maps each "
+                        f"token to one id")
+    fields = v['fields']
+
+    def meta(key):
+        f = fields.get(key)
+        if f is None:
+            return None
+        value = f.parts[f.data[0]]
+        return bytes(value).decode('utf-8') if f.types[0].name == 'STRING' else value.tolist()[0]
+    ids = {k: meta(f'tokenizer.ggml.{k}') for k in ('bos_token_id', 'eos_token_id', 'padding_token_id',
+                                                   'unknown_token_id')}
+    added = [{'id': i, 'content': tokens[i], 'single_word': False, 'lstrip': False, 'rstrip': False,
+              'normalized': False, 'special': True} for i, k in enumerate(v['types']) if k == CONTROL]
+    tok = {'version': '1.0', 'truncation': None, 'padding': None, 'added_tokens': added, 'normalizer': None,
+           'pre_tokenizer': HF_PRE_TOKENIZERS[v['pre']],
+           'post_processor': {'type': 'ByteLevel', 'add_prefix_space': True, 'trim_offsets': False, 'use_regex': True},
+           'decoder': {'type': 'ByteLevel', 'add_prefix_space': True, 'trim_offsets': True, 'use_regex': True},
+           'model': {'type': 'BPE', 'dropout': None, 'unk_token': None, 'continuing_subword_prefix': None,
+                     'end_of_word_suffix': None, 'fuse_unk': False, 'byte_fallback': False, 'ignore_merges': False,
+                     'vocab': vocab, 'merges': v['merges']}}
+    names = {'bos_token': 'bos_token_id', 'eos_token': 'eos_token_id', 'pad_token': 'padding_token_id',
+             'unk_token': 'unknown_token_id'}
+    cfg = {'tokenizer_class': 'PreTrainedTokenizerFast', 'model_max_length': model_max_length,
+           'clean_up_tokenization_spaces': False, 'add_bos_token': bool(meta('tokenizer.ggml.add_bos_token')),
+           **{name: tokens[ids[k]] for name, k in names.items() if ids[k] is not None and 0 <= ids[k] < len(tokens)}}
+    if meta('tokenizer.chat_template'):
+        cfg['chat_template'] = meta('tokenizer.chat_template')
+    files = {'tokenizer.json': json.dumps(tok, ensure_ascii=False) + '\n',
+             'tokenizer_config.json': json.dumps(cfg, ensure_ascii=False, indent=1) + '\n'}
+    return files, {'bos_token_id': ids['bos_token_id'], 'eos_token_id': ids['eos_token_id'],
+                   'pad_token_id': ids['padding_token_id']}
 
 
 TOKENIZERS['gguf'] = meta_tokenizer
