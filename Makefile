@@ -64,7 +64,7 @@ out/char-eval-test/summary.json:  # the test split's eval, which `make bases-tes
 
 ##@ real model: SmolLM2-135M (a pip wheel's GGUF, trained at 8,192) through the same protocol
 
-real-model: real-model-data  # the study sized to decide (issue 58): 12 windows of 12,288 = 1.5 x L, one per play, a passkey in each; as shipped, the sink-kept crop, PI, YaRN, NTK-aware; a declared family (config/real_model_cpu.py; resumes where it stopped) into out/real-model: assets/studies/real_model_plays (51 min 27 s of forwards on 2 cores)
+real-model: real-model-data  # the study sized to decide (issue 58): 12 windows of 12,288 = 1.5 x L, one per play, a passkey in each; as shipped, the sink-kept crop, PI, YaRN, NTK-aware; a declared family (config/real_model_cpu.py; resumes where it stopped) into out/real-model: assets/studies/real_model_plays (57 min 31 s from a clean clone on 2 cores)
 	$(PY) -m lab.measure.doc_study config/real_model_cpu.py
 real-model-maps: real-model-data  # the same windows and passkeys, ReRoPE and Self-Extend added (reads make real-model's parts, measures the 2 new arms; its own declared family) into out/real-model-maps
 	$(PY) -m lab.measure.doc_study config/real_model_cpu.py config/real_model_maps_cpu.py
