@@ -121,8 +121,8 @@ def tokenizer(ckpt, path):
     """(encode, decode) of the vocabulary the checkpoint was trained on (its 'dataset' entry): characters, GPT-2 BPE,
     a GGUF's own BPE ('tokenizer_file', e.g. a checkpoint loaded from gguf:<file>), or a Hugging Face folder's
     tokenizer.json ('tokenizer_file', a checkpoint loaded from hf:<folder>)."""
-    import lab.hf.tokenizer  # noqa: F401  registers the 'gguf' and 'hf' tokenizers with get_tokenizer
-    ds = ckpt.get('dataset') or {}
+    from lab.hf.tokenizer import run_tokenizer  # (and registers the 'gguf' and 'hf' tokenizers with get_tokenizer)
+    ds = run_tokenizer(ckpt)  # a GGUF's file from the run's data or its gguf: base where the entry lacks it
     if ds.get('tokenizer') == 'hf' and not ds.get('tokenizer_file'):
         where = path[len('hf:'):] if str(path).startswith('hf:') else path
         raise ConfigError(f"checkpoint {path}: the folder {where} has no tokenizer.json, so there is no tokenizer to "

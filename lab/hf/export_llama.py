@@ -147,10 +147,11 @@ def tokenizer_of(ckpt_path, ds, M):
     Nothing written is said, with why, in the lines."""
     kind = ds.get('tokenizer')
     if kind == 'gguf':
-        from data.sources import gguf_file
-        from lab.hf.tokenizer import gguf_tokenizer_files
-        try:
-            path = serve.gguf_source(ckpt_path) or os.path.abspath(gguf_file(ds.get('tokenizer_file') or None))
+        from lab.hf.tokenizer import gguf_path, gguf_tokenizer_files
+        try:  # the model's own file, by its recorded path and sha256; never another model's
+            path = serve.gguf_source(ckpt_path) or gguf_path(ds)
+            if path is None:
+                raise DataError("the run records a GGUF tokenizer but no file")
             files, ids = gguf_tokenizer_files(path, M)
         except (DataError, ValueError) as e:
             why = f"no tokenizer written: {str(e).splitlines()[0]}"
@@ -238,7 +239,8 @@ def write(ckpt, args, L, model, ckpt_path, out_dir, notes=None):
     """Write the checked, loaded model as its own architecture's folder (see the module docstring); returns (out_dir,
     config dict, parameter count) as export.export does; notes (a list) gets the lines the command prints."""
     weights = llama_tensors(model.state_dict(), args)
-    ds = ckpt.get('dataset') or {}
+    from lab.hf.tokenizer import run_tokenizer
+    ds = run_tokenizer(ckpt)  # (a run saved without its tokenizer file: from its data, else its base)
     _, M = hf_rope(args['n_embd'] // args['n_head'], args['rope_base'], args.get('rope_scaling'), L,
                    args['block_size'])
     tok_files, ids, tok_lines, tok_said = tokenizer_of(ckpt_path, ds, M)

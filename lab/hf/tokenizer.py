@@ -37,7 +37,9 @@ The other way, gguf_tokenizer_files writes a GGUF's byte-level BPE as a Hugging 
 the pre_tokenizer that pre_split reads back) with tokenizer_config.json, for lab/hf/export_llama.py.
 
 Importing this module registers the tokenizers 'gguf' and 'hf' with data.sources.get_tokenizer (a dataset's meta
-names the file in 'tokenizer_file'), which is how the rooms and sample.py reach them.
+names the file in 'tokenizer_file'; a GGUF by its absolute path and 'tokenizer_sha256', found from any folder: at that
+path, else in the cache dir by name or sha256, data.sources.find_gguf), which is how the rooms and sample.py reach
+them. run_tokenizer fills the file in for a run that does not record it (from its data's meta.json or its base).
 """
 import functools
 import json
@@ -374,12 +376,16 @@ def meta_tokenizer(meta, cache_dir=None):
 
 
 def run_tokenizer(ckpt):
-    """A checkpoint's 'dataset' entry with a GGUF tokenizer's file filled in where the entry lacks it (a run saved
-    before train.py recorded it): from the meta.json of the data it trained on ('data_dir'), else from the GGUF its
-    lineage names as its base (gguf:<file>). Any other entry is returned as it is."""
+    """A checkpoint's 'dataset' entry with a model's own tokenizer file filled in where the entry lacks it (a run saved
+    before train.py recorded it): from the meta.json of the data it trained on ('data_dir'), else from the base its
+    lineage names (gguf:<file>: that file; hf:<folder>: its tokenizer.json). Any other entry is returned as it is."""
     ds = dict(ckpt.get('dataset') or {})
-    if ds.get('tokenizer') != 'gguf' or ds.get('tokenizer_file'):
+    if ds.get('tokenizer') not in ('gguf', 'hf') or ds.get('tokenizer_file'):
         return ds
+    prefix, sep, rest = str((ckpt.get('lineage') or {}).get('base_checkpoint') or '').partition(':')
+    if ds['tokenizer'] == 'hf':
+        tok = os.path.join(rest, 'tokenizer.json')
+        return dict(ds, tokenizer_file=os.path.abspath(tok)) if sep and prefix == 'hf' and os.path.isfile(tok) else ds
     meta = os.path.join(ds.get('data_dir') or '', 'meta.json')
     if ds.get('data_dir') and os.path.isfile(meta):
         try:
@@ -389,7 +395,6 @@ def run_tokenizer(ckpt):
             got = {}
         if isinstance(got, dict) and got.get('tokenizer') == 'gguf' and got.get('tokenizer_file'):
             return dict(ds, **{k: got[k] for k in ('tokenizer_file', 'tokenizer_sha256') if got.get(k)})
-    prefix, sep, rest = str((ckpt.get('lineage') or {}).get('base_checkpoint') or '').partition(':')
     if sep and prefix == 'gguf':
         from data.sources import gguf_file
         return dict(ds, **gguf_identity(gguf_file(rest or None)))

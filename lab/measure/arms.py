@@ -16,8 +16,8 @@ import os
 import re
 
 from configurator import ConfigError
-from data.common import (DataError, checkpoint_ref, data_dir_of, load_checkpoint, model_from_checkpoint, read_json,
-                         read_jsonl)
+from data.common import (DataError, checkpoint_exists, checkpoint_ref, data_dir_of, load_checkpoint,
+                         model_from_checkpoint, read_json, read_jsonl)
 from lab.crop import crop_name, is_crop_spec, parse_crop, self_crop_arms
 from lab.position_maps import POSITION_MAPS, is_position_map_spec, parse_position_map, position_map_name
 from rope_config import ROPE_TYPES, is_dynamic
@@ -174,22 +174,29 @@ def find_base(cfg, arms):
     base = next((a for a in arms if a['kind'] == 'base'), None)
     if base is None and cfg['rope_types']:
         named = lineage_of(arms[0]['ckpt'])['base_checkpoint']
-        if not os.path.exists(named):
+        if not checkpoint_exists(named):  # (a run folder, or a loader's gguf:<file> / hf:<folder>)
             raise ConfigError(f"--rope_types needs a base model: the fine-tunes name {named}, which does not exist "
-                              f"here; pass --base=<run folder of the base model>")
+                              f"here; pass --base=<run folder of the base model, or its gguf:<file> / hf:<folder>>")
         base = ckpt_arm(named, load_checkpoint(named))
     return base
 
 
 def check_same_data(arms):
+    """One dataset and vocabulary for every arm. A model loaded from gguf: or hf: (its lineage names a 'source') was
+    trained on no data of ours: its data is not compared, its vocabulary is (size, and the tokenizer file's sha256
+    where both record one), so it sits beside the runs fine-tuned from it."""
     def sig(a):
-        ds = a['ckpt'].get('dataset') or {}
-        return os.path.realpath(data_dir_of(ds.get('dataset') or '?')), a['ckpt']['model_args']['vocab_size']
-    for a in arms[1:]:
-        if sig(a) != sig(arms[0]):
-            (d1, v1), (d2, v2) = sig(arms[0]), sig(a)
-            raise ConfigError(f"checkpoints from different data: {arms[0]['checkpoint']} (data {d1}, vocab {v1}) and "
-                              f"{a['checkpoint']} (data {d2}, vocab {v2}); evaluate models of one dataset together")
+        ds, loaded = a['ckpt'].get('dataset') or {}, (a['ckpt'].get('lineage') or {}).get('source')
+        return (None if loaded else os.path.realpath(data_dir_of(ds.get('dataset') or '?')),
+                a['ckpt']['model_args']['vocab_size'], ds.get('tokenizer_sha256'))
+    ref = next((a for a in arms if sig(a)[0] is not None), arms[0])
+    for a in arms:
+        (d1, v1, h1), (d2, v2, h2) = sig(ref), sig(a)
+        if v1 != v2 or None not in (d1, d2) and d1 != d2 or h1 and h2 and h1 != h2:
+            raise ConfigError(f"checkpoints from different data: {ref['checkpoint']} (data {d1 or 'its own'}, vocab "
+                              f"{v1}{f', tokenizer sha256 {h1[:12]}' if h1 else ''}) and {a['checkpoint']} (data "
+                              f"{d2 or 'its own'}, vocab {v2}{f', tokenizer sha256 {h2[:12]}' if h2 else ''}); "
+                              f"evaluate models of one dataset together")
 
 
 def zero_shot_arms(cfg, base, arms, T):
