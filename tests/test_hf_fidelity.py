@@ -230,3 +230,18 @@ def test_inspect_reads_a_gguf_and_an_export_and_refuses_what_has_no_rope(tmp_pat
     assert_refused(*call(I.main, [tmp_path / 'gpt2.json'], capsys), ['gpt2.json', 'no rope'])
     other = write_gguf(tmp_path / 'gemma.gguf', gguf_tensors(hf_weights()), arch='gemma')
     assert_refused(*call(I.main, [other], capsys), ['gemma.gguf', 'architecture'])
+
+
+@pytest.mark.parametrize('name', ['llama31', 'qwen25_yarn', 'deepseek_v3', 'phi35', 'gemma3', 'gpt_oss', 'llama4',
+                                  'ministral3', 'smollm2'])
+def test_the_report_gives_every_engine_a_reading_with_its_source(name):
+    """For each published config the printed report holds a line for each of the five engines, each with its source
+    file and version, and one section per kind of layer."""
+    from lab.hf.engines import ENGINES
+    from lab.hf.inspect import engine_readings, report
+    d = PUBLISHED[name]
+    info = describe(d, name)
+    text = report(info, engine_readings(d), name)
+    for engine in ENGINES:
+        assert any(line.startswith(f"- {engine}, ") and ' @ ' in line for line in text.splitlines()), (name, engine)
+    assert text.count('\n## ') == len(info['groups']) + 1
