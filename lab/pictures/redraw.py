@@ -32,6 +32,7 @@ PLAN = {
     'studies/ape': ('loss_vs_position.png', 'verdicts.png'),
     'studies/designs': ('families.png', 'retrieval_families.png', 'verdict_grid.png'),
     'studies/frequencies': ('loss_vs_position.png', 'verdict_grid.png'),
+    'studies/engine_variants': ('loss_vs_position.png', 'verdict_grid.png'),
     'studies/abf_matched': ('loss_vs_position.png',),
     'studies/eval2048': ('families.png',),
     'studies/long_s8_2048': ('families.png',),
