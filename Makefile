@@ -3,7 +3,7 @@
 .DEFAULT_GOAL := help  # `make` alone lists the targets
 PY ?= $(shell command -v python >/dev/null && echo python || echo python3)
 
-.PHONY: quick demo install data train-copy finetune pose longrope eval train eval-test bases-test designs-test knobs eval-2048 pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases ape longrope-ref longrope4 drope nope-base hybrid-base word-copy-base word-copy-eval hybrid-w80-base hybrid-w80-eval hybrid-2g-base hybrid-2g-eval chunked-base local-global-base ssmax-base abf abf-matched longrope2 longrope2-in-step prope-base clip-base sinks-base sinks-seeds prope-seeds gated-base gated-eval fire-base cope-base fire-cope-eval neox-base placement-eval dca-window clip-sweep pairs frequencies engine-variants frequency-bases temperature-knobs designs designs-2048 drope-eval scale-layers hybrid-eval chunked-eval own-crops gpu-check real-model-gpu real-model real-model-maps mini-s15 real-model-bench real-model-all real-model-core real-model-rest real-model-ntk real-model-dynamic real-model-rerope real-model-self-extend real-model-data test help
+.PHONY: quick demo install data train-copy finetune pose longrope eval train eval-test bases-test designs-test knobs eval-2048 pi-steps long-s8 long-s8-2048 plain-lengths slow-pairs copy-capped bases ape longrope-ref longrope4 drope nope-base hybrid-base word-copy-base word-copy-eval hybrid-w80-base hybrid-w80-eval hybrid-2g-base hybrid-2g-eval chunked-base local-global-base ssmax-base abf abf-matched longrope2 longrope2-in-step prope-base clip-base sinks-base sinks-seeds prope-seeds gated-base gated-eval fire-base cope-base fire-cope-eval neox-base placement-eval dca-window clip-sweep pairs frequencies engine-variants frequency-bases temperature-knobs designs designs-2048 drope-eval scale-layers hybrid-eval chunked-eval own-crops gpu-check real-model-gpu real-model real-model-maps mini-s15 real-model-bench bridge real-model-all real-model-core real-model-rest real-model-ntk real-model-dynamic real-model-rerope real-model-self-extend real-model-data test help
 
 ##@ story: the story in minutes
 
@@ -68,6 +68,13 @@ real-model: real-model-data  # the study sized to decide (issue 58): 12 windows 
 	$(PY) -m lab.measure.doc_study config/real_model_cpu.py
 real-model-maps: real-model-data  # the same windows and passkeys, ReRoPE and Self-Extend added (reads make real-model's parts, measures the 2 new arms; its own declared family) into out/real-model-maps
 	$(PY) -m lab.measure.doc_study config/real_model_cpu.py config/real_model_maps_cpu.py
+bridge: real-model-data  # from a verdict to a deployed model: SmolLM2 with YaRN at 4 x L exported as LlamaForCausalLM, the inspector on it, the knobs' pick, and its logits against transformers' on the whole model past L (8,704 tokens): assets/hf_bridge
+	mkdir -p assets/hf_bridge
+	$(PY) -m lab.hf.export --ckpt=gguf:smollm2 --rope_type=yarn --factor=4 --out_dir=out/hf/smollm2-yarn4 --overwrite=True | sed "s#$$HOME#~#g" | tee assets/hf_bridge/export.txt
+	$(PY) -m lab.hf.inspect out/hf/smollm2-yarn4 | tee assets/hf_bridge/inspect.txt
+	$(PY) -m lab.knobs --ckpt=gguf:smollm2 --T=32768 | tee assets/hf_bridge/knobs.txt
+	$(PY) -m lab.hf.roundtrip --folder=out/hf/smollm2-yarn4 --ckpt=gguf:smollm2 --rope_type=yarn --factor=4 --T=8704 --out=assets/hf_bridge/roundtrip.json
+	cp out/hf/smollm2-yarn4/config.json assets/hf_bridge/config.json
 real-model-bench:     # each masked arm's forward of SmolLM2 at 12,288 against the causal one, and its peak memory (one process an arm)
 	$(PY) -m lab.engine.masked_bench --ckpt=gguf:smollm2 --T=12288 --out=out/masked_bench.json
 mini-s15:             # the miniature at the real model's factor: the demo's base at T = 192 = 1.5 x L, the real study's arms and contrasts, dev windows (needs train-copy; ~1 min): assets/studies/mini_s15

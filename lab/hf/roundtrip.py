@@ -5,7 +5,7 @@ largest logit difference: the export's end-to-end check on a whole real model (t
 tiny models and a 2-layer slice of SmolLM2 to it in the suite). transformers is needed here, as in the tests.
 
     python -m lab.hf.roundtrip --folder=out/hf/smollm2-yarn4 --ckpt=gguf:smollm2 --rope_type=yarn --factor=4 \
-        --T=512 --out=assets/hf_bridge/smollm2_yarn4_roundtrip.json
+        --T=8704 --out=assets/hf_bridge/roundtrip.json
 """
 import json
 import time
@@ -27,7 +27,7 @@ def main(argv):
     if not cfg['folder']:
         raise ValueError("folder='' : give the exported folder (--folder=out/hf/...), written by lab.hf.export")
     transformers = __import__('transformers')
-    theirs = transformers.AutoModelForCausalLM.from_pretrained(cfg['folder'], torch_dtype=torch.float32).eval()
+    theirs = transformers.AutoModelForCausalLM.from_pretrained(cfg['folder'], dtype=torch.float32).eval()
     ours = model_from_checkpoint(load_checkpoint(cfg['ckpt'])).eval()
     if cfg['rope_type']:  # switched on as lab.hf.export switches it on
         ours.set_rope_scaling(parse_arm(cfg['rope_type'], cfg['factor'] or 1.0, ours.config.block_size))
@@ -39,11 +39,11 @@ def main(argv):
     diff = (a - b).abs()
     out = dict(folder=cfg['folder'].rstrip('/').split('/')[-1], ckpt=cfg['ckpt'], rope=ours.config.rope_scaling,
                T=cfg['T'], max_abs_diff=float(diff.max()), mean_abs_diff=float(diff.mean()),
-               max_abs_logit=float(a.abs().max()), same_argmax=float((a.argmax(-1) == b.argmax(-1)).float().mean()),
+               max_abs_logit=float(a.abs().max()), same_argmax=int((a.argmax(-1) == b.argmax(-1)).sum()),
                seconds=round(time.time() - t0, 1), transformers=transformers.__version__,
-               provenance=provenance(None))
+               provenance=dict(provenance(None), command=' '.join(['python -m lab.hf.roundtrip', *argv])))
     print(f"{out['folder']}: T = {cfg['T']}, max |logit difference| {out['max_abs_diff']:.2e} (logits up to "
-          f"{out['max_abs_logit']:.1f}), argmax equal at {out['same_argmax']:.1%} of positions")
+          f"{out['max_abs_logit']:.1f}), the same argmax at {out['same_argmax']:,} of {cfg['T']:,} positions")
     if cfg['out']:
         atomic_write_text(cfg['out'], json.dumps(out, indent=1) + '\n')
         print(f"wrote {cfg['out']}")
