@@ -72,7 +72,7 @@ bridge: real-model-data  # from a verdict to a deployed model: SmolLM2 with YaRN
 	mkdir -p assets/hf_bridge
 	$(PY) -m lab.hf.export --ckpt=gguf:smollm2 --rope_type=yarn --factor=4 --out_dir=out/hf/smollm2-yarn4 --overwrite=True | sed "s#$$HOME#~#g" | tee assets/hf_bridge/export.txt
 	$(PY) -m lab.hf.inspect out/hf/smollm2-yarn4 | tee assets/hf_bridge/inspect.txt
-	$(PY) -m lab.knobs --ckpt=gguf:smollm2 --T=32768 | tee assets/hf_bridge/knobs.txt
+	$(PY) -m lab.knobs --ckpt=gguf:smollm2 --T=32768 --export=out/hf/smollm2-32k --overwrite=True | sed "s#$$HOME#~#g" | tee assets/hf_bridge/knobs.txt
 	$(PY) -m lab.hf.roundtrip --folder=out/hf/smollm2-yarn4 --ckpt=gguf:smollm2 --rope_type=yarn --factor=4 --T=8704 --out=assets/hf_bridge/roundtrip.json
 	cp out/hf/smollm2-yarn4/config.json assets/hf_bridge/config.json
 real-model-bench:     # each masked arm's forward of SmolLM2 at 12,288 against the causal one, and its peak memory (one process an arm)
