@@ -336,3 +336,18 @@ def test_the_commands_print_the_folder_and_the_engine_lines(tmp_path, capsys):
                         ([f'--ckpt=gguf:{path}', '--T=256', '--overwrite=True'], ['--export'])):
         assert_refused(*call(knobs.main, argv, capsys), names)
     assert not os.path.exists('y')
+
+
+def test_roundtrip_command_records_the_exported_folders_logits_against_the_labs(tmp_path, capsys):
+    """python -m lab.hf.roundtrip (make bridge's whole-model check) on a tiny GGUF exported with YaRN x4: the JSON it
+    writes holds a difference below TOL at T = 256 = 4L and the same argmax at every position; with the rope left off
+    on the lab's side the difference is large (the check can fail)."""
+    pytest.importorskip('transformers')
+    from lab.hf import roundtrip
+    path = bpe_gguf(tmp_path / 'tok.gguf')
+    out, _, _ = export('gguf:' + path, str(tmp_path / 'hf'), False, 'yarn', 4.0, [])
+    args = [f'--folder={out}', f'--ckpt=gguf:{path}', '--T=256', f'--out={tmp_path / "rt.json"}']
+    got = roundtrip.main(args + ['--rope_type=yarn', '--factor=4'])
+    assert got['max_abs_diff'] < TOL and got['same_argmax'] == 256
+    assert json.load(open(tmp_path / 'rt.json'))['rope']['factor'] == 4.0
+    assert roundtrip.main(args)['max_abs_diff'] > 100 * TOL
