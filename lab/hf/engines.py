@@ -518,6 +518,35 @@ READINGS = [
     _unsupported('llama.cpp', 'ntk', _L_NONE, L_CONV, warn=W_LCPP),
     _unsupported('llama.cpp', 'dynamic_yarn', _L_NONE, L_CONV, warn=W_LCPP),
     _unsupported('llama.cpp', 'ntk_by_parts', _L_NONE, L_CONV, warn=W_LCPP),
+
+    # ---------------------------------------------------------------- the engine-only variants (rope.py's last section)
+    # ntk_mixed is vLLM's 'ntk' row above, ntk_alpha the 'dynamic' rows with 'alpha' (lab.hf.config.engine_type maps
+    # those names); Grok's yarn_log and TeleChat3's YaRN are read from the files rope.py cites (the code index's copies)
+    _unsupported('transformers 4.x', 'yarn_log', _T4_NONE, T4_ROPE, warn=W_T4),
+    _unsupported('transformers 5.x', 'yarn_log', _T5_NONE, T5_ROPE, TESTED, W_T5),
+    _unsupported('vLLM', 'yarn_log', "not a get_rope type: Grok's model file builds its own class "
+                 "(grok1_scaling_rope.py, read at e443db5a), so another model naming it gets " + _V_NONE, V_GET,
+                 warn=W_VLLM),
+    Reading('SGLang', 'yarn_log', True, ('factor', 'original_max_position_embeddings', 'beta_fast', 'beta_slow'),
+            "rope dict original_max_position_embeddings", 'none',
+            "Grok only (ScalingRotaryEmbedding, extra_method='yarn_log'): theta_i / s^ramp_i, YaRN's ramp blended in "
+            "log space, the range always truncated; its mscale is computed and left off cos/sin (Grok's attention "
+            "temperature is a separate per-query logit scale, attn_temperature_len)", W_SGL,
+            'python/sglang/srt/models/grok.py @ 031ad4ce (the code index)', READ),
+    _unsupported('llama.cpp', 'yarn_log', "unverified: how llama.cpp's Grok loader blends the frequencies was not "
+                 "read; its generic yarn is the paper's (linear blend)", L_CONV, warn=W_LCPP),
+    _unsupported('transformers 4.x', 'yarn_telechat', _T4_NONE, T4_ROPE, warn=W_T4),
+    _unsupported('transformers 5.x', 'yarn_telechat', _T5_NONE, T5_ROPE, TESTED, W_T5),
+    Reading('vLLM', 'yarn_telechat', True, ('factor', 'original_max_position_embeddings', 'beta_fast', 'beta_slow'),
+            "rope dict original_max_position_embeddings", 'cos/sin',
+            "TeleChat3's class: YaRN's frequencies with the temperature 0.07 ln s + 1 in place of 0.1 ln s + 1, on "
+            "cos and sin; which rope_type name get_rope routes to it was not found in the versions read, and 0.34.0 "
+            "may pass the 0.07 as an explicit attention_factor (unverified)", W_VLLM,
+            'vllm/model_executor/layers/rotary_embedding/telechat3_scaling_rope.py @ d5a17e05 (the code index)', READ),
+    _unsupported('SGLang', 'yarn_telechat', "not found in the files read (factory.py, yarn.py, rope_variant.py)",
+                 S_GET, warn=W_SGL),
+    _unsupported('llama.cpp', 'yarn_telechat', "not found in the files read: the generic yarn's temperature is "
+                 "0.1 ln s + 1", L_CTX, warn=W_LCPP),
 ]
 
 _ARG = f'common/arg.cpp @ {LC}'
