@@ -30,7 +30,10 @@ import math
 import os
 import shlex
 
+from lab.hf.engines import LLAMA_CPP_FLAGS
 from rope import longrope_attention_factor, yarn_mscale
+
+FLAG = {k: v['flag'].split()[0] for k, v in LLAMA_CPP_FLAGS.items() if v['flag']}  # rope field -> llama-server flag
 
 NOT_ROPE = {  # arm-spec heads that change attention, not the frequencies -> what they are
     'rerope': 'ReRoPE (a position map: every key past the window w scored at distance w)',
@@ -117,15 +120,15 @@ def llama_cpp_lines(config, folder, af, gguf, base):
         model = os.path.normpath(folder) + '.gguf'
         lines.append('llama.cpp: ' + shlex.join(['python', 'convert_hf_to_gguf.py', folder, '--outfile', model,
                                                  '--outtype', 'f32']) + '   # (llama.cpp/convert_hf_to_gguf.py)')
-    flags = []
+    flags = []  # (the flags' names: lab/hf/engines.py's LLAMA_CPP_FLAGS, each cited)
     if t == 'default' and rp['rope_theta'] != base:
-        flags = ['--rope-freq-base', num(rp['rope_theta'])]
+        flags = [FLAG['rope_theta'], num(rp['rope_theta'])]
     elif t == 'linear':
-        flags = ['--rope-scaling', 'linear', '--rope-scale', num(s)]
+        flags = [FLAG['rope_type'], 'linear', FLAG['factor'], num(s)]
     elif t == 'yarn':  # (the betas as flags: llama.cpp's generic loader does not read them from a GGUF)
-        flags = ['--rope-scaling', 'yarn', '--rope-scale', num(s), '--yarn-orig-ctx',
-                 str(rp['original_max_position_embeddings']), '--yarn-beta-fast', num(rp.get('beta_fast', 32.0)),
-                 '--yarn-beta-slow', num(rp.get('beta_slow', 1.0))]
+        flags = [FLAG['rope_type'], 'yarn', FLAG['factor'], num(s), FLAG['original_max_position_embeddings'],
+                 str(rp['original_max_position_embeddings']), FLAG['beta_fast'], num(rp.get('beta_fast', 32.0)),
+                 FLAG['beta_slow'], num(rp.get('beta_slow', 1.0))]
     lines.append('llama.cpp: ' + shlex.join(['llama-server', '-m', model, *flags, '-c', str(M)]))
     return lines
 
