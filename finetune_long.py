@@ -21,7 +21,7 @@ from lab.engine.device import ddp_ranks
 from lab.engine import sweep
 from data.common import checkpoint_ref, load_checkpoint, model_from_checkpoint
 from rope_config import all_type_keys
-from lab.measure.arm_specs import check_over_trained_in
+from lab.measure.arm_specs import check_over_trained_in, trained_in
 from lab.engine.ddp import in_group
 from lab.engine.checks import check_settings
 from train import DEFAULTS as TRAIN_DEFAULTS, load_data, run_config, train
@@ -72,7 +72,7 @@ def main(argv):
         raise ConfigError("pass --init_from=<run folder of the base model> (or --init_from=resume)")
     base = load_checkpoint(cfg['init_from'])
     L, T, plan = sweep.plan_arms(cfg, base, resuming)  # every (arm, seed): its folder, RoPE and settings
-    own = None if (base.get('lineage') or {}).get('base_checkpoint') else base['model_args'].get('rope_scaling')
+    own = trained_in(base)
     for arm in plan:  # a rope type trained into the base (p-RoPE, clipped) is kept, not replaced: one line otherwise
         check_over_trained_in(own, arm.scaling, f"init_from={cfg['init_from']}", f"--rope_type arm {arm.name!r}",
                               "fine-tune its own with --rope_type=keep (no --plain; --block_size=T for the length)")

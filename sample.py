@@ -36,7 +36,7 @@ from lab.position_maps import is_position_map_spec, mapped_attention, parse_posi
 from data.common import model_from_checkpoint
 from data.common import load_checkpoint
 from rope_config import is_dynamic
-from lab.measure.arm_specs import parse_arm, scaling_name
+from lab.measure.arm_specs import check_over_trained_in, parse_arm, scaling_name, trained_in
 
 DEFAULTS = dict(
     ckpt='',                 # a run folder (or its ckpt.pt) written by train.py or finetune_long.py
@@ -146,7 +146,13 @@ def rope_scaling_for(cfg, ckpt, path, n_tokens):
     if is_position_map_spec(cfg['rope_type']):
         return None
     dynamic = is_dynamic({'rope_type': cfg['rope_type'].split(':')[0]})
-    return parse_arm(cfg['rope_type'], cfg['factor'] or (1.0 if dynamic else max(1.0, n_tokens / L)), L)
+    sc = parse_arm(cfg['rope_type'], cfg['factor'] or (1.0 if dynamic else max(1.0, n_tokens / L)), L)
+    try:  # a rope type trained into the model (p-RoPE, clipped) is kept, not replaced: one line otherwise
+        check_over_trained_in(trained_in(ckpt), sc, f"--ckpt={path}", f"--rope_type={cfg['rope_type']}",
+                              "drop --rope_type to sample the model as trained")
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    return sc
 
 
 def main(argv):

@@ -372,6 +372,36 @@ def test_merge_of_parts_equals_the_eval_run_at_once(lab, tmp_path):
         assert not (tmp_path / 'no').exists()
 
 
+def test_merge_names_the_commits_of_its_parts_and_a_changed_tree(lab, tmp_path):
+    """--merge joined parts made at different commits, or from a tree with uncommitted changes, without a word in
+    summary.md. Now summary.json keeps each part's provenance (command, commit, changed) and summary.md names each
+    part's commit and says that the parts come from different commits and a changed tree; parts of one clean commit
+    say so too."""
+    from badinput import edit_json
+    common = [f'--base={lab["base"]}', f'--eval_len={T}', '--num_windows=2', '--retrieval_examples=0',
+              '--entropy_windows=1', '--device=cpu', '--progress=False', '--plot=False', '--workers=1']
+    for name, types in (('a', 'default'), ('b', 'linear')):
+        ev.main(common + [f'--rope_types={types}', f'--out_dir={tmp_path / name}'])
+
+    def merged(commits, changed):
+        for name, commit, ch in zip('ab', commits, changed):
+            edit_json(tmp_path / name / 'summary.json', lambda s: s['settings']['provenance'].update(commit=commit,
+                                                                                                       changed=ch))
+        out = tmp_path / f'm{commits[1][0]}{changed[1]}'
+        ev.main([f'--merge={tmp_path / "a"},{tmp_path / "b"}', f'--out_dir={out}', '--plot=False'])
+        stored = json.loads((out / 'summary.json').read_text(encoding='utf-8'))['settings']['merged']
+        return stored, (out / 'summary.md').read_text(encoding='utf-8')
+    stored, md = merged(['1' * 40, '2' * 40], [False, True])
+    assert [(p['provenance']['commit'], p['provenance']['changed']) for p in stored] == [('1' * 40, False),
+                                                                                         ('2' * 40, True)]
+    assert all(p['provenance']['command'].startswith('python eval.py ') for p in stored)
+    line = next(ln for ln in md.splitlines() if ln.startswith('Merged from 2 parts'))
+    assert f"{tmp_path / 'a'} at commit 1111111, {tmp_path / 'b'} at commit 2222222 (with uncommitted changes)" in line
+    assert 'different commits and a changed tree' in line
+    _, md = merged(['1' * 40, '1' * 40], [False, False])
+    assert 'at commit 1111111; one commit, no tree changed.' in md
+
+
 def test_combine_minus_gives_each_contrast_between_two_kinds_of_base(lab, tmp_path, capsys):
     """--combine_minus: two kinds of base (here copies of one eval, the second kind's base arm renamed as a sink base's
     is, and its linear arm's windows raised by 0.1 plus a per-pair offset) -> each contrast's difference between the

@@ -223,15 +223,15 @@ def test_a_failing_forward_leaves_the_cache_as_it_was(rope_type, attention):
 ITOS = ['\x00', '\n', ' ', ':', 'A', 'B', 'C', 'M', 'O', 'R', 'E'] + [chr(c) for c in range(ord('a'), ord('z') + 1)]
 
 
-def write_ckpt(folder, pos_emb='rope', block_size=16, attention='causal'):
+def write_ckpt(folder, pos_emb='rope', block_size=16, attention='causal', rope_scaling=None, base_checkpoint=None):
     """A checkpoint with the fields sample.py reads: weights, model_args, the dataset's vocabulary, the lineage."""
     torch.manual_seed(0)
     m = GPT(GPTConfig(block_size=block_size, vocab_size=len(ITOS), n_layer=1, n_head=2, n_embd=16, pos_emb=pos_emb,
-                      attention=attention))
+                      attention=attention, rope_scaling=rope_scaling))
     torch.save({'model': m.state_dict(), 'model_args': model_args(m),
                 'dataset': {'data_dir': str(folder), 'dataset': 'tiny_char', 'vocab_size': len(ITOS),
                             'tokenizer': 'char', 'itos': ITOS},
-                'lineage': {'train_len': block_size, 'seq_len': block_size, 'base_checkpoint': None}},
+                'lineage': {'train_len': block_size, 'seq_len': block_size, 'base_checkpoint': base_checkpoint}},
                folder / 'ckpt.pt')
     return m
 
@@ -274,6 +274,30 @@ def test_sample_bad_input(tmp_path, args, message):
     write_ckpt(tmp_path)
     with pytest.raises(ValueError, match=message):
         sample.main([f'--ckpt={tmp_path}', '--device=cpu', '--progress=False'] + args)
+
+
+CLIP = {'rope_type': 'clip', 'original_max_position_embeddings': 16}
+PROPE = {'rope_type': 'proportional', 'partial_rotary_factor': 0.25}
+
+
+@pytest.mark.parametrize('own, base, rope_type', [(CLIP, None, 'linear'), (CLIP, None, 'yarn:beta_fast=8'),
+                                                  (CLIP, None, 'default'), (PROPE, None, 'linear'),
+                                                  (PROPE, None, 'proportional:partial_rotary_factor=0.5'),
+                                                  (CLIP, 'out/base', 'linear')])  # a fine-tune that kept clip
+def test_sample_refuses_to_replace_a_trained_in_rope_type(tmp_path, capsys, own, base, rope_type):
+    """Before, --rope_type=linear on a clipped or p-RoPE base sampled with PI over every pair (the stopped ones turning
+    again) without a word, where eval.py and finetune_long.py refuse it. Now the same check (check_over_trained_in)
+    refuses it in one line naming both types; the base's own type with a new factor and a position map still run."""
+    from badinput import check_refused
+    write_ckpt(tmp_path, rope_scaling=own, base_checkpoint=base)
+    args = [f'--ckpt={tmp_path}', '--start=AB', '--num_samples=1', '--max_new_tokens=4', '--device=cpu',
+            '--progress=False']
+    check_refused(sample.main, args + [f'--rope_type={rope_type}'],
+                  [f"'{own['rope_type']}'", f"--rope_type={rope_type}", 'would replace it'], capsys, [tmp_path])
+    own_type = ':'.join([own['rope_type']] + [f'{k}={v}' for k, v in own.items() if k == 'partial_rotary_factor'])
+    for ok in ([], [f'--rope_type={own_type}', '--factor=2'], ['--rope_type=rerope:window=4']):
+        sample.main(args + ok)
+        assert capsys.readouterr().out.count('---------------') == 1
 
 
 def test_sample_learned_model(tmp_path, capsys):

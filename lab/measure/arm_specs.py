@@ -67,6 +67,15 @@ def parse_arm(entry, factor, L, flags=None):
     return check_scaling(sc)
 
 
+def trained_in(ckpt):
+    """The rope config trained into a checkpoint's weights, check_over_trained_in's `own`: a base's own (no
+    base_checkpoint in its lineage: p-RoPE, clipped RoPE, ABF from scratch), or a fine-tune's clipped or p-RoPE type
+    (kept from its base with --rope_type=keep, or tuned in: pairs it trained stopped); None otherwise."""
+    sc = ckpt['model_args'].get('rope_scaling')
+    derived = bool((ckpt.get('lineage') or {}).get('base_checkpoint'))
+    return sc if not derived or (sc or {}).get('rope_type') in ('clip', 'proportional') else None
+
+
 def check_over_trained_in(own, sc, source, new, fix):
     """A rope config switched on over a base whose rope type was trained in (own: the base's model_args rope_scaling,
     p-RoPE, clipped RoPE, ABF from scratch) replaces that type: model.set_rope_scaling puts `sc` in its place, so

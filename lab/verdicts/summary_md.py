@@ -162,6 +162,25 @@ def comparable_mean(arm, ref, column):
     return float(ref['buckets'][column] + design(arm) - design(ref))
 
 
+def at_commit(p):
+    """'at commit abc1234', and ' (with uncommitted changes)' when tracked files differed from it (a provenance)."""
+    return f"at commit {(p.get('commit') or '?')[:7]}{' (with uncommitted changes)' if p.get('changed') else ''}"
+
+
+def merged_provenance(parts):
+    """One line on the parts of a merged study (eval.py --merge; settings.merged): each part's commit, and whether the
+    parts come from different commits or any from a tree with uncommitted changes (then their code may differ)."""
+    provs = [p.get('provenance') or {} for p in parts]  # summaries written before issue 31 have none
+    commits = [v.get('commit') for v in provs]
+    at = [f"{p['folder']} {at_commit(v)}" for p, v in zip(parts, provs)]
+    differ = [w for w, bad in (('different commits', len(set(commits) - {None}) > 1),
+                               ('a changed tree', any(v.get('changed') for v in provs)),
+                               ('an unrecorded commit', None in commits)) if bad]
+    return (f"Merged from {len(parts)} parts: {', '.join(at)}; " +
+            (f"they come from {' and '.join(differ)}, so their code may differ." if differ else
+             "one commit, no tree changed."))
+
+
 def summary_markdown(summary):
     s, arms = summary['settings'], summary['arms']
     m = s['margins']
@@ -175,9 +194,9 @@ def summary_markdown(summary):
              f"documents, the same for every arm. {s['protocol']}", '', rule]
     if s.get('provenance'):  # summaries written before issue 31 have none
         p = s['provenance']
-        lines += ['', f"Made by `{p['command']}` at commit {(p['commit'] or '?')[:7]}"
-                      f"{' (with uncommitted changes)' if p['changed'] else ''}, {p['date']}, torch {p['torch']}, "
-                      f"{p['machine']}."]
+        lines += ['', f"Made by `{p['command']}` {at_commit(p)}, {p['date']}, torch {p['torch']}, {p['machine']}."]
+    if s.get('merged'):
+        lines += ['', merged_provenance(s['merged'])]
     sampled = [f"{a['name']} ({', '.join(k for k, v in a['scoring']['buckets'].items() if v == 'sampled')})"
                for a in arms if 'sampled' in a['scoring']['buckets'].values()]
     ref = next((a for a in arms if a.get('kind') == 'base'), None)
