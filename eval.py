@@ -131,7 +131,7 @@ def write_outputs(cfg, run, results, pos_cols, ent_cols, timing, t0):
     """summary.json / .md and the CSVs, atomically, then the PNGs."""
     out_dir, arms = cfg['out_dir'], run['arms']
     s = summary_settings(cfg, run, results, compare.margins(cfg), PROTOCOL, timing)  # the run's record (lab/verdicts/summary_json.py)
-    summary = dict(settings=s, arms=results)
+    summary = compare.stamp_gates(dict(settings=s, arms=results))  # each row's gate stored with its verdict
     import plot
     md = summary_markdown(summary)
     names = [a['name'] for a in arms]

@@ -12,7 +12,7 @@ The verdicts as pictures (issue 34), drawn like every picture from files alone:
 
 The verdict words are lab.verdicts.stats's: better / worse (the interval excludes 0 and is not inside the margin),
 equivalent (the interval inside ± the margin), unresolved (neither); a room whose base fails it inside L has no
-positive control, so its cells read 'not judged' and the forest plot leaves its rows out (lab.verdicts.compare.no_control).
+positive control, so its cells read 'not judged' and the forest plot leaves its rows out (the not_judged each row stores: lab.verdicts.compare.stamp_gates).
 """
 import glob
 import os
@@ -21,7 +21,7 @@ import numpy as np
 
 from data.common import read_json
 from lab.pictures.plot_kit import RC, plt, save  # (and the Agg backend)
-from lab.verdicts.compare import no_control
+from lab.verdicts.compare import not_judged
 from lab.verdicts.summary_md import KIND_NAMES, units
 
 VERDICT_MARKS = {'better': dict(marker='o', color='#2ca02c', mfc='#2ca02c'),
@@ -68,7 +68,7 @@ def verdict_rows(summary, kinds=('loss', 'exact_match')):
     """[(panel title, kind, [(label, diff, ci, verdict)])]: the forest plot's panels, per kind its tables()."""
     panels = [(f"{title}, {kind}, {col}", kind, [(n, r['diff'], r['ci'], r['verdict']) for n, r in rows.items()
                                                  if not (r.get('identical') and title.startswith('each arm − crop'))
-                                                 and not no_control(summary, kind, (r['a'], r['b']))])
+                                                 and not not_judged(summary, kind, r)])
               for kind in kinds for title, col, rows in tables(summary, kind)]  # (left out: the crop against itself)
     return [p for p in panels if p[2]]
 
@@ -139,7 +139,7 @@ def grid_rows(summary):
         for title, col, rows in tables(summary, kind):
             table = panels.setdefault(title, {})
             for name, r in rows.items():
-                v = 'not judged' if no_control(summary, kind, (r['a'], r['b'])) else \
+                v = 'not judged' if not_judged(summary, kind, r) else \
                     'identical' if r.get('identical') else r['verdict']
                 table.setdefault(name, {})[kind] = (r['diff'], v, col)
     return [(title, [k for k in KIND_NAMES if any(k in c for c in table.values())],

@@ -26,7 +26,7 @@ import numpy as np
 from data.common import atomic_write_text, read_json
 from lab.engine.cli import cli
 from lab.verdicts.family import field, judge
-from lab.verdicts.compare import ROOMS, between_kinds, between_values, family, no_control, unit_values
+from lab.verdicts.compare import ROOMS, between_kinds, between_values, family, not_judged, unit_values
 from lab.verdicts.summary_md import units
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -261,7 +261,7 @@ def problems(c, rec=None):
     sentence (the difference as printed, the verdict). [] when it holds."""
     rec = rec if rec is not None else record(c)  # the comparison recomputed, with its raw values
     r, old, out = rec['result'], stored(load(c['file']), c), []
-    why = None if c['table'] == 'family' else no_control(load(c['file']), c['kind'], (c['a'], c['b']))
+    why = None if c['table'] in ('family', 'between') else not_judged(load(c['file']), c['kind'], old)  # the stored gate
     if why:  # floor against floor: the room does not test what the claim says
         out.append(f"{c['id']}: {why}, so the room does not test what the claim says; state it as not judged, "
                    f"not as a verdict")

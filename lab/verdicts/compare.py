@@ -8,7 +8,7 @@ Only numpy, the standard library and lab/verdicts/stats.py are used.
 
 import numpy as np
 
-from lab.verdicts.stats import compare_family, holm, newcombe_paired, paired_diff, seed_pairs, verdict
+from lab.verdicts.stats import FLOOR, compare_family, holm, newcombe_paired, paired_diff, seed_pairs, under_floor, verdict
 
 # eval.py's settings of the verdicts (its DEFAULTS include them)
 DEFAULTS = dict(
@@ -73,6 +73,43 @@ def no_control(summary, kind, names):
         if rate is not None and rate < CONTROL:
             return f"no positive control: {base['name']} finds {100 * rate:.0f}% inside L, under {100 * CONTROL:.0f}%"
     return None
+
+
+def stored_rows(settings):
+    """(kind, column, row) for every paired comparison summary.json's settings store: against each column's best, the
+    named contrasts, against each crop and against an arm's own crops."""
+    for kind, cols in (settings.get('vs_best') or {}).items():
+        for col, vb in cols.items():
+            yield from ((kind, col, r) for r in vb['arms'].values())
+    for table in ('contrasts', 'vs_self'):
+        for kind, cols in (settings.get(table) or {}).items():
+            yield from ((kind, col, r) for col, rows in cols.items() for r in rows)
+    for kinds in (settings.get('vs_crop') or {}).values():
+        for kind, cols in kinds.items():
+            yield from ((kind, col, r) for col, rows in cols.items() for r in rows.values())
+
+
+def stamp_gates(summary):
+    """The gate stored with the verdict, when summary.json is written (eval.py, --rejudge, --merge): every comparison
+    row whose base fails the room inside L gets not_judged = the reason (no_control, the one place that decides it);
+    settings.gate records the control rate and the round-off floor (stats.FLOOR) the rows were judged with, and tells
+    a reader that the rows carry the gate. Returns the summary."""
+    st = summary['settings']
+    for kind, _, r in stored_rows(st):
+        r.pop('not_judged', None)
+        why = no_control(summary, kind, (r['a'], r['b']))
+        if why:
+            r['not_judged'] = why
+    st['gate'] = dict(control=CONTROL, floor=FLOOR)
+    return summary
+
+
+def not_judged(summary, kind, row):
+    """Why a stored comparison row is not judged, or None: the reason summary.json stores on it (stamp_gates), or, in
+    a summary written before the gate was stored (no settings.gate), the same rule decided now."""
+    if 'gate' in summary['settings']:
+        return row.get('not_judged')
+    return no_control(summary, kind, (row.get('a'), row.get('b')))
 
 
 def room_bucket(arm, kind, column):
@@ -191,8 +228,9 @@ def across_bases(summaries, margins):
                 vals = [paired(by[row['a']], by[row['b']], col, kind) for by in arms]
                 if len({x.shape[1] for x, _ in vals}) > 1:  # not the same units on every base
                     continue
-                res = paired_diff(np.stack([x.mean(0) for x, _ in vals]), np.stack([y.mean(0) for _, y in vals]),
-                                  paired_seeds=True)
+                X, Y = np.stack([x.mean(0) for x, _ in vals]), np.stack([y.mean(0) for _, y in vals])
+                res = paired_diff(X, Y, paired_seeds=True)
+                floor = not exact and under_floor(X, Y)  # every base's every window within round-off
                 if exact:  # every base's (seed, example) pairs pooled, counted per example
                     pairs = [seed_pairs(x, y, False) for x, y in vals]
                     pooled = [np.concatenate([p[i].ravel() for p in pairs]) for i in (0, 1)]
@@ -200,14 +238,14 @@ def across_bases(summaries, margins):
                     res['ci'] = [min(res['ci'][0], nc[0]), max(res['ci'][1], nc[1])]
                 why = next((w for w in (no_control(s, kind, (row['a'], row['b'])) for s in summaries) if w), None)
                 found.append(dict(name=row['name'], diffs=[g['diff'] for g in got], verdicts=[g['verdict'] for g in got],
-                                  diff=res['diff'], ci=res['ci'], p=res['p'], method='bases-random-factor',
+                                  diff=res['diff'], ci=res['ci'], p=res['p'], method='bases-random-factor', floor=floor,
                                   **({'no_control': why} if why else {})))  # a base fails the room inside L
             for r, ph in zip(found, holm([r['p'] for r in found])):
                 r['p_holm'] = ph
-                r['verdict'] = verdict(r['ci'], ph, margins['exact_match' if exact else 'loss'],
-                                       higher_is_better=kind != 'loss')
+                r['identical'] = r.pop('floor') or r['diff'] == r['ci'][0] == r['ci'][1] == 0  # every pair equal
+                r['verdict'] = 'equivalent' if r['identical'] else verdict(
+                    r['ci'], ph, margins['exact_match' if exact else 'loss'], higher_is_better=kind != 'loss')
                 r['holds'] = all(v == r['verdict'] for v in r['verdicts'])
-                r['identical'] = r['diff'] == r['ci'][0] == r['ci'][1] == 0  # every base's every pair exactly equal
             if found:
                 out.setdefault(kind, {})[col] = found
     return out
@@ -234,13 +272,14 @@ def between_kinds(summaries, others, margins):
             if len({u.shape for u in [*x, *y]}) == 1:  # the same units on every base
                 res = paired_diff(np.stack(x), np.stack(y), paired_seeds=True)
                 found.append(dict(name=key, diff=res['diff'], ci=res['ci'], p=res['p'], method='pairs-random-factor',
+                                  floor=under_floor(np.stack(x), np.stack(y)),
                                   firsts=[float(u.mean()) for u in x], seconds=[float(u.mean()) for u in y]))
         margin = margins['loss']  # (a gain is in nats too)
         for r, ph in zip(found, holm([r['p'] for r in found])):
             r['p_holm'] = ph
-            r['verdict'] = verdict(r['ci'], ph, margin, higher_is_better=kind != 'loss')
+            r['identical'] = r.pop('floor') or r['diff'] == r['ci'][0] == r['ci'][1] == 0  # every window equal (or round-off)
+            r['verdict'] = 'equivalent' if r['identical'] else verdict(r['ci'], ph, margin, higher_is_better=kind != 'loss')
             r['inside_margin'] = r['verdict'] in ('better', 'worse') and -margin <= r['ci'][0] <= r['ci'][1] <= margin
-            r['identical'] = r['diff'] == r['ci'][0] == r['ci'][1] == 0  # every pair's every window exactly equal
         if found:
             out.setdefault(kind, {})[col] = found
     return out

@@ -6,7 +6,7 @@ unresolved. lab.verdicts.claims recomputes a claim's row with it from the per-wi
 """
 import numpy as np
 
-from lab.verdicts.stats import holm, paired_diff, verdict
+from lab.verdicts.stats import holm, paired_diff, under_floor, verdict
 
 
 def field(row):
@@ -19,10 +19,12 @@ def judge(family, values, margins):
     out = []
     for r in family:
         a, b = (np.array(values[x][field(r)], dtype=float)[None] for x in (r['a'], r['b']))
-        out.append(dict(r, **paired_diff(a, b, binary=r['kind'] == 'exact')))
+        out.append(dict(r, **paired_diff(a, b, binary=r['kind'] == 'exact'),
+                        identical=r['kind'] != 'exact' and under_floor(a, b)))  # within round-off: the same model
     for r, ph in zip(out, holm([r['p'] for r in out])):
         m = margins[r['kind']]
-        r.update(p_holm=ph, margin=m, verdict=verdict(r['ci'], ph, m, higher_is_better=r['kind'] == 'exact'),
-                 identical=r['diff'] == r['ci'][0] == r['ci'][1] == 0)
+        r.update(identical=r['identical'] or r['diff'] == r['ci'][0] == r['ci'][1] == 0)
+        r.update(p_holm=ph, margin=m, verdict='equivalent' if r['identical'] else
+                 verdict(r['ci'], ph, m, higher_is_better=r['kind'] == 'exact'))
         r['inside_margin'] = r['verdict'] in ('better', 'worse') and -m <= r['ci'][0] and r['ci'][1] <= m
     return out

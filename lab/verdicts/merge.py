@@ -15,6 +15,7 @@ from configurator import ConfigError
 from data.common import atomic_write_text
 from lab.engine.checks import check_out_dir
 from lab.measure.arms import parse_contrasts
+from lab.verdicts.compare import stamp_gates
 from lab.verdicts.summary_json import comparisons, csv_text, json_text, provenance, read_summary
 from lab.verdicts.summary_md import summary_markdown
 
@@ -71,7 +72,7 @@ def merge_parts(folders, out_dir, margins, contrasts='', argv=None):
         merged=[dict(folder=d, arms=[a['name'] for a in s['arms']], workers=s['settings'].get('workers'),
                      device=s['settings'].get('device'), provenance=s['settings'].get('provenance')) for d, s in zip(dirs, sums)],
         provenance=provenance(argv))
-    summary = dict(settings=settings, arms=results)
+    summary = stamp_gates(dict(settings=settings, arms=results))  # each row's gate stored with its verdict
     files = {name: joined_columns(dirs, name, [[a['name'] for a in s['arms']] for s in sums]) for name in COLUMNS}
     files.update({'summary.json': json_text(summary), 'summary.md': summary_markdown(summary)})
     for name in ('retrieval.csv', 'finetune_curves.csv'):  # a row per arm and bucket (or step): every part's rows

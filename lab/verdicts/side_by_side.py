@@ -5,7 +5,11 @@ again, with the same paired test, on SmolLM2-135M (assets/studies/real_model/sum
 last bucket 8,192-12,288), and the two verdicts are set side by side: kept (the same word), reversed (better <->
 worse), unresolved (the real model's test cannot decide), or moved (any other change, e.g. better -> equivalent).
 Both sides are recomputed from the per-window values their summaries store (Holm within each group of rows), so
-every row can be redone from the two committed files:
+every row can be redone from the two committed files. A passkey row whose base fails the room inside L on either
+side (lab.verdicts.compare.no_control, the rule eval.py stores on its own rows as not_judged) is left out, named
+under the table: it is no verdict to keep or reverse.
+
+
 
   python -m lab.verdicts.side_by_side            # writes assets/studies/real_model/side_by_side.{json,md}
   python -m lab.verdicts.side_by_side --check    # recomputes and compares with the committed files
@@ -16,7 +20,7 @@ import os
 
 from data.common import DataError, atomic_write_text, read_json
 from lab.engine.cli import cli
-from lab.verdicts.compare import family
+from lab.verdicts.compare import family, no_control
 from lab.verdicts.summary_md import units
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -67,9 +71,16 @@ def outcome(mini, real):
     return 'reversed' if {mini, real} == {'better', 'worse'} else 'moved'
 
 
-def table(mini, real):
+def gated(summaries, kinds, a, b):
+    """Why a pair is not judged on either side (its base fails the room inside L), or None."""
+    return next((w for side, s in summaries.items()
+                 if (w := no_control(s, kinds[side], [ARMS[m][side == 'real'] for m in (a, b)]))), None)
+
+
+def table(mini, real, skipped=None):
     """The rows: for each group, each pair both summaries hold and each measure (loss, passkey), both sides'
-    difference and verdict in the farthest bucket, and the outcome."""
+    difference and verdict in the farthest bucket, and the outcome. A pair not judged on either side is left out
+    (appended to skipped as (a, b, measure, why) when a list is given)."""
     rows, groups = [], present({'mini': mini, 'real': real})
     if not any(groups.values()):
         raise DataError(f"{MINI} and {REAL} share none of the table's arms ({', '.join(ARMS)}); they are not the "
@@ -82,6 +93,10 @@ def table(mini, real):
                 cell = {side: [(c, rs[i]) for c, rs in sides[side][group].items()] for side in sides}
                 if not cell['mini'] or not cell['real']:
                     continue  # (a passkey with no bucket on one side)
+                why = gated({'mini': mini, 'real': real}, kinds, a, b)
+                if why:
+                    (skipped if skipped is not None else []).append((a, b, measure, why))
+                    continue
                 rows.append(dict(group=group, a=a, b=b, measure=measure,
                                  **{side: dict(column=c, diff=r['diff'], ci=r['ci'], verdict=r['verdict'])
                                     for side, [(c, r)] in cell.items()},
@@ -89,7 +104,7 @@ def table(mini, real):
     return rows
 
 
-def markdown(rows):
+def markdown(rows, skipped=()):
     lines = [f"| | comparison | miniature ({MINI}) | SmolLM2-135M ({REAL}) | lesson |", '|---|---|---|---|---|']
     for r in rows:
         fmt = units('loss' if r['measure'] == 'loss' else 'exact_match')[1]
@@ -98,8 +113,10 @@ def markdown(rows):
                      f"**{r['outcome']}** |")
     done = {(r['a'], r['b']) for r in rows}
     left = [f"{a} vs {b}" for pairs in GROUPS.values() for a, b in pairs if (a, b) not in done]
-    return '\n'.join(lines) + '\n' + (f"\nNot run on SmolLM2 yet (its summary lacks an arm): {'; '.join(left)}.\n"
-                                      if left else '')
+    left = [x for x in left if not any((a, b) == tuple(x.split(' vs ')) for a, b, *_ in skipped)]
+    gate = ''.join(f"\nNot judged, {m}: {a} vs {b} ({why}).\n" for a, b, m, why in skipped)
+    return '\n'.join(lines) + '\n' + gate + (f"\nNot run on SmolLM2 yet (its summary lacks an arm): {'; '.join(left)}.\n"
+                                             if left else '')
 
 
 def main(argv):
@@ -107,8 +124,9 @@ def main(argv):
     ap.add_argument('--check', action='store_true', help='recompute and compare with the committed files; write nothing')
     args = ap.parse_args(argv)
     fix = "restore it from git or rerun its eval (make demo / make real-model-all)"
-    rows = table(*(read_json(os.path.join(ROOT, f), fix) for f in (MINI, REAL)))
-    text, md = json.dumps(rows, indent=1, ensure_ascii=False) + '\n', markdown(rows)
+    skipped = []
+    rows = table(*(read_json(os.path.join(ROOT, f), fix) for f in (MINI, REAL)), skipped)
+    text, md = json.dumps(rows, indent=1, ensure_ascii=False) + '\n', markdown(rows, skipped)
     if args.check:
         stale = [f"{OUT}{ext}" for ext, new in (('.json', text), ('.md', md))
                  if not os.path.isfile(os.path.join(ROOT, OUT + ext)) or open(os.path.join(ROOT, OUT + ext),

@@ -282,6 +282,24 @@ def verdict(ci, p_adj, margin, higher_is_better=False, alpha=0.05):
     return 'equivalent' if -margin <= lo and hi <= margin else 'unresolved'
 
 
+# The round-off floor: two arms whose every paired difference is at most this in magnitude are the same model, not a
+# finding ('identical', never better, worse or equivalent on the difference). eval.py stores per-window values to the
+# sixth decimal (summary_json.summarize_arm), so one unit of that decimal is the smallest difference a stored value can
+# carry: two computations of one model that differ only in float32 round-off differ by 0 or 1e-6 per window there.
+FLOOR = 1e-6
+
+
+def under_floor(a, b, seeds=None, floor=FLOOR):
+    """Whether every paired difference of a [Sa, N] and b [Sb, N] is at most `floor` in magnitude: a - b unit by unit
+    (seeds paired by value when `seeds` = (a's seed list, b's) and both arms ran several; with other seed counts every
+    seed of a against every seed of b). NaN (an unscored unit) is never under the floor."""
+    a, b = _as_2d(a, 'a'), _as_2d(b, 'b')
+    if a.shape[0] == b.shape[0] > 1 and seeds is not None and seeds[0] is not None and seeds[1] is not None:
+        b = align_seeds(b, *seeds)
+    d = a - b if a.shape == b.shape else a[:, None, :] - b[None, :, :]
+    return bool(d.size) and bool(np.all(np.abs(d) <= floor * (1 + 1e-6)))  # (1e-6 written in binary: a hair over)
+
+
 def compare_family(pairs, margin, binary=False, higher_is_better=False):
     """One family (one table column): paired_diff(a, b, binary, seeds=seeds) for each (name, a [Sa, N], b [Sb, N])
     or (name, a, b, seeds = (a's seed list, b's)) in pairs, the p-values Holm-adjusted across the list, and each row's
@@ -289,13 +307,16 @@ def compare_family(pairs, margin, binary=False, higher_is_better=False):
     inside_margin, method), in the order given. inside_margin: a 'better' / 'worse' whose whole interval lies inside
     [-margin, +margin] (a real difference, too small to matter), which the tables write apart from 'equivalent';
     identical: every paired difference is exactly 0 (the same computation, e.g. two maps that agree inside L), the
-    only 'equivalent' a zero-width interval can give (0/1 outcomes never have one: Newcombe)."""
-    rows = [dict(name=name, **paired_diff(a, b, binary=binary, seeds=seeds[0] if seeds else None))
+    only 'equivalent' a zero-width interval can give (0/1 outcomes never have one: Newcombe), or, for values that are
+    not 0/1, every paired difference within the round-off FLOOR (under_floor): such a row's verdict is 'equivalent'
+    and it reads 'identical', whatever its test gave (its p is kept, and counts in the column's Holm as before)."""
+    rows = [dict(name=name, **paired_diff(a, b, binary=binary, seeds=seeds[0] if seeds else None),
+                 floor=not binary and under_floor(a, b, seeds[0] if seeds else None))
             for name, a, b, *seeds in pairs]
     for r, ph in zip(rows, holm([r['p'] for r in rows])):
         r['p_holm'] = ph
-        r['verdict'] = verdict(r['ci'], ph, margin, higher_is_better)
+        r['identical'] = r['floor'] or r['diff'] == r['ci'][0] == r['ci'][1] == 0  # every paired difference 0 (or round-off)
+        r['verdict'] = 'equivalent' if r['identical'] else verdict(r['ci'], ph, margin, higher_is_better)
         r['inside_margin'] = r['verdict'] in ('better', 'worse') and -margin <= r['ci'][0] and r['ci'][1] <= margin
-        r['identical'] = r['diff'] == r['ci'][0] == r['ci'][1] == 0  # every paired difference exactly 0
     return [{k: r[k] for k in ('name', 'diff', 'ci', 'se', 'df', 'p', 'p_holm', 'verdict', 'inside_margin', 'identical',
                                'method')} for r in rows]

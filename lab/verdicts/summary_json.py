@@ -21,7 +21,7 @@ import torch
 from configurator import ConfigError
 from lab.engine.checks import check_out_dir
 from data.common import atomic_write_text, read_json
-from lab.verdicts.compare import across_bases, between_kinds, compare, first_difference, vs_best, vs_reference, vs_self
+from lab.verdicts.compare import stamp_gates, across_bases, between_kinds, compare, first_difference, vs_best, vs_reference, vs_self
 from lab.verdicts.summary_md import SINK_EPS, bases_markdown, summary_markdown
 from lab.measure.outcomes import summarize_retrieval
 from lab.measure.scoring import bucket_ends
@@ -255,8 +255,8 @@ def read_summary(folder, missing):
 def rejudge(folder, out_dir, margins):
     """--rejudge: the comparisons of an eval's summary.json recomputed with this version's statistics from the
     per-window and per-example values it stores (no model runs): every arm against each column's best, the named
-    contrasts it holds (the same pairs) and every arm against each crop; summary.json (settings.rejudged says from
-    where) and summary.md written to out_dir. The arms' own means and intervals are kept as stored."""
+    contrasts it holds (the same pairs) and every arm against each crop, each row's gate stored on it
+    (compare.stamp_gates); summary.json (settings.rejudged says from where) and summary.md written to out_dir. The arms' own means and intervals are kept as stored."""
     check_out_dir(out_dir)
     s = read_summary(folder, f"rejudge reads an eval folder's summary.json; {folder} has none")
     st, results = s['settings'], s['arms']
@@ -267,6 +267,7 @@ def rejudge(folder, out_dir, margins):
     except (KeyError, TypeError) as e:
         raise ConfigError(f"{folder}/summary.json lacks the per-window or per-example values a comparison needs "
                           f"({e!r}); it is older than the paired tests: evaluate again instead") from None
+    stamp_gates(s)
     md = summary_markdown(s)
     os.makedirs(out_dir, exist_ok=True)
     atomic_write_text(os.path.join(out_dir, 'summary.json'), json_text(s))

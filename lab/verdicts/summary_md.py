@@ -5,7 +5,7 @@ nothing (the pictures are plot.py's).
 """
 import numpy as np
 
-from lab.verdicts.compare import CONTROL, no_control, paired
+from lab.verdicts.compare import CONTROL, no_control, not_judged, paired
 
 SINK_EPS = 0.3  # a sink head puts more than this mean weight on the first token (Gu et al. 2024, "When Attention
                 # Sink Emerges in Language Models": Sink^eps, the share of heads over layers with eps = 0.3)
@@ -57,9 +57,22 @@ MARK = {'equivalent': ' ≈', 'unresolved': ' ?', 'worse': '', 'better': ' !'}  
 
 def mark(summary, kind, column, name):
     vb = summary['settings']['vs_best'][kind][column]
-    if no_control(summary, kind, [vb['best'], name]):  # a room the base fails inside L: no verdict to mark
+    if vb['best'] == name:
+        rows = list(vb['arms'].values())  # (each row holds the best arm: every row gated = its base fails the room)
+        return '' if rows and all(not_judged(summary, kind, r) for r in rows) else ' *'
+    if not_judged(summary, kind, vb['arms'][name]):  # a room the base fails inside L: no verdict to mark
         return ''
-    return ' *' if vb['best'] == name else MARK[vb['arms'][name]['verdict']]
+    return MARK[vb['arms'][name]['verdict']]
+
+
+def room_gate(summary, kind, ref):
+    """Why no difference in a room is judged, or None: every stored row against a column's best carries not_judged
+    (its first reason), or, in a summary written before the gate was stored, the base ref fails the room inside L."""
+    if 'gate' not in summary['settings']:
+        return no_control(summary, kind, [ref['name']])
+    rows = [r for vb in (summary['settings'].get('vs_best') or {}).get(kind, {}).values() for r in vb['arms'].values()]
+    why = [not_judged(summary, kind, r) for r in rows]
+    return why[0] if why and all(why) else None
 
 
 def units(kind):
@@ -86,7 +99,8 @@ def contrast_table(title, rows_by_col, fmt, summary=None, kind='loss'):
     (compare.no_control) read 'not judged', the reason under the title."""
     cols = list(rows_by_col)
     rows = rows_by_col[cols[0]]
-    why = [summary and no_control(summary, kind, (r['a'], r['b'])) for r in rows]
+    why = [summary and next((w for w in (not_judged(summary, kind, rows_by_col[c][i]) for c in cols) if w), None)
+           for i, r in enumerate(rows)]
     if any(why):
         title += f" (not judged: {next(w for w in why if w)})"
     return ['', title, ''] + header('contrast', cols) + \
@@ -218,7 +232,7 @@ def summary_markdown(summary):
     for kind, field, title in ROOM_TABLES:
         if not arms[0].get(field):
             continue
-        gain, why = kind == 'recall_gain', ref and no_control(summary, kind, [ref['name']])
+        gain, why = kind == 'recall_gain', ref and room_gate(summary, kind, ref)
         lines += table(title(s) + (f" (no marks: {why}; no difference in this room is judged)" if why else ''),
                        [x['bucket'] for x in arms[0][field]], arms,
                        lambda a, c, field=field, kind=kind, gain=gain: next(
