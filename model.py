@@ -6,9 +6,10 @@ rope (default), sinusoidal, learned, alibi, fire, cope or none. RoPE comes from 
 (rope_scaling['layers']). The Llama family is the same GPT with options: RMSNorm, SwiGLU, grouped-query heads
 (n_kv_head), q/k/v biases, an untied head; lab/hf loads GGUF files and Hugging Face folders into it.
 
-Seams for lab/ (imported by none of this file): `forward(pos=ids)` runs tokens at given positions (PoSE, KV cache);
-`forward(rope=[(cos, sin) per RoPE group])` takes ready-made tables; `forward(attend=fn)`: fn(layer, q, k, v) -> y (q, k
-rotated) in every layer instead of causal attention (cache, position maps, crop); `ATTENTION` holds attention classes.
+Seams for lab/ (imported by none of this file): `forward(pos=ids)` runs tokens at given positions (PoSE, KV cache),
+which a windowed or chunked layer's mask counts too; `forward(rope=[(cos, sin) per RoPE group])` takes ready-made
+tables; `forward(attend=fn)`: fn(layer, q, k, v) -> y (q, k rotated) in every layer instead of causal attention (cache,
+position maps, crop); `ATTENTION` holds attention classes.
 """
 
 import math
@@ -121,22 +122,34 @@ def sinusoidal_table(positions, n_embd, device=None):
     pe[..., 1::2] = torch.cos(pos * inv)
     return pe
 
-def allowed(i, n_keys, window=None, chunk=None, first=0):
+def allowed(i, n_keys, window=None, chunk=None, first=0, pos=None):
     """Which keys first..n_keys-1 the queries at positions i (a tensor) may see: j <= i, and i - j < window if set, and
-    i // chunk == j // chunk if set (chunked local attention: the keys start again at every chunk edge)."""
-    j, i = torch.arange(first, n_keys, device=i.device), i[..., None]
-    ok = (j <= i) & ((j > i - window) if window else True)
-    return ok & (j // chunk == i // chunk) if chunk else ok
+    i // chunk == j // chunk if set (chunked local attention: the keys start again at every chunk edge). pos: the
+    tokens' position ids (T,) or (B, T) when they skip (PoSE): the window and chunks are then of those positions, the
+    distances RoPE was given, while j <= i stays the token order; the mask is (B, 1, queries, keys) with (B, T)."""
+    j, pi, pj = torch.arange(first, n_keys, device=i.device), i, None
+    if pos is not None:
+        pi = pos[:, None].gather(2, i.expand(len(pos), 1, -1)) if pos.dim() == 2 else pos[i]
+        pj = pos[:, None, None, first:n_keys] if pos.dim() == 2 else pos[first:n_keys]
+    i, pi, pj = i[..., None], pi[..., None], j if pj is None else pj
+    ok = (j <= i) & ((pj > pi - window) if window else True)
+    return ok & (pj // chunk == pi // chunk) if chunk else ok
 
-def local_attention(q, k, v, window, chunk, dropout_p=0.0, block=512):
+def local_attention(q, k, v, window, chunk, dropout_p=0.0, block=512, pos=None):
     """Causal SDPA in a window or chunk with no T x T mask: each block of queries s..e-1 against only the keys
     lo..e-1 its first query can reach (a later query reaches no further back), masked inside that slice. Exact (the
-    keys outside the slice are masked for the whole block), differentiable, about T x (block + window) scores."""
+    keys outside the slice are masked for the whole block), differentiable, about T x (block + window) scores.
+    pos: position ids (T,) or (B, T), increasing (PoSE's): the window and chunk are of positions, so a key within
+    reach is fewer than window (or chunk) tokens back."""
     ys = []
     for s in range(0, q.size(2), block):
         e = min(s + block, q.size(2))
-        lo = max(s - window + 1 if window else 0, s // chunk * chunk if chunk else 0)
-        mask = allowed(torch.arange(s, e, device=q.device), e, window, chunk, first=lo)
+        if pos is None:
+            lo = max(s - window + 1 if window else 0, s // chunk * chunk if chunk else 0)
+            mask = allowed(torch.arange(s, e, device=q.device), e, window, chunk, first=lo)
+        else:
+            lo = max(s - min(w for w in (window, chunk) if w) + 1, 0)
+            mask = allowed(torch.arange(s, e, device=q.device), e, window, chunk, lo, pos)
         ys.append(F.scaled_dot_product_attention(q[:, :, s:e], k[:, :, lo:e], v[:, :, lo:e], attn_mask=mask,
                                                  dropout_p=dropout_p))
     return torch.cat(ys, 2)
@@ -174,15 +187,16 @@ class CausalSelfAttention(nn.Module):
         ok = allowed(torch.arange(s, e, device=q.device), e, self.window, self.chunk)
         return att.masked_fill(~ok, float('-inf'))
 
-    def attend(self, q, k, v, at=None):
-        """Causal attention (SDPA) in the layer's window or chunk; with at (B, K), q holds only the queries at `at`."""
+    def attend(self, q, k, v, at=None, pos=None):
+        """Causal attention (SDPA) in the layer's window or chunk; with at (B, K), q holds only the queries at `at`.
+        pos: the tokens' position ids (T,) or (B, T) where they skip (PoSE): a window or chunk of positions."""
         p = self.dropout if self.training else 0.0
         if at is None and self.window is None and self.chunk is None:
             return F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=p)
         if at is not None:
             return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed(at[:, None, :], k.size(2), self.window,
-                                                                             self.chunk), dropout_p=p)
-        return local_attention(q, k, v, self.window, self.chunk, p)
+                                                                             self.chunk, pos=pos), dropout_p=p)
+        return local_attention(q, k, v, self.window, self.chunk, p, pos=pos)
 
     def forward(self, x, rope, attend=None):
         B, T, C = x.size()
@@ -371,7 +385,11 @@ class GPT(nn.Module):
         x = self.transformer.drop(x)
         for i, (block, table) in enumerate(zip(self.transformer.h, tables)):
             seam = None if attend is None else (lambda q, k, v, i=i: attend(i, q, k, v))  # attend, told its layer
-            x = block(x, table, seam) if at is None or i < c.n_layer - 1 else self._last_layer_at(block, x, table, at)
+            ids = pos if given and attend is None and (block.attn.window or block.attn.chunk) else None
+            if ids is not None:  # a window or chunk of the positions given (PoSE's skip), as RoPE sees them
+                seam = lambda q, k, v, a=block.attn, p=ids: a.attend(q, k, v, pos=p)
+            last = at is not None and i == c.n_layer - 1  # (only the queries at `at`)
+            x = self._last_layer_at(block, x, table, at, ids) if last else block(x, table, seam)
         logits = self.lm_head(self.transformer.ln_f(x))
         if targets is None:
             return logits, None
@@ -380,11 +398,12 @@ class GPT(nn.Module):
                                ignore_index=-1, reduction=reduction)
         return logits, loss.view(targets.shape) if reduction == 'none' else loss
 
-    def _last_layer_at(self, block, x, rope, at):
+    def _last_layer_at(self, block, x, rope, at, pos=None):
         """The last block, only for the outputs at positions at (B, K) -> (B, K, C): every key, just their queries and
-        residuals (nanoGPT's last-position lm_head, one layer deeper), through the attend seam."""
+        residuals (nanoGPT's last-position lm_head, one layer deeper), through the attend seam (pos: forward's)."""
         def attend(q, k, v):  # the attention masks the gathered queries by their positions `at`
-            return block.attn.attend(q.gather(2, at[:, None, :, None].expand(-1, q.size(1), -1, q.size(-1))), k, v, at)
+            q = q.gather(2, at[:, None, :, None].expand(-1, q.size(1), -1, q.size(-1)))
+            return block.attn.attend(q, k, v, at) if pos is None else block.attn.attend(q, k, v, at, pos=pos)
         x = x.gather(1, at[..., None].expand(-1, -1, x.size(-1))) + block.attn(block.ln_1(x), rope, attend)
         return x + block.mlp(block.ln_2(x))
 

@@ -21,6 +21,7 @@ from model import ATTENTION, CausalSelfAttention, rotate
 
 class SmearedKeyAttention(CausalSelfAttention):
     lookback = 1  # a key depends on the previous token's: the KV cache feeds that token again (lab/kv_cache.py)
+    keys_per_head = True  # the gate is per query head, after grouped heads' repeat: the KV cache keeps every head's key
 
     def __init__(self, config, spec):
         super().__init__(config, spec)

@@ -48,9 +48,9 @@ def gated_class(base):
             """sigmoid(X W_g + b_g) of hidden states x (B, T, C): one factor per head and channel, in (0, 1)."""
             return torch.sigmoid(self.c_gate(x))
 
-        def attend(self, q, k, v, at=None):
+        def attend(self, q, k, v, at=None, pos=None):
             self._rows = at  # (GPT._last_layer_at: q holds just the queries at `at`; the gate must take their rows)
-            return super().attend(q, k, v, at)
+            return super().attend(q, k, v, at, pos=pos)  # (pos: a window of PoSE's positions, model.allowed)
 
         def forward(self, x, rope, attend=None):
             B, T, C = x.size()

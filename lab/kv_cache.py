@@ -20,6 +20,9 @@ count from its first (Llama 4: from cache position 0).
   * Attention classes that mix in the previous token's key (smeared keys: `lookback = 1`) get the last cached token
     fed again with the new ones: its queries attend over the cache as before, its recomputed key is dropped (the
     cached one is right) and the new token's key mixes in the right previous key. One extra token per step.
+    With grouped-query heads their keys differ per query head (the smear's gate is per query head, applied after
+    the repeat: `keys_per_head`), so the cache keeps n_head keys (values stay n_kv_head): one key head per group
+    gave logits off by 2.5.
   * Gated attention (lab/gated.py): causal attention, which the cache's reproduces; each fed token's row is gated after.
   * FIRE (lab/fire.py, cache_at): its bias reads the query's position, so the cache runs the layer's own attend with
     the new queries' positions (at=) over every cached key; the forward gets no position ids (FIRE takes none).
@@ -57,6 +60,7 @@ class KVCache:
     def reset(self):
         self.ids = None                   # (B, l) every token fed so far
         self.keys, self.values = [], []   # per layer (B, n_kv_head, l, head_dim): grouped heads stored once
+                                          # (keys: n_head where they differ per head, keys_per_head)
         self.freqs = None                 # per RoPE group (inv_freq, attention_factor) the states were computed with
 
     @property
@@ -83,14 +87,15 @@ class KVCache:
         feed = torch.cat((self.ids[:, past - back:past], idx), dim=1) if back else idx
 
         def attend(layer, q, k, v):
+            attn = model.transformer.h[layer].attn
             g = model.config.n_head // model.config.n_kv_head  # qkv repeated each key/value head g times: keep one
-            k, v = k[:, ::g, back:], v[:, ::g, back:]  # the re-fed tokens' keys and values are cached already
+            gk = 1 if getattr(attn, 'keys_per_head', False) else g  # (smeared keys: a gate per query head, all kept)
+            k, v = k[:, ::gk, back:], v[:, ::g, back:]  # the re-fed tokens' keys and values are cached already
             if past:
                 k, v = torch.cat((keys[layer], k), dim=2), torch.cat((values[layer], v), dim=2)
             keys[layer:layer + 1], values[layer:layer + 1] = [k], [v]
             if g > 1:  # grouped-query heads: the cache holds n_kv_head of them (1/g of the memory), repeated to use
-                k, v = (t.repeat_interleave(g, dim=1) for t in (k, v))
-            attn = model.transformer.h[layer].attn
+                k, v = k if gk == 1 else k.repeat_interleave(gk, dim=1), v.repeat_interleave(g, dim=1)
             n, S, local = q.size(2), k.size(2), attn.window or attn.chunk
             if getattr(attn, 'cache_at', False):  # the layer's own attention for queries at S - n .. S - 1
                 at = None if n == S else torch.arange(S - n, S, device=q.device).expand(q.size(0), n)

@@ -17,7 +17,8 @@ Here the raw span is L_x = T tokens read from inside one training document (lab.
 last target: the reference reads up to 5 W tokens from the start of each document (tokenizer truncation at
 model_max_position_embeddings * 5), this lab reads T from a random place in a document. `pose_draw` draws (l, v, u)
 from a torch.Generator; `pose_offsets` and `pose_positions` turn them into where the W + 1 tokens sit in the raw span
-and the W position ids the model takes through its `pos` seam.
+and the W position ids the model takes through its `pos` seam. A windowed or chunked layer masks by those ids
+(model.allowed): a query sees the keys whose position is within its window, the distances it sees at inference.
 """
 from typing import NamedTuple
 

@@ -27,10 +27,10 @@ def sinks_class(base):
             super().__init__(config, spec)
             self.sink = torch.nn.Parameter(torch.zeros(config.n_head))
 
-        def attend(self, q, k, v, at=None):
+        def attend(self, q, k, v, at=None, pos=None):
             n, H = k.size(2), q.size(1)
             i = torch.arange(n - q.size(2), n, device=q.device) if at is None else at[:, None, :]
-            ok = allowed(i, n, self.window, self.chunk)
+            ok = allowed(i, n, self.window, self.chunk, pos=pos)  # (pos: a window of PoSE's positions)
             ok = ok if ok.dim() == 4 else ok[None, None]
             bias = torch.zeros(ok.shape, dtype=q.dtype, device=q.device).masked_fill(~ok, float('-inf'))
             bias = bias.expand(ok.size(0), H, -1, -1)

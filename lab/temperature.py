@@ -168,7 +168,11 @@ def ssmax_class(base):
             n = keys_seen(i, self, window).to(torch.float32)  # n: the keys i sees (chunk, layer's or crop's window)
             return (self.ssmax * torch.log(n)).unsqueeze(-1)
 
-        def attend(self, q, k, v, at=None):
+        def attend(self, q, k, v, at=None, pos=None):
+            if pos is not None:  # (model.GPT.forward passes pos only to a windowed or chunked layer)
+                raise ValueError("SSMax counts the keys a windowed or chunked layer sees by token index, which PoSE's "
+                                 "skipped position ids would contradict; PoSE-train SSMax on a pattern without windows "
+                                 "or chunks, or without PoSE")
             i = torch.arange(k.size(2) - q.size(2), k.size(2), device=q.device) if at is None else at[:, None, :]
             return super().attend(q * self.factors(i).to(q.dtype), k, v, at)
 

@@ -235,3 +235,74 @@ def test_copy_spans_must_fit_the_pose_window(tiny_run, tmp_path):
     finetune_long.main([f'--init_from={tiny_run}', '--rope_type=yarn', '--copy_share=0.5', '--copy_span_lo=4',
                         '--copy_span_hi=20', f'--out_dir={tmp_path / "full"}', *FT])
     assert load_checkpoint(str(tmp_path / 'full'))['config']['copy_span_hi'] == 20
+
+
+# ------------------------------------------- PoSE over windowed and chunked layers: their masks of the positions given
+
+import lab.gated, lab.sinks, lab.temperature  # noqa: E401,E402,F401  register the attention classes below
+
+
+def local_model(layers, attention='causal', n_kv_head=None):
+    """A random 3-layer RoPE model, every layer windowed or chunked by `layers`, attention sharp enough (q, k x 10)
+    that a key seen or not moves the logits."""
+    torch.manual_seed(0)
+    m = GPT(GPTConfig(block_size=64, vocab_size=40, n_layer=3, n_head=4, n_embd=32, layers=layers,
+                      attention=attention, n_kv_head=n_kv_head)).eval()
+    with torch.no_grad():
+        for block in m.transformer.h:
+            block.attn.c_attn.weight.mul_(10.0)
+    return m
+
+
+@pytest.mark.parametrize('layers', ['3*rope:w=4', '3*rope:c=4'])
+@pytest.mark.parametrize('attention', ['causal', 'gated', 'sinks'])  # (smeared keys mix in the previous token's
+# key, across PoSE's skip too: the chunks are one sequence of text to the model)
+@torch.no_grad()
+def test_pose_ids_move_the_window_of_a_local_layer(layers, attention):
+    """Issue 60: PoSE's chunks at positions 0..2 and 40..44 (a skip of 37) through layers of window (or chunk) 4: the
+    second chunk is more than 4 positions past the first, so no query of it may see the first chunk's keys and each
+    chunk's logits are those of the chunk run alone at contiguous positions (RoPE is relative: 40..44 or 0..4 give
+    one answer). Before, the masks counted token indices: the query at position 40 saw the keys at 0..2 (logits off by
+    ~1). Chunks: 40..43 is one chunk of 4 and 44 starts the next, as 0..3 and 4 in the chunk run alone."""
+    m = local_model(layers, attention)
+    ids = torch.randint(0, 40, (2, 8), generator=torch.Generator().manual_seed(1))
+    pos = torch.tensor([0, 1, 2, 40, 41, 42, 43, 44])
+    got = m(ids, pos=pos)[0]
+    assert (got[:, :3] - m(ids[:, :3])[0]).abs().max() < 1e-5
+    assert (got[:, 3:] - m(ids[:, 3:])[0]).abs().max() < 1e-4  # (RoPE at 40..44 against 0..4: round-off only)
+    assert (m(ids)[0][:, 3:] - got[:, 3:]).abs().max() > 1e-2  # (the contiguous ids see the first chunk: not vacuous)
+
+
+@pytest.mark.parametrize('layers', ['3*rope:w=4', 'rope:c=4,rope:w=3,rope'])
+@torch.no_grad()
+def test_pose_masks_equal_the_masked_softmax_of_the_positions(layers):
+    """Per-row PoSE ids (B, T) whose skips are smaller than the window (a query sees part of the other chunk): the
+    forward equals attention written out with the mask of the positions (j <= i in token order, i - j < w and one
+    chunk in position ids), also for the last layer run only at some queries (at=, eval's scoring)."""
+    m = local_model(layers, n_kv_head=2)
+    ids = torch.randint(0, 40, (2, 10), generator=torch.Generator().manual_seed(2))
+    pos = torch.tensor([[0, 1, 2, 3, 5, 6, 7, 8, 9, 10], [0, 1, 4, 5, 6, 7, 8, 11, 12, 13]])
+
+    def written_out(layer, q, k, v):
+        attn, n = m.transformer.h[layer].attn, q.size(2)
+        pi, pj, i = pos[:, None, :, None], pos[:, None, None, :], torch.arange(n)
+        ok = (i[None, :] <= i[:, None]) & ((pi - pj < attn.window) if attn.window else True)
+        ok = ok & (pi // attn.chunk == pj // attn.chunk) if attn.chunk else ok
+        att = (q @ k.transpose(-2, -1) / q.size(-1) ** 0.5).masked_fill(~ok, float('-inf'))
+        return att.softmax(-1) @ v
+
+    want = m(ids, pos=pos, attend=written_out)[0]
+    assert (m(ids, pos=pos)[0] - want).abs().max() < 1e-5
+    at = torch.tensor([[4, 9], [2, 7]])
+    assert (m(ids, pos=pos, at=at)[0] - want.gather(1, at[..., None].expand(-1, -1, want.size(-1)))).abs().max() < 1e-5
+
+
+@torch.no_grad()
+def test_pose_default_path_is_unchanged_and_ssmax_on_a_window_refuses():
+    """Ids 0..T-1 given or not: one answer on a windowed model (the masks of the positions are the masks of the
+    indices). SSMax counts the keys a window sees by token index, so PoSE ids on its windowed layers are refused."""
+    m = local_model('rope:w=4,rope:c=4,rope')
+    ids = torch.randint(0, 40, (2, 12))
+    assert (m(ids)[0] - m(ids, pos=torch.arange(12))[0]).abs().max() < 1e-5
+    with pytest.raises(ValueError, match="SSMax counts the keys a windowed or chunked layer sees"):
+        local_model('3*rope:w=4', 'ssmax')(ids, pos=torch.tensor([0, 1, 2] + list(range(20, 29))))

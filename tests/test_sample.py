@@ -370,3 +370,32 @@ def test_sample_takes_a_position_map(tmp_path, monkeypatch, capsys):
     expected = m.eval().generate(prompt, 20, top_k=1, attend=mapped_attention(m, pm))[0]
     assert out == ''.join(ITOS[i] for i in expected) + '\n---------------\n'
     assert not torch.equal(expected, m.generate(prompt, 20, top_k=1)[0])  # the map is really applied
+
+
+GROUPED = ['causal', 'smear_keys', 'gated', 'smear_keys_gated']  # (the classes the cache covers: kv_cache.blocker)
+
+
+@pytest.mark.parametrize('layers', [None, 'rope:w=5,rope:c=6'])
+@pytest.mark.parametrize('attention', GROUPED)
+@torch.no_grad()
+def test_cache_is_exact_with_grouped_heads(attention, layers):
+    """Issue 60: grouped-query heads (4 query heads, 2 key/value heads) under every attention class the cache covers.
+    Smeared keys' gate is per query head and acts after the repeat, so the keys of one group differ: the cache keeps
+    every query head's key (keys_per_head). Before, it kept one key per group: logits off by ~2.5 after a few steps."""
+    import lab.gated  # noqa: F401  registers attention='gated' (and 'smear_keys_gated')
+    torch.manual_seed(0)
+    m = GPT(GPTConfig(block_size=L, vocab_size=V, n_layer=2, n_head=4, n_kv_head=2, n_embd=32, layers=layers,
+                      attention=attention)).eval()
+    with torch.no_grad():
+        for i, block in enumerate(m.transformer.h):
+            block.attn.c_attn.weight.mul_(10.0)
+            if hasattr(block.attn, 'smear'):  # gates that differ inside each group of query heads
+                block.attn.smear.copy_(torch.tensor([-3.0 + i, 3.0, 2.0 - i, -2.0]).view(4, 1, 1))
+    assert kv_cache.blocker(m) is None
+    ids = torch.randint(0, V, (2, 16), generator=torch.Generator().manual_seed(3))
+    cache = KVCache()
+    for past, n in zip((0, 3, 5) + tuple(range(6, 16)), (3, 2, 1) + (1,) * 10):
+        cached = cache.forward(m, ids[:, past:past + n])
+        full = m(ids[:, :past + n])[0][:, -n:]
+        assert (cached - full).abs().max() <= 1e-5, f"{attention} at {past + n}"
+    assert torch.equal(kv_cache.generate(m, ids[:, :3], 10, top_k=1), m.generate(ids[:, :3], 10, top_k=1))
