@@ -173,7 +173,7 @@ def test_a_windowed_model_runs_its_blocks_and_keeps_its_logits():
     cfg = GPTConfig(block_size=64, vocab_size=50, n_layer=2, n_head=2, n_embd=32, layers='rope:w=16,rope:c=24')
     net = GPT(cfg).double().eval()
     x = torch.randint(0, 50, (1, 300))
-    full = lambda q, k, v, window, chunk, dropout_p=0.0, block=0: torch.nn.functional.scaled_dot_product_attention(  # noqa: E731
+    full = lambda q, k, v, window, chunk, dropout_p=0.0, block=0, pos=None: torch.nn.functional.scaled_dot_product_attention(  # noqa: E731,E501
         q, k, v, attn_mask=M.allowed(torch.arange(q.size(2)), k.size(2), window, chunk))
     old = M.local_attention
     blocks = functools.partial(old, block=64)
