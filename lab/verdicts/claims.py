@@ -104,7 +104,8 @@ CLAIMS = [  # the test split's claims, in the order docs/results.md states them
           '+0.007 [+0.006, +0.008] worse than its own crop at 512–1024, inside the ±0.02 margin', table=VS_CROP, file=CHUNKED),
     claim('hybrid-w80-vs-own-crop-512', 'base 3*rope:w=80,nope (L=128)', CROP, '512-1024',
           'on the test split −0.010 [−0.013, −0.007] better, inside the margin',
-          (RM, 'the hybrid beats its own crop past L, −0.010 [−0.013, −0.007] better'), table=VS_CROP, file=HYB80),
+          (RM, 'the hybrid beats its own crop past L by a hair, −0.010 [−0.013, −0.007] better, inside the margin'),
+          table=VS_CROP, file=HYB80),
     claim('hybrid-w80-llama4-nope-512', 'qtemp llama4 on nope zero-shot', 'base 3*rope:w=80,nope (L=128)', '512-1024',
           'now helps a little: −0.002 [−0.003, −0.002] better', table='contrasts', file=HYB80),
     # FIRE, CoPE and ALiBi beside the pure-text RoPE base and its crop (the ape study's arms)
@@ -120,7 +121,7 @@ CLAIMS = [  # the test split's claims, in the order docs/results.md states them
     # value minus the second's, the pairs a random factor (lab.verdicts.compare.between_kinds)
     claim('sinks-yarn-gap-seeds-512', f'{Y8} vs {CROP}', f'{Y8} vs {CROP}', '512-1024',
           "YaRN's gap to the crop at 512–1024 moves by +0.006 [−0.163, +0.175], unresolved",
-          (RM, 'a learned sink does not move YaRN β8\'s gap to the crop (+0.006 [−0.163, +0.175] at 512–1024, unresolved'),
+          (RM, 'whether a learned sink moves YaRN β8\'s gap to the crop is unresolved (+0.006 [−0.163, +0.175] at 512–1024, unresolved'),
           table='between', file=SINKS),
     claim('sinks-base-break-seeds-512', f'base vs {CROP}', f'base vs {CROP}', '512-1024',
           'breaks less past L than the plain one, −0.448 [−0.815, −0.082] at 512–1024 against its own crop (each pair '
