@@ -53,6 +53,7 @@ DEFAULTS = dict(
     **batches.DEFAULTS,           # PoSE (pose, pose_len, pose_chunks) and synthetic copies (copy_*): lab/engine/batches.py
     # model
     n_layer=4, n_head=4, n_embd=128, dropout=0.0, bias=False, layers=None,  # layers: per-layer positions (model.py)
+    n_kv_head=None,               # key/value heads (grouped-query attention; n_head a multiple of it); None = n_head
     pos_emb='rope',               # rope | sinusoidal | learned | alibi | fire (lab/fire.py) | cope (lab/cope.py) | none
     rope_base=10000.0, partial_rotary_factor=1.0,  # p < 1: GPT-NeoX's partial rotation (the first p * head_dim dims)
     rope_scaling=None,            # a rope type trained in, e.g. {'rope_type': 'proportional', 'partial_rotary_factor': 0.25}
@@ -73,7 +74,7 @@ DEFAULTS = dict(
 # ----------------------------------------------------------------------------- configuration
 
 MODEL_KEYS = ('n_layer', 'n_head', 'n_embd', 'dropout', 'bias', 'pos_emb', 'rope_base', 'rope_scaling', 'attention',
-              'layers', 'partial_rotary_factor')  # the settings that build the GPT (a resumed run takes them from its checkpoint)
+              'layers', 'partial_rotary_factor', 'n_kv_head')  # the settings that build the GPT (a resumed run takes them from its checkpoint)
 
 
 def run_config(argv, defaults=DEFAULTS):
@@ -87,7 +88,7 @@ def run_config(argv, defaults=DEFAULTS):
     stored = ckpt['config']
     if not (ckpt.get('lineage') or {}).get('base_checkpoint'):  # built from its config: the two must say one model
         k = next((k for k in MODEL_KEYS if k in stored and k in ckpt['model_args'] and k != 'rope_scaling'
-                  and stored[k] != ckpt['model_args'][k]), None)
+                  and stored[k] != ckpt['model_args'][k] and not (k == 'n_kv_head' and stored[k] is None)), None)
         if k:
             raise ConfigError(f"{cfg['out_dir']}/ckpt.pt is inconsistent: its model has {k}={ckpt['model_args'][k]!r} "
                               f"but its stored config says {stored[k]!r} (the file was edited or damaged); start a "

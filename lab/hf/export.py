@@ -62,6 +62,9 @@ def check_exportable(args):
     neox = dict(norm='layernorm', mlp='gelu', n_ffn=4 * args['n_embd'], n_kv_head=args['n_head'], qkv_bias=False,
                 tie_embeddings=True)  # the Llama options of model.py at the values GPT-NeoX has (None: an older run)
     llama = {k: args[k] for k, v in neox.items() if args.get(k) not in (None, v)}
+    if set(llama) == {'n_kv_head'}:  # (train.py --n_kv_head: a lab run with grouped-query heads)
+        raise ValueError(f"n_kv_head={llama['n_kv_head']!r}: GPT-NeoX has no grouped-query heads (every head its own "
+                         f"keys and values); export a run trained with n_kv_head = n_head")
     if llama:
         raise ValueError(f"{', '.join(f'{k}={v!r}' for k, v in llama.items())}: a Llama-family model (loaded from "
                          f"gguf: or hf:) has no GPT-NeoX form; its own Hugging Face folder or GGUF file is the export")

@@ -149,6 +149,8 @@ def temperatures(d):
 def layer_groups(d, name):
     """The lab's reading, one entry per kind of layer: dict(layers, rope, window, chunk, base, scaling)."""
     d = without(text_config(d), ('partial_rotary_factor', 'rotary_pct') + TEMPERATURE_KEYS)
+    if d.get('model_type') == 'gpt_neox':  # its rotation read apart (rotary_dims), not from_hf's GPTNeoXConfig default
+        d['partial_rotary_factor'] = 1.0
     n = d.get('num_hidden_layers')
     try:
         if any(d.get(k) for k in PER_LAYER_KEYS) or str(d.get('model_type', '')).startswith(('gemma3', 'llama4')):
