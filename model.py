@@ -88,6 +88,9 @@ class GPTConfig:
         self.rope_scaling = check_scaling(self.rope_scaling, self.rope_base)  # HF forms too (lab/hf/config.py)
         layer_specs(self)  # the pattern, and the layers the scaling aims at (rope_scaling['layers']), checked
 
+    @property
+    def rotary_dim(self):  # the dims that turn (HF: int(head_dim * partial_rotary_factor), rounded down to a pair)
+        return int(self.n_embd // self.n_head * self.partial_rotary_factor) // 2 * 2
 
 def layer_specs(config):
     """Each layer's LayerSpec (rope_config.parse_layers; RoPE only with pos_emb='rope') and whether it is scaled."""
@@ -294,8 +297,8 @@ class GPT(nn.Module):
         return self.config.n_embd // self.config.n_head
 
     @property
-    def rotary_dim(self):  # the dims that turn (HF: int(head_dim * partial_rotary_factor), rounded down to a pair)
-        return int(self.head_dim * self.config.partial_rotary_factor) // 2 * 2
+    def rotary_dim(self):
+        return self.config.rotary_dim
 
     def set_rope_scaling(self, scaling):
         """Switch the RoPE scaling (None = plain RoPE), checked; no weight changes: inv_freq and the factor are rebuilt."""

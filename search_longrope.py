@@ -51,8 +51,8 @@ from data.common import DataError, atomic_write_text, check_vocab, doc_windows, 
 from lab.longrope_search import UPPER, longrope_scaling, needle_rows, parse_start_tokens, search, seed_curves
 from lab.measure.scoring import score
 from data.common import model_from_checkpoint
+from model import GPTConfig
 from lab.measure.arm_specs import parse_arms
-from lab.hf.export import rotary_dim
 from finetune_long import extended_model
 from train import DEFAULTS as TRAIN_DEFAULTS, estimate_loss, load_data, train
 import lab.hf.gguf, lab.hf.weights  # noqa: E401,F401  register the gguf: and hf: checkpoint loaders (real models' weights)
@@ -191,7 +191,7 @@ def main(argv):
     if args['pos_emb'] != 'rope':
         raise ConfigError(f"{cfg['init_from']} uses pos_emb={args['pos_emb']!r}; the search needs a rope model")
     L = train_len(base)
-    T, head_dim = round(s * L), rotary_dim(args)  # the dims that turn: a partial base's factors are for its turning pairs
+    T, head_dim = round(s * L), GPTConfig(**args).rotary_dim  # the dims that turn: a partial base's factors are for its turning pairs
     seeds = seed_curves(cfg['search_seeds'], s, L, head_dim, args['rope_base'])
     start_tokens = check_settings(cfg, len(seeds), T)
     if state is not None:

@@ -200,9 +200,9 @@ def read_checkpoint(ref):
         args, L = ckpt['model_args'], train_len(ckpt)
     if args.get('pos_emb', 'rope') != 'rope':
         raise ConfigError(f"ckpt={ref} uses pos_emb={args['pos_emb']!r}: no RoPE to extend; pass a RoPE model")
-    from lab.hf.export import rotary_dim  # the dims that turn (a partial rotation's share of the head)
+    from model import GPTConfig  # the dims that turn (a partial rotation's share of the head)
     L = (args.get('rope_scaling') or {}).get('original_max_position_embeddings') or L
-    return dict(L=L, head_dim=rotary_dim(args), base=float(args['rope_base']))
+    return dict(L=L, head_dim=GPTConfig(**args).rotary_dim, base=float(args['rope_base']))
 
 
 def inputs(cfg):

@@ -46,6 +46,7 @@ from data.common import DataError, load_checkpoint, train_len
 import lab.alibi, lab.cope, lab.copy_mix, lab.fire, lab.gated, lab.sinks, lab.temperature  # noqa: E401,F401
 import lab.hf.gguf, lab.hf.weights  # noqa: E401,F401  register the gguf: and hf: checkpoint loaders (real models' weights)
 from data.common import checkpoint_args, model_from_checkpoint
+from model import GPTConfig
 from rope_config import DYNAMIC_TYPES, ROPE_SCALING, parse_layers, rope_inv_freq
 from lab.measure.arm_specs import ALIASES, parse_arm, scaling_name
 from lab.hf.folder import check_positions, check_rope_type, hf_rope, rope_4x, tokenizer_files, write_folder
@@ -89,8 +90,8 @@ def check_exportable(args):
 
 
 def rotary_dim(args):
-    """The dims that turn in each head (model.GPT.rotary_dim from model_args; GPT-NeoX's rotary_ndims)."""
-    return int(args['n_embd'] // args['n_head'] * args.get('partial_rotary_factor', 1.0)) // 2 * 2
+    """The dims that turn in each head (model.GPTConfig.rotary_dim of model_args; GPT-NeoX's rotary_ndims)."""
+    return GPTConfig(**args).rotary_dim
 
 
 def neox_order(head_dim, r):

@@ -239,8 +239,7 @@ def write(ckpt, args, L, model, ckpt_path, out_dir, notes=None):
     """Write the checked, loaded model as its own architecture's folder (see the module docstring); returns (out_dir,
     config dict, parameter count) as export.export does; notes (a list) gets the lines the command prints."""
     weights = llama_tensors(model.state_dict(), args)
-    from lab.hf.tokenizer import run_tokenizer
-    ds = run_tokenizer(ckpt)  # (a run saved without its tokenizer file: from its data, else its base)
+    ds = ckpt.get('dataset') or {}  # (export.gguf_tokenizer_found has found a GGUF tokenizer's file)
     _, M = hf_rope(args['n_embd'] // args['n_head'], args['rope_base'], args.get('rope_scaling'), L,
                    args['block_size'])
     tok_files, ids, tok_lines, tok_said = tokenizer_of(ckpt_path, ds, M)
