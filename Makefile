@@ -68,12 +68,15 @@ real-model: real-model-data  # the study sized to decide (issue 58): 12 windows 
 	$(PY) -m lab.measure.doc_study config/real_model_cpu.py
 real-model-maps: real-model-data  # the same windows and passkeys, ReRoPE and Self-Extend added (reads make real-model's parts, measures the 2 new arms; its own declared family) into out/real-model-maps
 	$(PY) -m lab.measure.doc_study config/real_model_cpu.py config/real_model_maps_cpu.py
-bridge: real-model-data  # from a verdict to a deployed model: SmolLM2 with YaRN at 4 x L exported as LlamaForCausalLM, the inspector on it, the knobs' pick, and its logits against transformers' on the whole model past L (8,704 tokens): assets/hf_bridge
+bridge: real-model-data  # SmolLM2 with YaRN at 4 x L exported, inspected, checked against transformers: assets/hf_bridge
 	mkdir -p assets/hf_bridge
-	$(PY) -m lab.hf.export --ckpt=gguf:smollm2 --rope_type=yarn --factor=4 --out_dir=out/hf/smollm2-yarn4 --overwrite=True | sed "s#$$HOME#~#g" | tee assets/hf_bridge/export.txt
+	$(PY) -m lab.hf.export --ckpt=gguf:smollm2 --rope_type=yarn --factor=4 \
+		--out_dir=out/hf/smollm2-yarn4 --overwrite=True | sed "s#$$HOME#~#g" | tee assets/hf_bridge/export.txt
 	$(PY) -m lab.hf.inspect out/hf/smollm2-yarn4 | tee assets/hf_bridge/inspect.txt
-	$(PY) -m lab.knobs --ckpt=gguf:smollm2 --T=32768 --export=out/hf/smollm2-32k --overwrite=True | sed "s#$$HOME#~#g" | tee assets/hf_bridge/knobs.txt
-	$(PY) -m lab.hf.roundtrip --folder=out/hf/smollm2-yarn4 --ckpt=gguf:smollm2 --rope_type=yarn --factor=4 --T=8704 --out=assets/hf_bridge/roundtrip.json
+	$(PY) -m lab.knobs --ckpt=gguf:smollm2 --T=32768 \
+		--export=out/hf/smollm2-32k --overwrite=True | sed "s#$$HOME#~#g" | tee assets/hf_bridge/knobs.txt
+	$(PY) -m lab.hf.roundtrip --folder=out/hf/smollm2-yarn4 --ckpt=gguf:smollm2 --rope_type=yarn --factor=4 \
+		--T=8704 --out=assets/hf_bridge/roundtrip.json
 	cp out/hf/smollm2-yarn4/config.json assets/hf_bridge/config.json
 real-model-bench:     # each masked arm's forward of SmolLM2 at 12,288 against the causal one, and its peak memory (one process an arm)
 	$(PY) -m lab.engine.masked_bench --ckpt=gguf:smollm2 --T=12288 --out=out/masked_bench.json
@@ -285,7 +288,7 @@ pairs:                # which pairs each arm uses: every rotary pair's share of 
 frequencies:          # the frequency designs under one protocol on the 32 dev windows at T = 1024: clipped and p-RoPE zero-shot, DCA beside ReRoPE / Self-Extend, ABF beside PI / YaRN, LongRoPE2's 2 x 2, the p-RoPE, clipped and sink bases; every arm also against its own crop (needs make demo, abf, longrope2)
 	$(PY) eval.py config/eval_frequencies_cpu.py
 
-engine-variants:      # the engine-only rope types (Grok's yarn_log, TeleChat3's YaRN, vLLM's NTK-mixed) beside YaRN and NTK-aware: 32 dev windows at T = 1024 (needs make demo's base)
+engine-variants:      # the engines' own rope types beside YaRN and NTK-aware, dev windows at T = 1024 (needs the demo's base)
 	$(PY) eval.py config/eval_engine_variants_cpu.py
 
 frequency-bases:      # the p-RoPE, clipped and sink bases beside the demo's; then each against its own crop, the p-RoPE base with its rotating pairs PI'd (Gemma 4's factor 8), the sink base with YaRN (needs make demo, prope-base, clip-base, sinks-base)
