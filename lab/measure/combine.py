@@ -2,6 +2,23 @@
 Which features of an arm combine (issue 45): COMBINES states, for every pair of features an arm can carry, whether
 the two run together (None: supported, and tests/test_combine_matrix.py runs it) or why not (one line, with the
 fix). check_arm reads an arm's features and refuses the first pair the table refuses, and a name that misstates them.
+
+The table is not spelled out pair by pair: a few rules refuse groups of pairs, a short list of exceptions refuses
+single pairs, and every other pair is supported (None). The rules (_refusal):
+  1. no RoPE: a bias encoding (_BIASES: ALiBi, FIRE, CoPE) refuses every RoPE feature (_ROPE_FEATURES: dynamic
+     scaling, rope scaling, trained-in rope type, layer pattern, position map), with its own NO_ROPE / FIRE_NO_ROPE /
+     COPE_NO_ROPE and the feature's own tail;
+  2. one position encoding per model: two bias encodings refuse each other;
+  3. ONE_CLASS: one attention class per model: two classes (_CLASSES: SSMax, sinks, gated) refuse each other, and a
+     bias encoding (whose pos_emb brings its own class) refuses each class;
+  4. MAP_CROP: a position map refuses each crop (_CROPS: sliding, truncated);
+  5. CROP_DYNAMIC: a dynamic scaling refuses each crop.
+The exceptions (_EXCEPTIONS, which win over the rules): dynamic scaling + position map, rope scaling + trained-in
+rope type, position map + SSMax, and sinks + gated (ONE_CLASS with a note on the paper's gate).
+A new feature goes into FEATURES (and arm_features) plus one line in the rule's group it belongs to (a RoPE feature
+with its tail in _ROPE_FEATURES, a bias encoding in _BIASES, an attention class in _CLASSES, a crop in _CROPS), or,
+where it combines with everything, nowhere else; a pair that no rule states goes into _EXCEPTIONS.
+tests/test_combine_rules.py pins every verdict to tests/fixtures/combine_table.json.
 """
 from itertools import combinations
 
@@ -24,122 +41,84 @@ CROP_DYNAMIC = ("a dynamic scale follows the input length, which a crop changes 
                 "out); crop a static scaling")
 MAP_CROP = ("a position map replaces the attention a crop masks (arm_form would run one of them and drop the other; "
             "self_crop_arms leaves maps out); evaluate them as two arms")
+ONE_POS_EMB = ("one position encoding per model (GPTConfig.pos_emb) and none has both (model.POS_EMBS); train one or "
+               "the other")
+_BOTH_CLASSES = f"{ONE_CLASS} and none has both (model.ATTENTION); train one or the other"
 
-_TABLE = {
-    ('dynamic scaling', 'layer aim'): None,
-    ('dynamic scaling', 'rope scaling'): None,  # (a dynamic scaling is one)
-    ('dynamic scaling', 'trained-in rope type'): None,  # the base's own dynamic type, run as trained
-    ('dynamic scaling', 'layer pattern'): None,
-    ('dynamic scaling', 'position map'): "a dynamic scale follows the forward length, for distances the map no longer "
-                                         "produces (lab/position_maps.py); map a static scaling",
-    ('dynamic scaling', 'sliding crop'): CROP_DYNAMIC,
-    ('dynamic scaling', 'truncated crop'): CROP_DYNAMIC,
-    ('dynamic scaling', 'query temperature'): None,
-    ('dynamic scaling', 'SSMax'): None,
-    ('dynamic scaling', 'sinks'): None,
-    ('dynamic scaling', 'gated'): None,
-    ('dynamic scaling', 'ALiBi'): f"{NO_ROPE}, so no dynamic scale; evaluate the ALiBi model as trained",
-    ('dynamic scaling', 'FIRE'): f"{FIRE_NO_ROPE}, so no dynamic scale; evaluate the FIRE model as trained",
-    ('dynamic scaling', 'CoPE'): f"{COPE_NO_ROPE}, so no dynamic scale; evaluate the CoPE model as trained",
-    ('layer aim', 'rope scaling'): None,  # rope_scaling['layers'] = full | window
-    ('layer aim', 'trained-in rope type'): None,
-    ('layer aim', 'layer pattern'): None,
-    ('layer aim', 'position map'): None,  # the map runs each layer's own group (mapped_logits)
-    ('layer aim', 'sliding crop'): None,
-    ('layer aim', 'truncated crop'): None,
-    ('layer aim', 'query temperature'): None,  # the temperature's own aim: rope | nope
-    ('layer aim', 'SSMax'): None,
-    ('layer aim', 'sinks'): None,
-    ('layer aim', 'gated'): None,
-    ('layer aim', 'ALiBi'): None,  # a temperature on 'nope' scales every ALiBi layer (aimed_layers refuses 'rope')
-    ('layer aim', 'FIRE'): None,  # (FIRE's alike)
-    ('layer aim', 'CoPE'): None,  # (CoPE's alike)
-    ('rope scaling', 'trained-in rope type'): "a scaling replaces a trained-in rope type, rope.py composes none "
-                                              "over it (check_over_trained_in); evaluate the base as trained "
-                                              "('default') or scale its own type",
-    ('rope scaling', 'layer pattern'): None,
-    ('rope scaling', 'position map'): None,  # a map over a fine-tuned scaled model (mapped_arms)
-    ('rope scaling', 'sliding crop'): None,
-    ('rope scaling', 'truncated crop'): None,
-    ('rope scaling', 'query temperature'): None,
-    ('rope scaling', 'SSMax'): None,
-    ('rope scaling', 'sinks'): None,
-    ('rope scaling', 'gated'): None,
-    ('rope scaling', 'ALiBi'): f"{NO_ROPE} to scale (--rope_types needs a rope model); evaluate it as trained",
-    ('rope scaling', 'FIRE'): f"{FIRE_NO_ROPE} to scale (--rope_types needs a rope model); evaluate it as trained",
-    ('rope scaling', 'CoPE'): f"{COPE_NO_ROPE} to scale (--rope_types needs a rope model); evaluate it as trained",
-    ('trained-in rope type', 'layer pattern'): None,
-    ('trained-in rope type', 'position map'): None,  # the map turns by the model's own (trained-in) frequencies
-    ('trained-in rope type', 'sliding crop'): None,
-    ('trained-in rope type', 'truncated crop'): None,
-    ('trained-in rope type', 'query temperature'): None,
-    ('trained-in rope type', 'SSMax'): None,
-    ('trained-in rope type', 'sinks'): None,
-    ('trained-in rope type', 'gated'): None,
-    ('trained-in rope type', 'ALiBi'): f"{NO_ROPE}, so no rope type is trained into it (GPTConfig refuses "
-                                       f"rope_scaling without pos_emb='rope'); drop rope_scaling",
-    ('trained-in rope type', 'FIRE'): f"{FIRE_NO_ROPE}, so no rope type is trained into it (GPTConfig refuses "
-                                      f"rope_scaling without pos_emb='rope'); drop rope_scaling",
-    ('trained-in rope type', 'CoPE'): f"{COPE_NO_ROPE}, so no rope type is trained into it (GPTConfig refuses "
-                                      f"rope_scaling without pos_emb='rope'); drop rope_scaling",
-    # (a pattern's windowed and chunked layers alike: tests/test_chunked.py builds each pair with chunks by hand)
-    ('layer pattern', 'position map'): None,  # NoPE layers keep their own scores, windows and chunks their masks
-    ('layer pattern', 'sliding crop'): None,  # a chunk and the crop's window both mask
-    ('layer pattern', 'truncated crop'): None,  # a chunked layer's chunks count from the cut (lab/crop.py)
-    ('layer pattern', 'query temperature'): None,  # n, the keys a query sees: its chunk's (lab.temperature.keys_seen)
-    ('layer pattern', 'SSMax'): None,
-    ('layer pattern', 'sinks'): None,
-    ('layer pattern', 'gated'): None,
-    ('layer pattern', 'ALiBi'): f"{NO_ROPE} and a layer pattern sets RoPE per layer (GPTConfig); use pos_emb='rope' "
-                                f"for a pattern",
-    ('layer pattern', 'FIRE'): f"{FIRE_NO_ROPE} and a layer pattern sets RoPE per layer (GPTConfig); use "
-                               f"pos_emb='rope' for a pattern",
-    ('layer pattern', 'CoPE'): f"{COPE_NO_ROPE} and a layer pattern sets RoPE per layer (GPTConfig); use "
-                               f"pos_emb='rope' for a pattern",
-    ('position map', 'sliding crop'): MAP_CROP,
-    ('position map', 'truncated crop'): MAP_CROP,
-    ('position map', 'query temperature'): None,
-    ('position map', 'SSMax'): "a map scores with plain RoPE dot products and would drop SSMax's own scores "
-                               "(mapped_logits); evaluate the SSMax model without a map",
-    ('position map', 'sinks'): None,  # the sink joins the mapped scores (chunked_attention)
-    ('position map', 'gated'): None,  # the gate multiplies what mapped_attention returns
-    ('position map', 'ALiBi'): f"{NO_ROPE} for a map to re-rotate (mapped_logits); evaluate it without a map",
-    ('position map', 'FIRE'): f"{FIRE_NO_ROPE} for a map to re-rotate (mapped_logits); evaluate it without a map",
-    ('position map', 'CoPE'): f"{COPE_NO_ROPE} for a map to re-rotate (mapped_logits); evaluate it without a map",
-    ('sliding crop', 'truncated crop'): None,  # one arm has one form; form=both makes two, equal on one layer
-    ('sliding crop', 'query temperature'): None,
-    ('sliding crop', 'SSMax'): None,  # ln n counts the keys the crop leaves
-    ('sliding crop', 'sinks'): None,
-    ('sliding crop', 'gated'): None,  # the gate multiplies what window_attention returns
-    ('sliding crop', 'ALiBi'): None,
-    ('sliding crop', 'FIRE'): None,  # at the full model's normaliser ψ(max(L_thr, p)): the forms differ (lab/crop.py)
-    ('sliding crop', 'CoPE'): None,  # key j's position counts keys j..i, all in the window: the forms agree (one layer)
-    ('truncated crop', 'query temperature'): None,  # at the true positions of the cut input's tokens
-    ('truncated crop', 'SSMax'): None,
-    ('truncated crop', 'sinks'): None,
-    ('truncated crop', 'gated'): None,  # (GPT._last_layer_at: the gate takes the rows of the queries asked for)
-    ('truncated crop', 'ALiBi'): None,
-    ('truncated crop', 'FIRE'): None,  # (FIRE's attend(at=) builds the bias at the positions asked for)
-    ('truncated crop', 'CoPE'): None,  # (CoPE's attend(at=) counts the gates of the queries asked for)
-    ('query temperature', 'SSMax'): None,
-    ('query temperature', 'sinks'): None,
-    ('query temperature', 'gated'): None,  # the queries are scaled before attention, the gate acts after it
-    ('query temperature', 'ALiBi'): None,
-    ('query temperature', 'FIRE'): None,  # the queries are scaled, then FIRE's own attention adds its bias
-    ('query temperature', 'CoPE'): None,  # the scaled queries sharpen CoPE's gates too: the positions move with it
-    ('SSMax', 'sinks'): f"{ONE_CLASS} and none has both (model.ATTENTION); train one or the other",
-    ('SSMax', 'gated'): f"{ONE_CLASS} and none has both (model.ATTENTION); train one or the other",
-    ('sinks', 'gated'): f"{ONE_CLASS} and none has both (model.ATTENTION); train one or the other (the paper's "
-                        f"gate is itself a way out of the first-token sink)",
+# rule 1: the RoPE features, each with the tail of a bias encoding's refusal ({bias}: the encoding's name)
+_ROPE_FEATURES = {
+    'dynamic scaling': ", so no dynamic scale; evaluate the {bias} model as trained",
+    'rope scaling': " to scale (--rope_types needs a rope model); evaluate it as trained",
+    'trained-in rope type': ", so no rope type is trained into it (GPTConfig refuses rope_scaling without "
+                            "pos_emb='rope'); drop rope_scaling",
+    'layer pattern': " and a layer pattern sets RoPE per layer (GPTConfig); use pos_emb='rope' for a pattern",
+    'position map': " for a map to re-rotate (mapped_logits); evaluate it without a map",
 }
-_DROPPED = {'SSMax': ('SSMax', 'SSMax'), 'sinks': ('the sinks', 'sinks'), 'gated': ('the gate', 'gated attention')}
-_BIASES = {'ALiBi': 'alibi', 'FIRE': 'fire', 'CoPE': 'cope'}  # the position encodings that bring an attention class
-_TABLE.update({(cls, bias): f"{ONE_CLASS}: pos_emb='{pe}' takes it, so {what} would be dropped (GPTConfig refuses "
-                            f"it); train {trained} on RoPE or NoPE"
-               for cls, (what, trained) in _DROPPED.items() for bias, pe in _BIASES.items()})
-_TABLE.update({(a, b): "one position encoding per model (GPTConfig.pos_emb) and none has both (model.POS_EMBS); "
-                       "train one or the other" for i, a in enumerate(_BIASES) for b in list(_BIASES)[i + 1:]})
-COMBINES = {frozenset(pair): why for pair, why in _TABLE.items()}  # {frozenset of two FEATURES: None | why}
+# rules 1-3: the bias encodings, each with (its pos_emb, the start of its no-RoPE refusal); each brings its own class
+_BIASES = {'ALiBi': ('alibi', NO_ROPE), 'FIRE': ('fire', FIRE_NO_ROPE), 'CoPE': ('cope', COPE_NO_ROPE)}
+# rule 3: the attention classes, each with (what a bias encoding would drop, what to train instead)
+_CLASSES = {'SSMax': ('SSMax', 'SSMax'), 'sinks': ('the sinks', 'sinks'), 'gated': ('the gate', 'gated attention')}
+# rules 4-5: the crops
+_CROPS = ('sliding crop', 'truncated crop')
+# the pairs no rule states (they win over the rules)
+_EXCEPTIONS = {
+    frozenset(('dynamic scaling', 'position map')): "a dynamic scale follows the forward length, for distances the "
+                                                    "map no longer produces (lab/position_maps.py); map a static "
+                                                    "scaling",
+    frozenset(('rope scaling', 'trained-in rope type')): "a scaling replaces a trained-in rope type, rope.py composes "
+                                                         "none over it (check_over_trained_in); evaluate the base as "
+                                                         "trained ('default') or scale its own type",
+    frozenset(('position map', 'SSMax')): "a map scores with plain RoPE dot products and would drop SSMax's own scores "
+                                          "(mapped_logits); evaluate the SSMax model without a map",
+    frozenset(('sinks', 'gated')): f"{_BOTH_CLASSES} (the paper's gate is itself a way out of the first-token sink)",
+}
+# Supported pairs worth a word (each run by tests/test_combine_matrix.py):
+#   dynamic scaling + rope scaling: a dynamic scaling is one; + trained-in rope type: the base's own dynamic type,
+#     run as trained. layer aim + rope scaling: rope_scaling['layers'] = full | window; + query temperature: the
+#     temperature's own aim, rope | nope; + position map: the map runs each layer's own group (mapped_logits);
+#     + ALiBi/FIRE/CoPE: a temperature on 'nope' scales every layer (aimed_layers refuses 'rope').
+#   rope scaling + position map: a map over a fine-tuned scaled model (mapped_arms). trained-in rope type + position
+#     map: the map turns by the model's own (trained-in) frequencies.
+#   layer pattern (its windowed and chunked layers alike: tests/test_chunked.py builds each pair with chunks by hand)
+#     + position map: NoPE layers keep their own scores, windows and chunks their masks; + sliding crop: a chunk and
+#     the crop's window both mask; + truncated crop: a chunked layer's chunks count from the cut (lab/crop.py);
+#     + query temperature: n, the keys a query sees, is its chunk's (lab.temperature.keys_seen).
+#   position map + sinks: the sink joins the mapped scores (chunked_attention); + gated: the gate multiplies what
+#     mapped_attention returns.
+#   sliding crop + truncated crop: one arm has one form; form=both makes two, equal on one layer. sliding crop
+#     + SSMax: ln n counts the keys the crop leaves; + gated: the gate multiplies what window_attention returns;
+#     + FIRE: at the full model's normaliser psi(max(L_thr, p)), the forms differ (lab/crop.py); + CoPE: key j's
+#     position counts keys j..i, all in the window, the forms agree (one layer).
+#   truncated crop + query temperature: at the true positions of the cut input's tokens; + gated: GPT._last_layer_at
+#     gives the gate the rows of the queries asked for; + FIRE/CoPE: attend(at=) builds the bias / counts the gates
+#     at the positions asked for.
+#   query temperature + gated: the queries are scaled before attention, the gate acts after it; + FIRE: the queries
+#     are scaled, then FIRE's own attention adds its bias; + CoPE: the scaled queries sharpen CoPE's gates too.
+
+
+def _refusal(a, b):
+    """Why features a and b do not combine (one line), or None: an exception, else the first rule that refuses."""
+    if frozenset((a, b)) in _EXCEPTIONS:
+        return _EXCEPTIONS[frozenset((a, b))]
+    for x, y in ((a, b), (b, a)):
+        if x in _BIASES and y in _ROPE_FEATURES:  # 1. a bias encoding has no RoPE
+            return _BIASES[x][1] + _ROPE_FEATURES[y].format(bias=x)
+        if x in _BIASES and y in _BIASES:  # 2. one position encoding per model
+            return ONE_POS_EMB
+        if x in _CLASSES and y in _CLASSES:  # 3. one attention class per model
+            return _BOTH_CLASSES
+        if x in _CLASSES and y in _BIASES:  # 3. (a bias encoding's pos_emb takes the class)
+            what, trained = _CLASSES[x]
+            return (f"{ONE_CLASS}: pos_emb='{_BIASES[y][0]}' takes it, so {what} would be dropped (GPTConfig refuses "
+                    f"it); train {trained} on RoPE or NoPE")
+        if x == 'position map' and y in _CROPS:  # 4. maps and crops replace each other
+            return MAP_CROP
+        if x == 'dynamic scaling' and y in _CROPS:  # 5. a dynamic scale does not crop
+            return CROP_DYNAMIC
+    return None
+
+
+COMBINES = {frozenset(pair): _refusal(*pair) for pair in combinations(FEATURES, 2)}  # {frozenset of two: None | why}
 
 
 def runs_own_type(own, sc):
