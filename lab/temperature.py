@@ -212,6 +212,10 @@ def aimed_layers(temp, model_args):
         raise ConfigError(f"temperature {temperature_name(temp)!r} is aimed at layers={temp['layers']!r}, but no layer "
                           f"of this model is {'NoPE' if temp['layers'] == 'nope' else 'RoPE'} (it would change "
                           f"nothing); aim it at {' or '.join(repr(k) for k in LAYERS if k != temp['layers'])}")
+    if temp.get('on', 'all') == 'rotary' and not any(rope[i] for i in hit):
+        raise ConfigError(f"temperature {temperature_name(temp)!r}: on='rotary' scales only the dims that turn, and "
+                          f"no layer it is aimed at (layers={temp['layers']!r}) turns any (it would change nothing); "
+                          f"use on=all")
     return hit
 
 

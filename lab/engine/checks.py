@@ -67,6 +67,11 @@ def check_model(model, meta, data_dir, T):
     if model.config.pos_emb == 'learned' and T > model.config.block_size:
         raise ConfigError(f"block_size={T} is longer than the model's learned position table "
                           f"({model.config.block_size})")
+    c = model.config
+    if c.partial_rotary_factor != 1 and (c.pos_emb != 'rope' or model.rope_index.count(None) == c.n_layer):
+        why = f"pos_emb={c.pos_emb!r}" if c.pos_emb != 'rope' else f"layers={c.layers!r}: no layer has RoPE"
+        raise ConfigError(f"partial_rotary_factor={c.partial_rotary_factor} changes nothing: this model turns no "
+                          f"pair ({why}); drop it, or give a layer RoPE")
 
 
 # ----------------------------------------------------------------------------- eval.py

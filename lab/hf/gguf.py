@@ -18,12 +18,14 @@ path and sha256 (data.sources.gguf_identity), so every tool finds it again from 
 cache dir by name or sha256 (data.sources.find_gguf); a fine-tune of it keeps the same entry.
 
 Refused in one line naming the file and the field: another architecture, a quantization gguf cannot dequantize, a
-truncated file, a key or tensor the GPT cannot express (experts, partial rotation, QK-norm, ...).
+truncated file, a metadata number missing, zero or of another type, a block_count or a tensor shape the file's
+tensors disagree with, a key or tensor the GPT cannot express (experts, partial rotation, QK-norm, ...).
 
     python -m lab.hf.gguf                                   # load the pinned file, print its one line
     python -m lab.hf.gguf --bench=True --T=2048             # forward tokens/s and peak memory, ours vs transformers
 """
 import json
+import math
 import os
 import resource
 import subprocess
@@ -80,11 +82,25 @@ def field(reader, key, default=None):
     return vals if f.types[0].name == 'ARRAY' else vals[0]
 
 
+def number(reader, key, source, default=None, low=1, whole=True):
+    """A metadata number: a whole number >= low (whole) or a finite number > low (not whole), default when absent
+    (None: required); ValueError naming the file and the key when it is missing, zero or of another type."""
+    v = field(reader, key, default)
+    if v is None:
+        raise ValueError(f"{source}: metadata {key} is missing; the file is not a complete model: convert it again "
+                         f"with llama.cpp's convert_hf_to_gguf.py")
+    ok = not isinstance(v, bool) and (isinstance(v, int) if whole else isinstance(v, (int, float)) and math.isfinite(v))
+    if not ok or not (v >= low if whole else v > low):
+        raise ValueError(f"{source}: metadata {key} = {v!r} must be {'a whole number >=' if whole else 'a number >'} "
+                         f"{low}; the file is damaged: convert it again with llama.cpp's convert_hf_to_gguf.py")
+    return v
+
+
 def gguf_rope(reader, arch, head_dim, ctx, freqs, source):
     """rope_scaling for the file (None: plain RoPE) from {arch}.rope.scaling.* or the rope_freqs tensor."""
     key = f'{arch}.rope.scaling.'
-    kind, s = field(reader, key + 'type', 'none'), float(field(reader, key + 'factor', 1.0))
-    L = int(field(reader, key + 'original_context_length', ctx))
+    kind, s = field(reader, key + 'type', 'none'), float(number(reader, key + 'factor', source, 1.0, 0, whole=False))
+    L = number(reader, key + 'original_context_length', source, ctx)
     for bad, why in ((kind not in ('none', 'linear', 'yarn'), f"{key}type = {kind!r} (read here: linear, yarn)"),
                      (field(reader, key + 'attn_factor', 1.0) != 1.0, f"{key}attn_factor (a YaRN temperature factor)"),
                      (freqs is not None and kind != 'none', f"rope_freqs together with {key}type = {kind!r}")):
@@ -100,7 +116,8 @@ def gguf_rope(reader, arch, head_dim, ctx, freqs, source):
     if kind == 'linear':
         return {'rope_type': 'linear', 'factor': s}
     if kind == 'yarn':
-        beta = {k: float(field(reader, f'{key}yarn_{k}')) for k in ('beta_fast', 'beta_slow')
+        beta = {k: float(number(reader, f'{key}yarn_{k}', source, low=0, whole=False))
+                for k in ('beta_fast', 'beta_slow')
                 if field(reader, f'{key}yarn_{k}') is not None}
         return {'rope_type': 'yarn', 'factor': s, 'original_max_position_embeddings': L, **beta}
     return None
@@ -114,24 +131,34 @@ def gguf_config(reader, source):
                          f"SmolLM, Qwen2)")
     a = lambda k, d=None: field(reader, f'{arch}.{k}', d)  # noqa: E731  (one of the architecture's keys)
     got = next((f"{arch}.{k} ({why})" for k, why in UNSUPPORTED_KEYS.items() if a(k)), None)
-    n_head, C = a('attention.head_count'), a('embedding_length')
-    if not got and (isinstance(n_head, list) or isinstance(a('attention.head_count_kv'), list)):
+    if not got and (isinstance(a('attention.head_count'), list) or isinstance(a('attention.head_count_kv'), list)):
         got = f"{arch}.attention.head_count as a list (heads per layer)"
-    hd = C // n_head if isinstance(n_head, int) else None
-    for k in ('rope.dimension_count', 'attention.key_length', 'attention.value_length'):
-        if not got and a(k, hd) != hd:
-            got = f"{arch}.{k} = {a(k)} apart from head_dim = {hd} (partial rotation, or heads of another width)"
+    if got:
+        raise ValueError(f"{source}: {got} has no counterpart in model.py's GPT; it cannot be loaded")
+    need = lambda k, d=None, **kw: number(reader, f'{arch}.{k}', source, d, **kw)  # noqa: E731
+    n_head, C = need('attention.head_count'), need('embedding_length')
+    if C % n_head:
+        raise ValueError(f"{source}: metadata {arch}.embedding_length = {C} is not a multiple of "
+                         f"{arch}.attention.head_count = {n_head}; the file is damaged: convert it again")
+    hd, kv = C // n_head, need('attention.head_count_kv', n_head)
+    if n_head % kv:
+        raise ValueError(f"{source}: metadata {arch}.attention.head_count = {n_head} is not a multiple of "
+                         f"{arch}.attention.head_count_kv = {kv}; the file is damaged: convert it again")
+    got = next((f"{arch}.{k} = {a(k)} apart from head_dim = {hd} (partial rotation, or heads of another width)"
+                for k in ('rope.dimension_count', 'attention.key_length', 'attention.value_length') if a(k, hd) != hd),
+               None)
     if got:
         raise ValueError(f"{source}: {got} has no counterpart in model.py's GPT; it cannot be loaded")
     names = {t.name for t in reader.tensors}
     freqs = next((t for t in reader.tensors if t.name == 'rope_freqs.weight'), None)
-    ctx = int(a('context_length'))
-    vocab = a('vocab_size') or next(int(t.shape[1]) for t in reader.tensors if t.name == 'token_embd.weight')
+    ctx = need('context_length')
+    embd = next((t for t in reader.tensors if t.name == 'token_embd.weight'), None)
+    vocab = need('vocab_size', None if embd is None else int(embd.shape[1]))
     return GPTConfig(
-        block_size=ctx, vocab_size=int(vocab), n_layer=int(a('block_count')), n_head=n_head, n_embd=C,
-        n_kv_head=int(a('attention.head_count_kv', n_head)), n_ffn=int(a('feed_forward_length')), norm='rmsnorm',
-        norm_eps=float(a('attention.layer_norm_rms_epsilon', 1e-5)), mlp='swiglu',
-        rope_base=float(a('rope.freq_base', 10000.0)), qkv_bias='blk.0.attn_q.bias' in names,
+        block_size=ctx, vocab_size=vocab, n_layer=need('block_count'), n_head=n_head, n_embd=C,
+        n_kv_head=kv, n_ffn=need('feed_forward_length'), norm='rmsnorm',
+        norm_eps=float(need('attention.layer_norm_rms_epsilon', 1e-5, low=0, whole=False)), mlp='swiglu',
+        rope_base=float(need('rope.freq_base', 10000.0, whole=False)), qkv_bias='blk.0.attn_q.bias' in names,
         tie_embeddings='output.weight' not in names,
         rope_scaling=gguf_rope(reader, arch, hd, ctx, None if freqs is None else dequantize(freqs, source), source)
     ), ctx
@@ -166,7 +193,12 @@ def load_gguf(rest):
     source, t0 = f'gguf:{os.path.basename(path)}', time.time()
     reader = read_gguf(path)
     config, ctx = gguf_config(reader, source)
-    permuted = ARCHS[field(reader, 'general.architecture')]
+    arch = field(reader, 'general.architecture')
+    permuted, blocks = ARCHS[arch], {int(t.name.split('.')[1]) for t in reader.tensors
+                                     if t.name.startswith('blk.') and t.name.split('.')[1].isdigit()}
+    if blocks and max(blocks) + 1 != config.n_layer:
+        raise ValueError(f"{source}: metadata {arch}.block_count = {config.n_layer} but the file holds tensors of "
+                         f"{max(blocks) + 1} layers (blk.0 ... blk.{max(blocks)}); the file is damaged: convert it again")
     tensors = {}
     for t in reader.tensors:
         if t.name == 'rope_freqs.weight':  # (read into rope_scaling)

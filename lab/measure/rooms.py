@@ -30,6 +30,9 @@ def eval_rooms(cfg, val, docs, T, L, meta):
                                 needles=cfg['needles'] if R else 0, key_len=cfg['needle_key'],
                                 value_len=cfg['needle_value'], recall_len=cfg['recall_len'] if R else 0, strict=False,
                                 extra=extra) if n else ({}, {})
+    if 'passkey_text' in skipped:  # (off unless asked for: asked and skipped, it would change nothing)
+        raise ConfigError(f"passkey_text={cfg['passkey_text']}: {skipped['passkey_text']}; set passkey_text=0 for "
+                          f"this model")
     for name, why in skipped.items():
         print(f"eval: skipped the {name} test: {why}")
     return ret_starts, buckets, examples, rooms, skipped

@@ -76,7 +76,15 @@ def merge_parts(folders, out_dir, margins, contrasts='', argv=None):
     files = {name: joined_columns(dirs, name, [[a['name'] for a in s['arms']] for s in sums]) for name in COLUMNS}
     files.update({'summary.json': json_text(summary), 'summary.md': summary_markdown(summary)})
     for name in ('retrieval.csv', 'finetune_curves.csv'):  # a row per arm and bucket (or step): every part's rows
-        parts = [t.splitlines(keepends=True) for t in (_text(os.path.join(d, name)) for d in dirs) if t]
+        texts = [_text(os.path.join(d, name)) for d in dirs]
+        for d, s, t in zip(dirs, sums, texts):  # eval.py writes retrieval.csv always, the curves with a fine-tune
+            tuned = [a['name'] for a in s['arms'] if a.get('kind') == 'fine-tuned' and not a.get('position_map')
+                     and not a.get('retuned') and not a.get('temperature')]
+            if t is None and (name == 'retrieval.csv' or tuned):
+                raise ConfigError(f"{os.path.join(d, name)} is missing, so the merge would drop the rows of "
+                                  f"{', '.join(tuned or [a['name'] for a in s['arms']])}; every part needs the files "
+                                  f"eval.py writes beside its summary.json (evaluate that part again)")
+        parts = [t.splitlines(keepends=True) for t in texts if t]
         if parts:
             files[name] = ''.join(parts[0] + [ln for t in parts[1:] for ln in t[1:]])
     os.makedirs(out_dir, exist_ok=True)
