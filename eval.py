@@ -33,9 +33,6 @@ import torch
 from configurator import ConfigError, get_config
 from lab.engine.cli import cli
 from data.common import atomic_write_text, data_dir_of, doc_windows, load_meta, load_split
-# register their attention classes, so every checkpoint loads
-import lab.alibi, lab.cope, lab.copy_mix, lab.fire, lab.gated, lab.sinks, lab.temperature  # noqa: E401,F401
-import lab.hf.gguf, lab.hf.weights  # noqa: E401,F401  register the gguf: and hf: checkpoint loaders (real models' weights)
 from lab.verdicts import compare
 from lab.measure import forms, passkey_text, retrieval
 from lab.measure.arms import arm_model, parse_contrasts, plan_arms

@@ -25,7 +25,6 @@ from lab.measure.arm_specs import check_over_trained_in, trained_in
 from lab.engine.ddp import in_group
 from lab.engine.checks import check_settings
 from train import DEFAULTS as TRAIN_DEFAULTS, load_data, run_config, train
-import lab.hf.gguf, lab.hf.weights  # noqa: E401,F401  register the gguf: and hf: checkpoint loaders (real models' weights)
 
 DEFAULTS = dict(
     TRAIN_DEFAULTS,

@@ -12,6 +12,7 @@ tables; `forward(attend=fn)`: fn(layer, q, k, v) -> y (q, k rotated) in every la
 position maps, crop); `ATTENTION` holds attention classes.
 """
 
+import importlib
 import math
 from dataclasses import dataclass
 
@@ -19,7 +20,7 @@ import torch
 import torch.nn as nn
 from torch.nn import functional as F
 
-from rope import apply_rope, longrope_start_tokens, plain_inv_freq, rope_cos_sin
+from rope import apply_rope, longrope_start_tokens, rope_cos_sin
 from rope_config import check_scaling, is_dynamic, parse_layers, rope_inv_freq, scaled_layers
 
 POS_EMBS = ('rope', 'sinusoidal', 'learned', 'alibi', 'fire', 'cope', 'none')
@@ -80,9 +81,9 @@ class GPTConfig:
                 (self.pos_emb in BIASES and self.attention != 'causal',  # one class per layer: the bias's would win
                  f"pos_emb={self.pos_emb!r} brings its own attention class, so attention={self.attention!r} would be "
                  f"dropped; use attention='causal' with {BIASES.get(self.pos_emb)}, or another pos_emb"),
-                (self.attention_class not in ATTENTION,
-                 f"attention={self.attention_class!r} is unknown ({', '.join(ATTENTION)}); import the room that "
-                 f"registers it (lab.alibi, lab.fire, lab.cope for those pos_embs, lab.copy_mix for 'smear_keys')")):
+                (self.attention_class not in ATTENTION and self.attention_class not in ATTENTION_ROOMS,
+                 f"attention={self.attention_class!r} is unknown; use one of "
+                 f"{', '.join(sorted({*ATTENTION, *ATTENTION_ROOMS} - set(BIASES)))}")):
             if bad:
                 raise ValueError(why)
         self.rope_scaling = check_scaling(self.rope_scaling, self.rope_base)  # HF forms too (lab/hf/config.py)
@@ -207,7 +208,17 @@ class CausalSelfAttention(nn.Module):
         y = self.attend(q, k, v) if attend is None else attend(q, k, v)  # attend may return fewer queries (at=)
         return self.resid_dropout(self.c_proj(y.transpose(1, 2).contiguous().view(B, -1, C)))
 
-ATTENTION = {'causal': CausalSelfAttention}  # config.attention -> class; rooms register variants here
+ATTENTION = {'causal': CausalSelfAttention}  # config.attention -> class; the rooms add theirs, on first use:
+ATTENTION_ROOMS = {'smear_keys': 'lab.copy_mix', 'ssmax': 'lab.temperature', 'smear_keys_ssmax': 'lab.temperature',
+                   'sinks': 'lab.sinks', 'smear_keys_sinks': 'lab.sinks', 'gated': 'lab.gated',
+                   'smear_keys_gated': 'lab.gated', 'alibi': 'lab.alibi', 'fire': 'lab.fire', 'cope': 'lab.cope'}
+
+def attention_class(name):
+    """The class of config.attention_class: model.py's own, or the one its room (ATTENTION_ROOMS) adds to ATTENTION
+    when it is first imported, which a model of that class does here."""
+    if name not in ATTENTION and name in ATTENTION_ROOMS:
+        importlib.import_module(ATTENTION_ROOMS[name])
+    return ATTENTION[name]
 
 class MLP(nn.Module):
     width = 1  # c_fc's outputs per hidden unit
@@ -250,7 +261,7 @@ class Block(nn.Module):
     def __init__(self, config, spec):
         super().__init__()
         self.ln_1 = norm(config)
-        self.attn = ATTENTION[config.attention_class](config, spec)
+        self.attn = attention_class(config.attention_class)(config, spec)
         self.ln_2 = norm(config)
         self.mlp = SwiGLU(config) if config.mlp == 'swiglu' else MLP(config)
 
@@ -354,7 +365,8 @@ class GPT(nn.Module):
         cos, sin = rope_cos_sin(inv_freq, positions, attention_factor, rotary_only=on == 'rotary')
         n_hat = (scaling or {}).get('start_token_idx', 0)  # longrope: positions < n_hat stay plain
         if n_hat:
-            cos, sin = longrope_start_tokens(cos, sin, positions, plain_inv_freq(self.head_dim, base), n_hat)
+            plain = rope_inv_freq(self.head_dim, base, None, None, self.rotary_dim)[0]  # (pass-through pairs stay)
+            cos, sin = longrope_start_tokens(cos, sin, positions, plain, n_hat)
         return (cos, sin) if cos.dim() == 2 else (cos[:, None], sin[:, None])
 
     def forward(self, idx, targets=None, reduction='mean', pos=None, attend=None, rope=None, at=None):

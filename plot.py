@@ -28,7 +28,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from data.common import DataError, atomic_write  # noqa: E402
-from lab.pictures.plot_kit import RC, read_columns, read_summary, save, smooth, styles  # noqa: E402  (eval's files, the look)
+from lab.pictures.plot_kit import RC, read_columns, read_summary, rotary_dims, save, smooth, styles  # noqa: E402
 from rope import critical_dimension  # noqa: E402
 
 
@@ -41,7 +41,7 @@ def length_lines(ax, s, arms, theory):
         ax.axvline(n, color='0.35', lw=1.4, ls=':', zorder=1, label=f"fine-tuned at {n}")
     base = next((a for a in arms if a['kind'] == 'base' and a['pos_emb'] == 'rope'), None)
     if theory and base is not None:
-        d_extra, t_extra = critical_dimension(base['head_dim'], base['rope_base'], base['train_len'])
+        d_extra, t_extra = critical_dimension(rotary_dims(base), base['rope_base'], base['train_len'])
         if t_extra < s['T']:
             ax.axvline(t_extra, color='black', lw=1.4, ls=(0, (1, 2)), zorder=1,
                        label=f"T_extra ≈ {t_extra:.0f} (d_extra = {d_extra}): plain RoPE's bound")

@@ -29,9 +29,6 @@ from lab.engine.cli import cli
 from lab.engine.device import autocast_context, pick_device
 from data.sources import get_tokenizer
 from lab import kv_cache
-# register their attention classes, so every checkpoint loads
-import lab.alibi, lab.cope, lab.copy_mix, lab.fire, lab.gated, lab.sinks, lab.temperature  # noqa: E401,F401
-import lab.hf.gguf, lab.hf.weights  # noqa: E401,F401  register the gguf: and hf: checkpoint loaders (real models' weights)
 from lab.position_maps import is_position_map_spec, mapped_attention, parse_position_map, position_map_name
 from data.common import model_from_checkpoint
 from data.common import load_checkpoint
@@ -121,7 +118,7 @@ def tokenizer(ckpt, path):
     """(encode, decode) of the vocabulary the checkpoint was trained on (its 'dataset' entry): characters, GPT-2 BPE,
     a GGUF's own BPE ('tokenizer_file', e.g. a checkpoint loaded from gguf:<file>), or a Hugging Face folder's
     tokenizer.json ('tokenizer_file', a checkpoint loaded from hf:<folder>)."""
-    from lab.hf.tokenizer import run_tokenizer  # (and registers the 'gguf' and 'hf' tokenizers with get_tokenizer)
+    from lab.hf.tokenizer import run_tokenizer  # (a GGUF's file found again by its path and sha256)
     ds = run_tokenizer(ckpt)  # a GGUF's file from the run's data or its gguf: base where the entry lacks it
     if ds.get('tokenizer') == 'hf' and not ds.get('tokenizer_file'):
         where = path[len('hf:'):] if str(path).startswith('hf:') else path

@@ -55,7 +55,6 @@ from model import GPTConfig
 from lab.measure.arm_specs import parse_arms
 from finetune_long import extended_model
 from train import DEFAULTS as TRAIN_DEFAULTS, estimate_loss, load_data, train
-import lab.hf.gguf, lab.hf.weights  # noqa: E401,F401  register the gguf: and hf: checkpoint loaders (real models' weights)
 
 DEFAULTS = dict(
     init_from='',             # the base run folder (from train.py), or 'resume' to continue the search in out_dir

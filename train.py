@@ -28,13 +28,12 @@ from configurator import ConfigError, get_config
 from lab.engine.cli import cli
 from data.common import (atomic_torch_save, atomic_write_text, check_vocab, data_dir_of, doc_windows, fetch_windows,
                          load_checkpoint, load_meta, load_split, model_args, model_from_checkpoint)
-# register their attention classes, so every model builds and loads
-import lab.alibi, lab.cope, lab.copy_mix, lab.fire, lab.gated, lab.sinks, lab.temperature  # noqa: E401,F401
 from lab.engine import batches, bench  # batches: PoSE windows and synthetic copies
 from lab.engine.ddp import StopOnSignal, from_rank0, in_group, rng_states  # several processes, Ctrl-C
 from lab.engine.device import ddp_ranks, setup_device  # cpu / cuda / mps, autocast, torchrun's ranks
 from lab.engine.checks import check_model, check_settings, check_start  # what a run refuses before it starts
 from model import GPT, GPTConfig
+from lab.model_facts import MODEL_KEYS  # the settings that build the GPT (a resumed run takes them from its checkpoint)
 
 DEFAULTS = dict(
     # I/O
@@ -73,8 +72,6 @@ DEFAULTS = dict(
 
 # ----------------------------------------------------------------------------- configuration
 
-MODEL_KEYS = ('n_layer', 'n_head', 'n_embd', 'dropout', 'bias', 'pos_emb', 'rope_base', 'rope_scaling', 'attention',
-              'layers', 'partial_rotary_factor', 'n_kv_head')  # the settings that build the GPT (a resumed run takes them from its checkpoint)
 
 
 def run_config(argv, defaults=DEFAULTS):

@@ -15,6 +15,7 @@ starts where the previous ended, the last ends at the length of the .bin).
 """
 
 import bisect
+import importlib
 import json
 import os
 import tempfile
@@ -94,7 +95,7 @@ def atomic_torch_save(obj, path):
 
 CKPT_KEYS = ('model', 'model_args')
 LOADERS = {}  # 'prefix' -> fn(rest) -> checkpoint dict, for 'prefix:rest' paths; filled by the rooms that read them
-LOADER_MODULES = {'gguf': 'lab.hf.gguf', 'hf': 'lab.hf.weights'}  # the room that registers each prefix
+LOADER_MODULES = {'gguf': 'lab.hf.gguf', 'hf': 'lab.hf.weights'}  # the room of each prefix, imported on first use
 
 def checkpoint_ref(path):
     """How a lineage names its base so that it loads from any directory: a run folder made absolute (links resolved), a loader's
@@ -123,9 +124,8 @@ def load_checkpoint(path, map_location='cpu'):
     import torch
     prefix, sep, rest = str(path).partition(':')
     if sep and (prefix in LOADERS or prefix in LOADER_MODULES):
-        if prefix not in LOADERS:
-            raise ValueError(f"checkpoint {path}: nothing reads '{prefix}:' yet; import {LOADER_MODULES[prefix]} "
-                             f"(it registers the loader) before load_checkpoint")
+        if prefix not in LOADERS:  # its room adds it to LOADERS when first imported
+            importlib.import_module(LOADER_MODULES[prefix])
         return LOADERS[prefix](rest)
     if os.path.isdir(path):
         path = os.path.join(path, 'ckpt.pt')

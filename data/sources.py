@@ -6,6 +6,7 @@ fallback; rooms register others, e.g. lab/hf/tokenizer.py the GGUF's BPE).
 """
 
 import hashlib
+import importlib
 import json
 import os
 import re
@@ -474,7 +475,7 @@ def gpt2_encoding(cache_dir=None):
 # tokenizers that rooms build: meta['tokenizer'] -> function(meta, cache_dir) -> (encode, decode), filled by the room
 # that builds it (lab/hf/tokenizer.py: 'gguf', 'hf'), as data.common.LOADERS is for checkpoints; data/ imports no room
 TOKENIZERS = {}
-# which module fills each entry (named in the error when it is missing)
+# which module fills each entry: get_tokenizer imports it on first use
 TOKENIZER_ROOMS = {'gguf': 'lab.hf.tokenizer', 'hf': 'lab.hf.tokenizer'}
 
 
@@ -484,11 +485,10 @@ def get_tokenizer(meta, cache_dir=None):
     'char' and 'gpt2' are built here; other kinds by the room registered in TOKENIZERS ('gguf': the model's own BPE
     from meta['tokenizer_file'], 'hf': the same from a Hugging Face folder's tokenizer.json; lab/hf/tokenizer.py)."""
     kind = meta.get('tokenizer')
+    if kind not in TOKENIZERS and kind in TOKENIZER_ROOMS:  # its room adds it to TOKENIZERS when first imported
+        importlib.import_module(TOKENIZER_ROOMS[kind])
     if kind in TOKENIZERS:
         return TOKENIZERS[kind](meta, cache_dir)
-    if kind in TOKENIZER_ROOMS:
-        raise DataError(f"tokenizer {kind!r} of dataset {meta.get('dataset')!r} is built by {TOKENIZER_ROOMS[kind]}; "
-                        f"import {TOKENIZER_ROOMS[kind]} first (it registers itself in data.sources.TOKENIZERS)")
     if kind == 'char':
         itos = meta['itos']
         stoi = {c: i for i, c in enumerate(itos)}

@@ -2,9 +2,10 @@
 The lab's rooms. The spine (rope.py, rope_config.py, model.py) imports none of them; a room imports the spine and
 never a script; the scripts (train.py, finetune_long.py, eval.py, sample.py, search_longrope.py) use the rooms
 through their public functions. Imports only go down and never in a circle (tests/test_spine.py walks the graph,
-function-local imports included). Importing this package imports nothing (lab.verdicts.stats needs no torch); a
-script that loads checkpoints imports lab.alibi, lab.cope, lab.copy_mix, lab.fire, lab.gated, lab.sinks and
-lab.temperature, which register their attention classes with model.py.
+function-local imports included). Importing this package imports nothing (lab.verdicts.stats needs no torch). No
+room is imported for its side effect: each registry names the room that fills each entry and imports it on first use
+(model.ATTENTION_ROOMS for the attention classes, data.common.LOADER_MODULES for gguf: and hf:,
+data.sources.TOKENIZER_ROOMS for a real model's tokenizer).
 
 The methods and controls a learner came for, one file each:
 
@@ -28,6 +29,8 @@ The methods and controls a learner came for, one file each:
   knobs            which knobs for my length: every method's settings for a target T (python -m lab.knobs)
   pairs            which rotary pairs each arm uses: each pair's share of the attention logit per layer and head,
                    inside L and past it (python -m lab.pairs)
+  model_facts      what a model is, read once from a run, a GGUF or an HF folder (rotary dims and the pairs that
+                   turn, layers, grouped heads, L, a trained-in rope type, the tokenizer): what every tool reads
   attention        attention a query chunk at a time, and masked attention fused (banded blocks, log-sum-exp merges):
                    the helpers the methods above share
 

@@ -159,22 +159,19 @@ def read_hf_config(path):
     head_dim, else hidden_size / num_attention_heads; rotary dims = int(head_dim * partial_rotary_factor) (GPT-NeoX:
     rotary_pct, 0.25 by default; its base spreads over the rotary dims, as in HF). Missing fields come back None."""
     from data.common import read_json
-    from lab.hf.config import from_hf
+    from lab.hf.config import from_hf, hf_rotary_fraction, without
     if not os.path.isfile(path):
         raise ConfigError(f"config={path} does not exist; pass the path of a Hugging Face config.json")
     d = read_json(path, "pass a Hugging Face config.json (--config=...)")
     if not isinstance(d, dict):
         raise ConfigError(f"config={path} holds no JSON object; pass a Hugging Face config.json")
     d = d['text_config'] if isinstance(d.get('text_config'), dict) else d
-    P, rp = ('partial_rotary_factor', 'rotary_pct'), d.get('rope_scaling') or d.get('rope_parameters')
-    rp = rp if isinstance(rp, dict) else {}
-    neox = 0.25 if d.get('model_type') == 'gpt_neox' else 1  # GPTNeoXConfig's default rotary_pct
-    p = next((x[k] for x in (rp, d) for k in P if x.get(k) is not None), neox)
-    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 < p <= 1:
-        raise ConfigError(f"config={path} has partial_rotary_factor={p!r}; it must be a number in (0, 1]")
-    flat = lambda x: {k: v for k, v in x.items() if k not in P} if isinstance(x, dict) else x  # noqa: E731
-    sc, theta = from_hf({**flat(d), 'model_type': None, 'max_position_embeddings': d.get('max_position_embeddings'),
-                         **{k: flat(d[k]) for k in ('rope_scaling', 'rope_parameters') if k in d}})  # a whole config
+    try:
+        p = hf_rotary_fraction(d)  # (GPT-NeoX: rotary_pct, 0.25 by default)
+    except ValueError as e:
+        raise ConfigError(f"config={path}: {e}") from None
+    sc, theta = from_hf({**without(d, ('partial_rotary_factor', 'rotary_pct')), 'model_type': None,
+                         'max_position_embeddings': d.get('max_position_embeddings')})  # a whole config
     heads, width = d.get('num_attention_heads'), d.get('hidden_size')
     hd = d.get('head_dim') or (width // heads if isinstance(width, int) and isinstance(heads, int) and heads else None)
     L = (sc or {}).get('original_max_position_embeddings') or d.get('original_max_position_embeddings') \
@@ -183,26 +180,12 @@ def read_hf_config(path):
 
 
 def read_checkpoint(ref):
-    """L, base and head dim of a checkpoint: a run folder (data.common.load_checkpoint; L = its train_len),
-    gguf:<file> or gguf:smollm2 (the GGUF's metadata only, lab.hf.gguf.gguf_config), hf:<folder> (its config.json)."""
-    from data.common import load_checkpoint, train_len
-    prefix, sep, rest = ref.partition(':')
-    if sep and prefix == 'hf':
-        return read_hf_config(os.path.join(rest, 'config.json'))
-    if sep and prefix == 'gguf':
-        from data.sources import gguf_file
-        from lab.hf.gguf import gguf_config, read_gguf
-        path = gguf_file(rest or None)
-        config, L = gguf_config(read_gguf(path), f'gguf:{os.path.basename(path)}')
-        args = vars(config)
-    else:
-        ckpt = load_checkpoint(ref)
-        args, L = ckpt['model_args'], train_len(ckpt)
-    if args.get('pos_emb', 'rope') != 'rope':
-        raise ConfigError(f"ckpt={ref} uses pos_emb={args['pos_emb']!r}: no RoPE to extend; pass a RoPE model")
-    from model import GPTConfig  # the dims that turn (a partial rotation's share of the head)
-    L = (args.get('rope_scaling') or {}).get('original_max_position_embeddings') or L
-    return dict(L=L, head_dim=GPTConfig(**args).rotary_dim, base=float(args['rope_base']))
+    """L, base and rotary dims of a model reference (lab.model_facts.describe: a run folder, gguf:<file> or
+    gguf:smollm2 by its metadata alone, hf:<folder> by its config.json)."""
+    from lab.model_facts import describe
+    facts = describe(ref)
+    facts.need_rope(f"ckpt={ref}")
+    return dict(L=facts.L, head_dim=facts.rotary_dim, base=facts.base)
 
 
 def inputs(cfg):

@@ -14,10 +14,14 @@ for every layer, head and pair, each a mean over the bucket's queries of a mean 
   signed      sum_n p(m, n) c_i(m, n): its signed part of the attention-weighted logit (sum over pairs: that x sqrt(d))
   norm_share, used_share: norm and used divided by their sum over pairs (each row sums to 1)
 
+Only the pairs that turn are counted: under a partial rotation (GPT-NeoX's rotary_pct) the first rotary_dim / 2 pairs;
+the share of |q_i||k_i| and of the attention-weighted |c_i| that the pass-through pairs carry is each arm's
+'pass_through' (inside and past L).
+
 A zero-shot scaling changes no weight, so layer 0's norm stays as it was (YaRN's attention factor multiplies cos and
 sin, so there every norm is times mscale^2); what it changes is what the rotation does with them: used and signed.
 The layer's row (head 'all') averages the heads' norm, used and signed first, then takes shares; the model's (the
-JSON's 'pairs') averages the layers' too. The critical pair (rope.critical_dimension at the model's base b and L) is
+JSON's 'pairs') averages the layers' too. The critical pair (rope.critical_dimension over the rotary dims, b and L) is
 the first pair whose wavelength 2 pi / theta_i exceeds L: pairs below it turned at least once in training.
 
     python -m lab.pairs --ckpt=out/char-base-copy --rope_types=default,linear,ntk,yarn:beta_fast=8,abf:new_base=1e6
@@ -47,15 +51,12 @@ from lab.attention import attention_probs, sink_of
 from lab.engine.checks import check_eval_data, check_out_dir, check_ranges
 from lab.engine.cli import cli
 from lab.engine.device import autocast_context, pick_device
-from lab.knobs import read_checkpoint
 from lab.measure.arm_specs import scaling_extras
 from lab.measure.arms import arm_model, expand_ckpts, plan_arms
+from lab.model_facts import describe
 from lab.pictures.pair_plots import draw_pairs
 from lab.verdicts.summary_json import csv_text, json_text
 from rope import critical_dimension
-# their attention classes load
-import lab.alibi, lab.cope, lab.copy_mix, lab.fire, lab.gated, lab.sinks, lab.temperature  # noqa: E401,F401
-import lab.hf.gguf, lab.hf.weights  # noqa: E401,F401  the gguf: and hf: checkpoint loaders
 
 DEFAULTS = dict(
     ckpt='',            # runs, comma-separated: run folders (a base, fine-tunes), gguf:smollm2 or <file>, hf:<folder>
@@ -175,7 +176,10 @@ def plan(cfg):
     if not paths:
         raise ConfigError("no run to measure; pass --ckpt=<run folder> (or gguf:smollm2), and zero-shot arms with "
                           "--rope_types=default,linear,yarn:beta_fast=8,...")
-    L = max(read_checkpoint(p)['L'] for p in paths)  # (a GGUF's metadata only: the weights load once, below)
+    facts = [describe(p) for p in paths]  # (a GGUF's metadata only: the weights load once, below)
+    for f in facts:
+        f.need_rope(f"lab.pairs --ckpt={f.source}")
+    L = max(f.L for f in facts)
     T = cfg['eval_len'] or 4 * L
     if T <= L:
         raise ConfigError(f"eval_len={T} is not above the trained length L={L}, so no query is past L; pass "
@@ -203,15 +207,16 @@ def arm_fields(arm, model, T):
     styles it as every picture does), its frequencies at T (the first RoPE group's) and the critical pair."""
     sc, cfg = arm['scaling'], model.config
     theta, factor = model.rope_freqs(T) if model.rope_groups else (None, None)
-    P = model.head_dim // 2
+    P = model.rotary_dim // 2  # the pairs that turn (a partial rotation's others pass through: 'pass_through')
     return dict(name=arm['name'], id=arm['id'], checkpoint=arm['checkpoint'], kind=arm['kind'], train_len=arm['L'],
                 seq_len=arm['seq_len'], finetune_steps=arm['steps'], pose=arm['pose'], seeds=arm['seeds'],
                 rope_scaling=sc, rope_type=(sc or {}).get('rope_type', 'default'), factor=(sc or {}).get('factor'),
                 settings=scaling_extras(sc), pos_emb=cfg.pos_emb, position_map=None, layers=cfg.layers,
-                head_dim=model.head_dim, rope_base=cfg.rope_base, n_layer=cfg.n_layer, n_head=cfg.n_head,
+                head_dim=model.head_dim, rotary_dim=model.rotary_dim, rope_base=cfg.rope_base, n_layer=cfg.n_layer,
+                n_head=cfg.n_head,
                 rope_layers=[g is not None for g in model.rope_index],
-                theta=None if theta is None else theta.double().cpu().tolist(), attention_factor=factor,
-                critical_pair=min(P, max(0, critical_dimension(model.head_dim, cfg.rope_base, arm['L'])[0] // 2)))
+                theta=None if theta is None else theta[:P].double().cpu().tolist(), attention_factor=factor,
+                critical_pair=min(P, max(0, critical_dimension(model.rotary_dim, cfg.rope_base, arm['L'])[0] // 2)))
 
 
 def measure_arm(arm, run, cfg, device, ctx):
@@ -223,9 +228,11 @@ def measure_arm(arm, run, cfg, device, ctx):
         for i in range(0, len(run['seqs']), cfg['batch_size']):
             t, n = pair_totals(model, run['seqs'][i:i + cfg['batch_size']].to(device), arm['L'], ctx, cfg['queries'])
             totals, counts = totals + t, counts + n
-    table = pair_table(totals, counts)
+    R, whole = model.rotary_dim // 2, model_pairs(pair_table(totals, counts))  # the turning pairs; every pair
+    table = pair_table(totals[..., :R], counts)
     layers = {b: {m: table[m][:, -1, i].tolist() for m in MEASURES} for i, b in enumerate(BUCKETS)}
-    return table, dict(arm_fields(arm, model, run['T']), layers=layers, pairs=model_pairs(table))
+    passing = {b: {m: 1 - sum(whole[b][m + '_share'][:R]) for m in ('norm', 'used')} for b in BUCKETS}
+    return table, dict(arm_fields(arm, model, run['T']), layers=layers, pairs=model_pairs(table), pass_through=passing)
 
 
 def pairs_csv(results):

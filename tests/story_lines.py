@@ -46,9 +46,10 @@ KINDS = {  # file -> {name: kind}; a name not listed is an error, 'story' is wri
         'GPT.generate sample_next').split()},
         'GPTConfig.attention_class': X, 'GPTConfig.__post_init__': V, 'CausalSelfAttention.logits': X,
         'GPT._last_layer_at': X,
-        'ATTENTION': X, 'BIASES': X, 'GPT._apply': P, 'check_generate': V},
+        'ATTENTION': X, 'ATTENTION_ROOMS': P, 'attention_class': P, 'BIASES': X, 'GPT._apply': P,
+        'check_generate': V},
     'train.py': {**{n: 'story' for n in (
-        'DEFAULTS MODEL_KEYS run_config get_lr VAL_SEED load_data batch_function estimate_loss new_lineage build_model Run '
+        'DEFAULTS run_config get_lr VAL_SEED load_data batch_function estimate_loss new_lineage build_model Run '
         'setup_run save_checkpoint restore_state train_step train evaluate').split()}, 'log_step': P, 'main': P},
     'finetune_long.py': dict(DEFAULTS='story', extended_model='story', main='story'),
     'eval.py': dict(DEFAULTS='story', FILES=P, PROTOCOL='story', measure_run='story', measure_arm='story',

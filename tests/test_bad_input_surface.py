@@ -233,5 +233,5 @@ def test_a_killed_run_is_resumed_or_refused_never_restarted_over(runs, tmp_path,
                '--eval_interval=2', '--eval_iters=1', '--batch_size=2', '--progress=False', '--device=cpu']
     assert call(finetune_long.main, ft_args, capsys)[0] == 0
     before = snapshot(ft)
-    check_refused(finetune_long.main, ft_args, ['already holds a run'], capsys, [ft])
+    check_refused(finetune_long.main, ft_args, ['already holds a run', '--init_from=resume'], capsys, [ft])
     assert snapshot(ft) == before

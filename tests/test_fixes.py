@@ -34,7 +34,7 @@ def test_make_ape_builds_the_base_it_compares_against(tmp_path):
     """`make ape` evaluated against out/char-base, which `make demo` never builds: it failed after ~15 minutes of
     training. In a folder without that run, its plan now starts by training it."""
     plan = subprocess.run(['make', '-n', '-f', os.path.join(ROOT, 'Makefile'), 'ape'], cwd=tmp_path,
-                          capture_output=True, text=True).stdout.splitlines()
+                          capture_output=True, text=True).stdout.replace('\\\n', '').splitlines()  # (continuation lines joined)
     assert plan[0].endswith('train.py config/train_shakespeare_char_cpu.py --overwrite=True')
     assert 'eval.py --ckpt=out/char-base,' in plan[-1]
 

@@ -21,7 +21,7 @@ def test_gpu_check_runs_tiny_on_the_cpu(char_data, tmp_path):
         pytest.skip('make is not installed')
     out = subprocess.run(['make', '-n', 'gpu-check', 'PY=python'], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    lines = [shlex.split(ln)[1:] for ln in out.stdout.splitlines() if ln.startswith('python ')]
+    lines = [shlex.split(ln)[1:] for ln in out.stdout.replace('\\\n', '').splitlines() if ln.startswith('python ')]
     assert [ln[0] for ln in lines] == ['data/shakespeare/prepare.py', 'train.py', 'train.py', 'finetune_long.py',
                                        'eval.py', 'data/shakespeare_smollm2/prepare.py', 'eval.py']
     # the BPE prepare is tested in test_data.py: here the char fixture; the real model's two lines: test below
@@ -57,7 +57,7 @@ def test_gpu_checks_real_model_lines_run_tiny_on_the_cpu(tmp_path):
     from lab.hf.tokenizer import byte_spelling
     from test_real_model import gguf_tensors, hf_weights, write_gguf
     out = subprocess.run(['make', '-n', 'gpu-check', 'PY=python'], cwd=ROOT, capture_output=True, text=True)
-    prep, ev = [shlex.split(ln)[1:] for ln in out.stdout.splitlines() if ln.startswith('python ')][-2:]
+    prep, ev = [shlex.split(ln)[1:] for ln in out.stdout.replace('\\\n', '').splitlines() if ln.startswith('python ')][-2:]
     assert prep == ['data/shakespeare_smollm2/prepare.py'] and ev[:2] == ['eval.py', 'config/eval_real_model_cpu.py']
     tokens = ['<|endoftext|>'] + sorted(byte_spelling(), key=byte_spelling().get) + ['Ġt', 'he']
     meta = {'tokenizer.ggml.model': 'gpt2', 'tokenizer.ggml.pre': 'smollm', 'tokenizer.ggml.tokens': tokens,

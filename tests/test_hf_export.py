@@ -15,6 +15,7 @@ from lab.hf import export as hf_export
 from lab.hf import folder as hf_folder
 from lab.hf.export import export
 from lab.hf.folder import NATIVE, read_safetensors_header
+from lab.hf.weights import neox_order
 from model import GPT, GPTConfig
 from data.common import model_args
 from rope_config import check_scaling, rope_inv_freq
@@ -381,7 +382,7 @@ def test_partial_rotary_exports_with_yarn_placed_as_hf_places_it(tmp_path):
     rp = config['rope_parameters']
     assert config['rotary_pct'] == rp['partial_rotary_factor'] == 0.5 and 'attention_factor_on' not in rp
     assert 'attention_factor_on' not in config['rope_scaling'] and rp['beta_fast'] == 8.0
-    assert hf_export.neox_order(16, 8) == [0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15]
+    assert neox_order(16, 8) == [0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15]
     whole = tiny(CASES['yarn'], partial_rotary_factor=0.5)
     with pytest.raises(ValueError, match='partial_rotary_factor=0.5 with an attention factor on every dim'):
         export(write_run(tmp_path / 'run2', whole), str(tmp_path / 'hf2'))

@@ -237,10 +237,14 @@ def test_gguf_loads_the_tiny_llama_as_its_metadata_says(tiny_gguf, capsys):
                        torch.from_numpy(np.concatenate([hf[f'model.layers.1.self_attn.{x}_proj.weight'] for x in 'qkv'])))
 
 
-def test_unregistered_prefix_names_the_module_to_import(monkeypatch):
+def test_a_prefix_whose_room_is_not_imported_yet_loads_through_it(monkeypatch, tmp_path):
+    """Issue 61: no registration by import: load_checkpoint imports the room data.common.LOADER_MODULES names."""
+    import sys
     monkeypatch.delitem(LOADERS, 'gguf')
-    with pytest.raises(ValueError, match=r"nothing reads 'gguf:' yet; import lab.hf.gguf"):
-        load_checkpoint('gguf:whatever.gguf')
+    monkeypatch.delitem(sys.modules, 'lab.hf.gguf')
+    with pytest.raises(ValueError, match=r"GGUF file .*whatever.gguf not found"):  # the loader's own refusal
+        load_checkpoint(f"gguf:{tmp_path / 'whatever.gguf'}")
+    assert 'gguf' in LOADERS
 
 
 @pytest.mark.parametrize('case', list(CASES))
@@ -524,7 +528,7 @@ def test_an_export_loads_back_with_the_same_logits(tmp_path):
                                   'truncated', 'int'])
 def test_hf_refusals_name_what_the_gpt_cannot_express(tmp_path, what):
     config, weights = dict(LLAMA_CONFIG), hf_weights()
-    config.update({'pythia': dict(model_type='gpt_neox', rotary_pct=0.25), 'mla': dict(kv_lora_rank=16),
+    config.update({'pythia': dict(model_type='gpt_neox', rotary_pct=3 / HD, use_parallel_residual=False), 'mla': dict(kv_lora_rank=16),
                    'parallel': dict(model_type='gpt_neox', rotary_pct=1.0, use_parallel_residual=True),
                    'mrope': dict(rope_scaling={'type': 'mrope', 'mrope_section': [2, 3, 3]}),
                    'experts': dict(num_local_experts=4), 'model_type': dict(model_type='gemma3_text'),
@@ -549,7 +553,7 @@ def test_hf_refusals_name_what_the_gpt_cannot_express(tmp_path, what):
     with pytest.raises(ValueError) as e:
         load_checkpoint('hf:' + folder)
     msg = str(e.value)
-    want = {'pythia': "partial rotation (rotary_pct=0.25", 'parallel': 'parallel residual', 'mrope': 'M-RoPE',
+    want = {'pythia': "partial rotation of an odd number of dims", 'parallel': 'parallel residual', 'mrope': 'M-RoPE',
             'mla': 'MLA (kv_lora_rank', 'experts': 'experts (MoE)', 'qk_norm': 'q_norm.weight is QK-norm',
             'o_bias': "o_proj.bias is a bias where model.py's GPT has none", 'tie': 'lm_head.weight differs',
             'untied_without_head': 'tensor lm_head.weight is missing', 'model_type': "model_type 'gemma3_text'",

@@ -185,12 +185,14 @@ def test_get_tokenizer_reaches_it_by_meta(tok):
         get_tokenizer(dict(META, vocab_size=50257))
 
 
-def test_get_tokenizer_names_the_module_to_import():
-    """data/ imports no room: without lab.hf.tokenizer imported, 'gguf' says which module registers it."""
-    code = ("from data.sources import get_tokenizer\n"
-            f"try:\n    get_tokenizer({META!r})\nexcept ValueError as e:\n    print(e)")
+def test_get_tokenizer_imports_the_room_that_builds_it():
+    """data/ imports no room at import time: get_tokenizer imports lab.hf.tokenizer (data.sources.TOKENIZER_ROOMS) on
+    first use, so 'gguf' works in a process that never imported it (issue 61: no registration by import)."""
+    code = ("import sys\nfrom data.sources import get_tokenizer\nassert 'lab.hf.tokenizer' not in sys.modules\n"
+            f"try:\n    get_tokenizer({META!r})\nexcept ValueError as e:\n    print(e)\n"
+            "print('lab.hf.tokenizer' in sys.modules)")
     out = subprocess.run([sys.executable, '-c', code], cwd=ROOT, capture_output=True, text=True)
-    assert "is built by lab.hf.tokenizer; import lab.hf.tokenizer first" in out.stdout, out.stderr
+    assert out.stdout.strip().endswith('True') and 'import lab.hf.tokenizer' not in out.stdout, out.stderr
 
 
 def test_gguf_file_names_the_fix(tmp_path):

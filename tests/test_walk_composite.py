@@ -10,6 +10,8 @@ import os
 import pytest
 import torch
 
+from rope import critical_dimension
+
 from conftest import run
 
 L, T, ROT = 16, 64, 8  # training length, eval length, rotary dims per head (16 * 0.5)
@@ -127,9 +129,13 @@ def test_pairs_names_the_rotary_pairs_only(base, tmp_path):
     assert pairs.main([f"--ckpt={base['base']}", '--rope_types=default,linear', '--num_windows=2', f'--out_dir={out}',
                        '--device=cpu']) == 0
     got = json.load(open(out / 'pair_usage.json'))
-    for a in got['arms']:  # the critical pair is a turning one; the 4 pass-through pairs stand at theta = 0
-        assert 0 <= a['critical_pair'] < ROT // 2 and a['head_dim'] == 16
-        assert all(t > 0 for t in a['theta'][:ROT // 2]) and a['theta'][ROT // 2:] == [0.0] * (ROT // 2)
+    for a in got['arms']:  # the turning pairs only: the critical pair among them, shares over them; the 4
+        assert 0 <= a['critical_pair'] < ROT // 2 and a['head_dim'] == 16 and a['rotary_dim'] == ROT  # pass-through
+        assert len(a['theta']) == ROT // 2 and all(t > 0 for t in a['theta'])  # pairs' part of the logit apart
+        for b in ('inside', 'past'):
+            assert len(a['pairs'][b]['used_share']) == ROT // 2 and abs(sum(a['pairs'][b]['used_share']) - 1) < 1e-6
+            assert 0 < a['pass_through'][b]['norm'] < 1 and 0 < a['pass_through'][b]['used'] < 1
+        assert a['critical_pair'] == critical_dimension(ROT, 1e4, 16)[0] // 2  # over the rotary dims, not the head
 
 
 def test_a_tiny_longrope_search(base, tmp_path):

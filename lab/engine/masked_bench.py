@@ -20,9 +20,6 @@ import time
 
 import torch
 
-# the loaders of real weights (gguf:, hf:) and the lab's attention classes register themselves, as in eval.py
-import lab.alibi, lab.cope, lab.copy_mix, lab.fire, lab.gated, lab.sinks, lab.temperature  # noqa: E401,F401
-import lab.hf.gguf, lab.hf.weights  # noqa: E401,F401
 from configurator import get_config
 from data.common import atomic_write_text
 from lab.engine.cli import cli

@@ -17,11 +17,11 @@ from lab.engine.device import autocast_context, ddp_ranks, pick_device
 from data.common import DataError, atomic_write_text, check_vocab, load_checkpoint, read_json, train_len
 from lab.engine import batches
 from lab.measure.arm_specs import parse_arms, scaling_name, slug
+from lab.model_facts import MODEL_KEYS, of_checkpoint
 from data.common import checkpoint_args
 from rope_config import all_type_keys, rope_inv_freq
 
 DEFAULT_FACTOR = 4.0  # s when --factor is not given (0)
-MODEL_KEYS = ('n_layer', 'n_head', 'n_embd', 'dropout', 'bias', 'pos_emb', 'rope_base', 'attention')
 
 
 @dataclass
@@ -89,7 +89,8 @@ def plan_arms(cfg, base, resuming=False):
         arms = [(name + ' pose', sc) for name, sc in arms]
     run_cfg = dict(cfg, block_size=T, factor=factor, init_from='scratch', dataset=cfg['dataset'] or
                    base['dataset']['dataset'], pose_len=(cfg['pose_len'] or L) if cfg['pose'] else 0,
-                   **{k: args[k] for k in MODEL_KEYS})
+                   **{k: args.get(k) for k in MODEL_KEYS if k not in ('rope_scaling', 'layers')},  # the base's model
+                   layers=args.get('layers') if cfg['layers'] is None else cfg['layers'])  # (a new pattern: DroPE)
     seeds = parse_seeds(cfg)
     folder = lambda name, seed: '/'.join(p for p in (slug(name) if len(arms) > 1 else '', f'seed{seed}' if len(seeds) > 1 else '') if p)
     plan = [Arm(name, folder(name, seed), seed, scaling,
@@ -98,8 +99,8 @@ def plan_arms(cfg, base, resuming=False):
     for arm in plan:
         run_dir = arm.cfg['out_dir']
         if os.path.exists(os.path.join(run_dir, 'ckpt.pt')) and not (cfg['overwrite'] or resuming):
-            raise ConfigError(f"{run_dir} already holds a run; pass --overwrite=True to replace it or another "
-                              f"--out_dir")
+            raise ConfigError(f"{run_dir} already holds a run; pass --init_from=resume to continue it (a run that was "
+                              f"stopped), --overwrite=True to replace it, or another --out_dir")
         if resuming and os.path.exists(os.path.join(run_dir, 'ckpt.pt')):
             load_checkpoint(run_dir)  # a torn arm is named now, not after the arms before it have trained again
     return L, T, plan
@@ -108,7 +109,7 @@ def plan_arms(cfg, base, resuming=False):
 def check_run(cfg, base, plan, data_dir, meta):
     """What train() would refuse only once arms.json is written and earlier arms have trained: the device and number
     format, the data (its vocabulary, a held-out document longer than T), PoSE and the copy spans against the window
-    trained, and each arm's RoPE config against the model (a per-pair list must have head_dim / 2 values)."""
+    trained, and each arm's RoPE config against the model (a per-pair list must have one value per pair that turns)."""
     run_cfg, args, T = plan[0].cfg, checkpoint_args(base), plan[0].cfg['block_size']
     autocast_context(pick_device(cfg['device']).split(':')[0], cfg['dtype'], training=True)
     if cfg.get('rope_scaling') is not None:  # train.py's setting (a rope type trained in); here the arms set it
@@ -120,9 +121,10 @@ def check_run(cfg, base, plan, data_dir, meta):
         raise ConfigError(f"block_size={T} does not fit in a held-out document of {data_dir} (the longest has "
                           f"{longest} tokens; evaluation needs T + 1 inside one); lower --factor or --block_size")
     batches.check(run_cfg, meta, train_len(base))
+    facts = of_checkpoint(base, cfg['init_from'])
     for arm in plan:
-        try:
-            rope_inv_freq(args['n_embd'] // args['n_head'], args['rope_base'], arm.scaling)
+        try:  # (a partial rotation: the method runs on the rotary dims, a per-pair list has one value per turning pair)
+            rope_inv_freq(facts.head_dim, facts.base, arm.scaling, None, facts.config.rotary_dim)
         except ValueError as e:
             raise ConfigError(f"arm {arm.name!r} does not fit the model of {cfg['init_from']}: {e}") from None
 

@@ -55,6 +55,39 @@ def from_hf(d):
     return (None if sc['rope_type'] == 'default' else sc), theta
 
 
+def without(d, keys):
+    """d (and its rope dicts) without the given keys: what from_hf reads once partial rotation and the query
+    temperatures are taken out."""
+    out = {k: v for k, v in d.items() if k not in keys}
+    for k in ('rope_scaling', 'rope_parameters'):
+        rp = out.get(k)
+        if isinstance(rp, dict):
+            out[k] = {t: (drop(v, keys) if isinstance(v, dict) else v) for t, v in rp.items() if t not in keys}
+            if (rp.get('rope_type') or rp.get('type')) == 'proportional' and 'partial_rotary_factor' in rp:
+                out[k]['partial_rotary_factor'] = rp['partial_rotary_factor']  # (p-RoPE's own key)
+    return out
+
+
+def drop(rp, keys):
+    """A per-layer-type rope dict without the keys (p-RoPE keeps its own partial_rotary_factor)."""
+    keep = {'partial_rotary_factor'} if (rp.get('rope_type') or rp.get('type')) == 'proportional' else set()
+    return {k: v for k, v in rp.items() if k not in keys or k in keep}
+
+
+def hf_rotary_fraction(d):
+    """p, the fraction of each head's dims that turn, as transformers reads a whole config.json: the rope dict's
+    partial_rotary_factor (not p-RoPE's, which picks pairs over the whole head), else the top level's
+    partial_rotary_factor or rotary_pct, else GPTNeoXConfig's 0.25 for gpt_neox and 1 for the rest. ValueError
+    naming the field when it is not a number in (0, 1]. The rotary dims are int(head_dim * p)."""
+    rp = d.get('rope_scaling') or d.get('rope_parameters') or {}
+    rp = rp if isinstance(rp, dict) and (rp.get('rope_type') or rp.get('type')) != 'proportional' else {}
+    key = next((k for k in ('partial_rotary_factor', 'rotary_pct') if d.get(k) is not None), None)
+    p = rp.get('partial_rotary_factor', d[key] if key else 0.25 if d.get('model_type') == 'gpt_neox' else 1.0)
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 < p <= 1:
+        raise ValueError(f"{'partial_rotary_factor' if key is None else key} = {p!r} must be a number in (0, 1]")
+    return float(p)
+
+
 def engine_type(rp):
     """The engines' names for two of the lab's engine-only types (rope.py's last section), as vLLM and SGLang read
     them: Hunyuan's {'type': 'dynamic', 'alpha': a} is ntk_alpha (static: both build its table once), and vLLM's

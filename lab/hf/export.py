@@ -13,7 +13,7 @@ or vocab.json ({character: id}) and a tokenizer.json that AutoTokenizer reads fo
 
 The architecture maps one to one: pre-LayerNorm blocks (use_parallel_residual=False), erf GELU, eps 1e-5, tied
 embeddings, rotate-half RoPE on every dimension, or GPT-NeoX's partial rotation (model_args partial_rotary_factor p:
-rotary_pct p, each head's q/k rows put in NeoX's order, neox_order; an attention factor must then sit on the rotary
+rotary_pct p, each head's q/k rows put in NeoX's order, lab.hf.weights.neox_order; an attention factor must then sit on the rotary
 dims, where HF's cos/sin put it: attention_factor_on='rotary'). The fused qkv rows
 are [3, head, head_dim] here and [head, 3, head_dim] in GPT-NeoX; a model without biases gets zero biases (GPT-NeoX
 always has them). config.json carries both rope forms: 5.x rope_parameters (rope_theta and partial_rotary_factor
@@ -42,9 +42,7 @@ import torch
 from configurator import ConfigError, get_config
 from lab.engine.cli import cli
 from data.common import DataError, load_checkpoint, train_len
-# register their attention classes, so every checkpoint loads
-import lab.alibi, lab.cope, lab.copy_mix, lab.fire, lab.gated, lab.sinks, lab.temperature  # noqa: E401,F401
-import lab.hf.gguf, lab.hf.weights  # noqa: E401,F401  register the gguf: and hf: checkpoint loaders (real models' weights)
+from lab.hf.weights import neox_order
 from data.common import checkpoint_args, model_from_checkpoint
 from model import GPTConfig
 from rope_config import DYNAMIC_TYPES, ROPE_SCALING, parse_layers, rope_inv_freq
@@ -94,19 +92,14 @@ def rotary_dim(args):
     return GPTConfig(**args).rotary_dim
 
 
-def neox_order(head_dim, r):
-    """GPT-NeoX's dim j <- the lab's dim order[j]: its rotate-half runs over the first r dims (pair j is (j, j + r/2)),
-    the lab's over all d with the pairs past r/2 at theta = 0 (pair j is (j, j + d/2)); the rest pass through."""
-    h = head_dim // 2
-    return list(range(r // 2)) + list(range(h, h + r // 2)) + list(range(r // 2, h)) + list(range(h + r // 2, head_dim))
-
-
 def hf_config(args, L, eot=None, dtype=torch.float32):
     """config.json of GPTNeoXForCausalLM for a checkpoint's model_args (checked exportable)."""
     check_exportable(args)
     C, H = args['n_embd'], args['n_head']
     rp, M = hf_rope(rotary_dim(args), args['rope_base'], args.get('rope_scaling'), L, args['block_size'])
-    rp['partial_rotary_factor'] = p = args.get('partial_rotary_factor', 1.0)  # (the rope is computed on those dims)
+    # the dims that turn as a fraction transformers turns back into them (int(head_dim * p)): 0.1875 of 16 dims turns
+    # 2 here (a whole pair), 3 there, so p is written as rotary_dim / head_dim, never as the setting given
+    rp['partial_rotary_factor'] = p = rotary_dim(args) / (C // H)
     legacy = rope_4x(rp)
     return {
         'architectures': ['GPTNeoXForCausalLM'], 'model_type': 'gpt_neox',

@@ -140,6 +140,20 @@ def char_tokenizer_json(itos):
                       'vocab': {c: i for i, c in enumerate(itos)}, 'merges': []}}
 
 
+def gpt2_tokenizer_json(found):
+    """GPT-2's BPE (its encoder.json and vocab.bpe, as gpt2_files_on_disk gives them) as one tokenizers-library
+    tokenizer.json: byte-level BPE with GPT-2's split (ByteLevel, use_regex) and <|endoftext|> as a special token."""
+    byte_level = {'type': 'ByteLevel', 'add_prefix_space': False, 'trim_offsets': True, 'use_regex': True}
+    merges = [m for m in found['vocab.bpe'].decode('utf-8').split('\n')[1:] if m.strip()]  # (line 0: #version)
+    return {'version': '1.0', 'truncation': None, 'padding': None,
+            'added_tokens': [{'id': GPT2_EOT, 'content': '<|endoftext|>', 'single_word': False, 'lstrip': False,
+                              'rstrip': False, 'normalized': True, 'special': True}],
+            'normalizer': None, 'pre_tokenizer': byte_level, 'post_processor': byte_level, 'decoder': byte_level,
+            'model': {'type': 'BPE', 'dropout': None, 'unk_token': None, 'continuing_subword_prefix': '',
+                      'end_of_word_suffix': '', 'fuse_unk': False, 'byte_fallback': False, 'ignore_merges': False,
+                      'vocab': json.loads(found['encoder.json']), 'merges': merges}}
+
+
 def tokenizer_files(ds, M):
     """({file name: text or bytes}, eot id or None, README lines) for a checkpoint's 'dataset' entry."""
     kind = ds.get('tokenizer')
@@ -166,8 +180,10 @@ def tokenizer_files(ds, M):
                'clean_up_tokenization_spaces': False}
         special = json.dumps({k: tok for k in ('bos_token', 'eos_token', 'unk_token')}) + '\n'
         return {'vocab.json': found['encoder.json'], 'merges.txt': found['vocab.bpe'],
+                'tokenizer.json': json.dumps(gpt2_tokenizer_json(found), ensure_ascii=False) + '\n',
                 'tokenizer_config.json': json.dumps(cfg, indent=1) + '\n', 'special_tokens_map.json': special}, \
-            GPT2_EOT, ["GPT-2 BPE: `vocab.json` and `merges.txt` are GPT-2's own files (sha256-verified); "
+            GPT2_EOT, ["GPT-2 BPE: `vocab.json` and `merges.txt` are GPT-2's own files (sha256-verified), and "
+                       "`tokenizer.json` the same BPE in one file (which `hf:` loading in this lab reads); "
                        "`AutoTokenizer` reads them."]
     return {}, None, ["The checkpoint does not record its tokenizer; token ids are the training data's."]
 

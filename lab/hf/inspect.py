@@ -27,7 +27,7 @@ import reprlib
 import sys
 
 from lab.engine.cli import cli
-from lab.hf.config import from_hf, from_hf_layers
+from lab.hf.config import from_hf, from_hf_layers, hf_rotary_fraction, without
 from lab.hf.engines import ENGINES, applies, readings
 from rope import critical_dimension, plain_inv_freq, yarn_mscale
 from rope_config import parse_layers, rope_inv_freq, scaled_layers
@@ -100,29 +100,11 @@ def head_dims(d, name):
     rp = rope_dict(d)
     if (rp.get('rope_type') or rp.get('type')) == 'proportional':  # p-RoPE: its p picks pairs over the whole head
         return hd, hd
-    p = rp.get('partial_rotary_factor', d.get('partial_rotary_factor', d.get('rotary_pct', 1.0)))
-    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 < p <= 1:
-        raise InspectError(f"{name}: partial_rotary_factor = {p!r} must be a number in (0, 1]")
+    try:
+        p = hf_rotary_fraction(d)
+    except ValueError as e:
+        raise InspectError(f"{name}: {e}") from None
     return hd, int(hd * p) // 2 * 2
-
-
-def without(d, keys):
-    """d (and its rope dicts) without the given keys: what from_hf reads once partial rotation and the query
-    temperatures are taken out."""
-    out = {k: v for k, v in d.items() if k not in keys}
-    for k in ('rope_scaling', 'rope_parameters'):
-        rp = out.get(k)
-        if isinstance(rp, dict):
-            out[k] = {t: (drop(v, keys) if isinstance(v, dict) else v) for t, v in rp.items() if t not in keys}
-            if (rp.get('rope_type') or rp.get('type')) == 'proportional' and 'partial_rotary_factor' in rp:
-                out[k]['partial_rotary_factor'] = rp['partial_rotary_factor']  # (p-RoPE's own key)
-    return out
-
-
-def drop(rp, keys):
-    """A per-layer-type rope dict without the keys (p-RoPE keeps its own partial_rotary_factor)."""
-    keep = {'partial_rotary_factor'} if (rp.get('rope_type') or rp.get('type')) == 'proportional' else set()
-    return {k: v for k, v in rp.items() if k not in keys or k in keep}
 
 
 def temperatures(d):

@@ -12,7 +12,6 @@ import time
 
 import torch
 
-import lab.hf.gguf, lab.hf.weights  # noqa: E401,F401  register the gguf: and hf: loaders
 from configurator import get_config
 from data.common import atomic_write_text, load_checkpoint, model_from_checkpoint
 from lab.engine.cli import cli

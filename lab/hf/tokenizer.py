@@ -36,7 +36,7 @@ rewrite text) is refused in one line naming the file and the field.
 The other way, gguf_tokenizer_files writes a GGUF's byte-level BPE as a Hugging Face tokenizer.json (its pre-split as
 the pre_tokenizer that pre_split reads back) with tokenizer_config.json, for lab/hf/export_llama.py.
 
-Importing this module registers the tokenizers 'gguf' and 'hf' with data.sources.get_tokenizer (a dataset's meta
+This module fills data.sources.TOKENIZERS with 'gguf' and 'hf' (get_tokenizer imports it on first use; a dataset's meta
 names the file in 'tokenizer_file'; a GGUF by its absolute path and 'tokenizer_sha256', found from any folder: at that
 path, else in the cache dir by name or sha256, data.sources.find_gguf), which is how the rooms and sample.py reach
 them. run_tokenizer fills the file in for a run that does not record it (from its data's meta.json or its base).
@@ -281,6 +281,26 @@ def read_tokenizer_json(path):
         tokens[i] = t
     return dict(tokens=tokens, merges=merges, special=sorted(special), pat_str=pat_str, pre=pre, check_cover=own,
                 normalize=None if norm is None else functools.partial(unicodedata.normalize, norm['type']))
+
+
+def char_vocabulary(path):
+    """The characters of a character-level tokenizer.json (lab/hf/folder.py's char_tokenizer_json: BPE with no
+    merges, no pre-tokenizer, normalizer or added tokens, every token one character, ids 0..n-1), as the itos list a
+    character run's 'dataset' entry holds; None for any other tokenizer.json (read_tokenizer_json reads those)."""
+    try:
+        with open(path, encoding='utf-8') as f:
+            d = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    model = d.get('model') if isinstance(d, dict) else None
+    if not isinstance(model, dict) or model.get('type') != 'BPE' or model.get('merges') != [] or any(
+            d.get(k) for k in ('pre_tokenizer', 'normalizer', 'added_tokens', 'post_processor')):
+        return None
+    vocab = model.get('vocab')
+    if not isinstance(vocab, dict) or sorted(vocab.values()) != list(range(len(vocab))) or any(
+            not isinstance(c, str) or len(c) != 1 for c in vocab):
+        return None
+    return sorted(vocab, key=vocab.get)
 
 
 class HFTokenizer(ByteLevelBPE):

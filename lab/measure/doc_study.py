@@ -34,9 +34,6 @@ import warnings
 import numpy as np
 import torch
 
-# the loaders of real weights (gguf:, hf:) and the lab's attention classes register themselves, as in eval.py
-import lab.alibi, lab.cope, lab.copy_mix, lab.fire, lab.gated, lab.sinks, lab.temperature  # noqa: E401,F401
-import lab.hf.gguf, lab.hf.weights  # noqa: E401,F401
 from configurator import ConfigError, get_config
 from data.common import DataError, atomic_write, atomic_write_text, data_dir_of, load_meta, load_split
 from lab.engine.cli import cli

@@ -20,7 +20,6 @@ settings (passkey_text = examples per bucket, 0 = off).
 """
 import numpy as np
 
-import lab.hf.tokenizer  # noqa: F401  registers the 'gguf' tokenizer (a real model's BPE) with get_tokenizer
 from data.sources import get_tokenizer
 from lab.measure.placement import check_fit, distance_buckets, room_rng
 

@@ -21,7 +21,6 @@ model themselves.
 """
 import numpy as np
 
-import lab.hf.tokenizer  # noqa: F401  registers the 'gguf' tokenizer (a real model's BPE) with get_tokenizer
 from data.sources import get_tokenizer
 from lab.measure.outcomes import room_scores
 from lab.measure.placement import check_fit, distance_buckets, room_rng, window_tokens

@@ -13,7 +13,7 @@ import matplotlib.ticker  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from lab.pictures.plot_kit import MARKERS, RC, RIGHT, note, read_csv, save, styles  # noqa: E402
+from lab.pictures.plot_kit import MARKERS, RC, RIGHT, note, read_csv, rotary_dims, save, styles  # noqa: E402
 from lab.rope_table import bands, freq_ratio  # noqa: E402
 from lab.measure.arm_specs import scaling_name  # noqa: E402
 from rope_config import rope_inv_freq  # noqa: E402
@@ -29,7 +29,7 @@ def plot_ramp(out_dir, summary):
         if not rope:
             ax.text(0.5, 0.5, 'no RoPE arm', ha='center', transform=ax.transAxes)
             return save(fig, os.path.join(out_dir, 'rope_ramp.png'))
-        d, b, L = rope[0]['head_dim'], rope[0]['rope_base'], rope[0]['train_len']
+        d, b, L = rotary_dims(rope[0]), rope[0]['rope_base'], rope[0]['train_len']
         i = 0
         for name, run in itertools.groupby(bands(d, b, L)):  # shade runs of equal band
             j = i + len(list(run)) - 1
@@ -39,8 +39,8 @@ def plot_ramp(out_dir, summary):
         st, lines = styles(arms), []  # configs with the same curve share a line: 'ntk s=8 = dynamic (at l=128)'
         for a in rope:
             seq_len = s['T'] if a['dynamic'] else None
-            r = freq_ratio(a['head_dim'], a['rope_base'], a['rope_scaling'], seq_len).numpy()
-            af = rope_inv_freq(a['head_dim'], a['rope_base'], a['rope_scaling'], seq_len)[1]
+            r = freq_ratio(rotary_dims(a), a['rope_base'], a['rope_scaling'], seq_len).numpy()
+            af = rope_inv_freq(rotary_dims(a), a['rope_base'], a['rope_scaling'], seq_len)[1]
             label = 'plain RoPE' if a['rope_scaling'] is None else scaling_name(a['rope_scaling'])
             label += f" (at l={s['T']})" if a['dynamic'] else ''
             same = next((ln for ln in lines if len(ln[0]) == len(r) and np.allclose(ln[0], r, rtol=1e-6)
@@ -110,7 +110,7 @@ def plot_clip_sweep(out_dir, summary):
     if not arms:
         return None
     s, base = summary['settings'], arms[-1][1]
-    k_crit = critical_dimension(base['head_dim'], base['rope_base'], base['train_len'])[0] // 2
+    k_crit = critical_dimension(rotary_dims(base), base['rope_base'], base['train_len'])[0] // 2
     labels = list(base['buckets'])
     crop = next((a for a in summary['arms'] if (a.get('crop') or {}).get('form') and a['kind'] != 'fine-tuned'), None)
     with plt.rc_context(RC):

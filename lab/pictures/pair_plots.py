@@ -63,7 +63,7 @@ def draw_pairs(path, png):
 def figure(arms, L, T):
     """The figure: the model-wide shares on top (norm, used; inside L, past L), each arm's used share by layer and pair
     below."""
-    st, P = styles(arms), max(a['head_dim'] // 2 for a in arms)
+    st, P = styles(arms), max(a.get('rotary_dim', a['head_dim']) // 2 for a in arms)
     n_layer = max(len(a['rope_layers']) for a in arms)
     high = max(max(max(row) for row in a['layers'][b]['used_share']) for a in arms for b in ('inside', 'past'))
     row_h = max(2.2, 0.15 * n_layer + 1.0)

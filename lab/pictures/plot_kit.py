@@ -76,6 +76,11 @@ MARKERS = ['o', 's', '^', 'D', 'v', 'P', 'X', '<', '>', 'h']
 RIGHT = dict(loc='upper left', bbox_to_anchor=(1.01, 1.0), frameon=False)  # a legend beside the axes
 
 
+def rotary_dims(arm):
+    """The dims that turn in an arm's heads (summary.json's rotary_dim; head_dim in files written before it)."""
+    return arm.get('rotary_dim') or arm['head_dim']
+
+
 def family(arm):
     """Colour key, from summary.json's structured fields: the position encoding, the rope type and its non-default
     settings, whatever the scale, so 'yarn s=8 β_fast=8 zero-shot' and 'yarn s=4 β_fast=8 ft100' share a colour; and
