@@ -102,3 +102,16 @@ def test_a_between_claim_records_each_pairs_values_and_they_give_its_difference(
     windows_only = 1.96 * d.mean(0).std(ddof=1) / np.sqrt(d.shape[1])  # as if the pairs were one base
     lo, hi = r['result']['ci']
     assert (hi - lo) / 2 > windows_only
+
+
+def test_every_interval_in_the_readme_has_its_file_beside_it():
+    """Issue 62: a number with an interval in README.md sits in a paragraph, list or table row that links the committed
+    file it comes from (a claims record, a summary, a study); the claims among them are checked above."""
+    import re
+    with open(f"{claims.ROOT}/README.md", encoding='utf-8') as f:
+        text = re.sub(r'```.*?```', '', f.read(), flags=re.S)  # (commands, not claims)
+    interval = re.compile(r'\d\.\d+ \[[−+-]?\d')
+    blocks = [b for para in text.split('\n\n') for b in (para.splitlines() if para.lstrip().startswith('|')
+                                                          else [para])]
+    bare = [b.strip()[:80] for b in blocks if interval.search(b) and '](assets/' not in b]
+    assert bare == [], bare
