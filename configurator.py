@@ -5,16 +5,38 @@ Settings for every script, in one small module (nanoGPT's configurator.py, made 
 
 in the order given on the command line. Values are python literals (--max_iters=100, --decay_lr=False,
 --rope_type=yarn) or bare strings. An unknown key or a value of the wrong type is an error naming it.
-Every script runs its main() through lab/engine/cli.py's cli(), which turns a bad input into one line and exit code 2.
+Every script runs its main() through lab/engine/cli.py's cli(), which turns a bad input into one line and exit code 2;
+which errors are bad inputs is said here, beside ConfigError (is_input_error), where every room can ask.
 (Which device and number format to run in, and torchrun's ranks: lab/engine/device.py.)
 """
 import ast
+import linecache
 import os
+import sys
 
+ROOT = os.path.dirname(os.path.abspath(__file__))  # the repository
 
 
 class ConfigError(ValueError):
     """A bad setting: the message names it and says what to do."""
+
+
+def is_input_error(e):
+    """Whether e is a bad input, reported in one line (lab/engine/cli.py's cli, the eval's worker processes) rather
+    than a bug shown with its traceback: a ConfigError or a DataError (data/common.py's, the one bad-data error), a file
+    the system refuses (OSError), or a ValueError raised on purpose, by a `raise` statement in one of this repository's
+    .py files (rope_config.py, model.py, lab/... check their settings that way)."""
+    data = sys.modules.get('data.common')  # (a DataError exists only once data.common is loaded; none imported here)
+    if isinstance(e, (ConfigError, OSError)) or data is not None and isinstance(e, data.DataError):
+        return True
+    tb = e.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next  # the frame the exception was raised in
+    if tb is None:
+        return False
+    path = os.path.abspath(tb.tb_frame.f_code.co_filename)
+    ours = path.startswith(ROOT + os.sep) and path.endswith('.py') and 'site-packages' not in path
+    return ours and linecache.getline(path, tb.tb_lineno).lstrip().startswith('raise')
 
 
 def check_seed(seed, where='seed'):

@@ -39,7 +39,6 @@ from lab.measure.arms import arm_model, parse_contrasts, plan_arms
 from lab.engine.device import autocast_context, pick_device
 from lab.engine.checks import check_eval_data, check_eval_settings, without_windows_of
 from lab.measure.forms import arm_form, side_measures
-from lab.verdicts.merge import merge_parts
 from lab.verdicts.summary_md import summary_markdown
 from lab.measure.rooms import eval_rooms
 from lab.measure.scoring import bucket_ends, sampled_design, score, scoring_plan
@@ -187,6 +186,7 @@ def main(argv):
     if cfg['rejudge']:
         return rejudge(cfg['rejudge'], cfg['out_dir'], compare.margins(cfg))
     if cfg['merge'] or cfg['plot_only']:  # parts of one eval joined (runs no model), then its pictures drawn again
+        from lab.verdicts.merge import merge_parts  # (only this path reads parts: a measuring run never loads it)
         merged = merge_parts(cfg['merge'], cfg['out_dir'], compare.margins(cfg), cfg['contrasts'], list(argv)) \
             if cfg['merge'] else None
         if cfg['plot_only'] or cfg['plot']:

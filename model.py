@@ -40,7 +40,7 @@ class GPTConfig:
     pos_emb: str = 'rope'       # rope | sinusoidal | learned | alibi | fire | cope | none
     rope_base: float = 10000.0
     rope_scaling: dict = None   # Hugging Face style rope_scaling dict, None = plain RoPE
-    attention: str = 'causal'   # a class of ATTENTION: 'causal' here; rooms add more (lab/copy_mix.py: 'smear_keys')
+    attention: str = 'causal'   # a class of ATTENTION: 'causal' here; rooms add more (ATTENTION_ROOMS: 'smear_keys', ...)
     layers: str = None          # per layer: RoPE or NoPE, window or chunk, base ('3*rope:w=32,nope'); None = RoPE all
     norm: str = 'layernorm'     # layernorm | rmsnorm (Llama)
     norm_eps: float = 1e-5
@@ -58,34 +58,7 @@ class GPTConfig:
     def __post_init__(self):
         self.n_kv_head = self.n_head if self.n_kv_head is None else self.n_kv_head  # the defaults: nanoGPT's
         self.n_ffn = 4 * self.n_embd if self.n_ffn is None else self.n_ffn
-        for key in ('block_size', 'vocab_size', 'n_layer', 'n_head', 'n_embd', 'n_kv_head', 'n_ffn'):
-            if getattr(self, key) < 1:
-                raise ValueError(f"{key}={getattr(self, key)!r} is out of range; it must be a positive integer")
-        for bad, why in (
-                (not 0 <= self.dropout < 1, f"dropout={self.dropout} is out of range; it must be in [0, 1)"),
-                (self.pos_emb not in POS_EMBS, f"pos_emb={self.pos_emb!r} is unknown; use one of {', '.join(POS_EMBS)}"),
-                (self.n_embd % self.n_head, f"n_embd={self.n_embd} is not divisible by n_head={self.n_head}"),
-                (self.n_head % self.n_kv_head, f"n_head={self.n_head} is not divisible by n_kv_head={self.n_kv_head}"),
-                (self.norm not in NORMS or self.mlp not in MLPS or not self.norm_eps > 0,
-                 f"norm={self.norm!r}, mlp={self.mlp!r}, norm_eps={self.norm_eps}: norm is one of {NORMS}, mlp one "
-                 f"of {MLPS}, norm_eps > 0"),
-                (self.pos_emb == 'rope' and (self.n_embd // self.n_head) % 2,
-                 f"head_dim={self.n_embd // self.n_head} must be even for rope; change n_embd or n_head"),
-                (not 0 < self.partial_rotary_factor <= 1 or int(self.n_embd // self.n_head
-                                                                * self.partial_rotary_factor) < 2,
-                 f"partial_rotary_factor={self.partial_rotary_factor} must be in (0, 1] and leave a pair to turn"),
-                (self.rope_scaling is not None and self.pos_emb != 'rope',
-                 f"rope_scaling is set but pos_emb={self.pos_emb!r}; scaling only applies to pos_emb='rope'"),
-                (self.layers is not None and self.pos_emb != 'rope',
-                 f"layers={self.layers!r} sets RoPE per layer, which needs pos_emb='rope' (NoPE: pos_emb='none')"),
-                (self.pos_emb in BIASES and self.attention != 'causal',  # one class per layer: the bias's would win
-                 f"pos_emb={self.pos_emb!r} brings its own attention class, so attention={self.attention!r} would be "
-                 f"dropped; use attention='causal' with {BIASES.get(self.pos_emb)}, or another pos_emb"),
-                (self.attention_class not in ATTENTION and self.attention_class not in ATTENTION_ROOMS,
-                 f"attention={self.attention_class!r} is unknown; use one of "
-                 f"{', '.join(sorted({*ATTENTION, *ATTENTION_ROOMS} - set(BIASES)))}")):
-            if bad:
-                raise ValueError(why)
+        check_config(self)  # every field in range, or one line naming the one that is not
         self.rope_scaling = check_scaling(self.rope_scaling, self.rope_base)  # HF forms too (lab/hf/config.py)
         layer_specs(self)  # the pattern, and the layers the scaling aims at (rope_scaling['layers']), checked
 
@@ -209,7 +182,7 @@ class CausalSelfAttention(nn.Module):
         return self.resid_dropout(self.c_proj(y.transpose(1, 2).contiguous().view(B, -1, C)))
 
 ATTENTION = {'causal': CausalSelfAttention}  # config.attention -> class; the rooms add theirs, on first use:
-ATTENTION_ROOMS = {'smear_keys': 'lab.copy_mix', 'ssmax': 'lab.temperature', 'smear_keys_ssmax': 'lab.temperature',
+ATTENTION_ROOMS = {'smear_keys': 'lab.smeared_keys', 'ssmax': 'lab.temperature', 'smear_keys_ssmax': 'lab.temperature',
                    'sinks': 'lab.sinks', 'smear_keys_sinks': 'lab.sinks', 'gated': 'lab.gated',
                    'smear_keys_gated': 'lab.gated', 'alibi': 'lab.alibi', 'fire': 'lab.fire', 'cope': 'lab.cope'}
 
@@ -376,35 +349,19 @@ class GPT(nn.Module):
         a list of one (cos, sin) per RoPE group, as [rope_tables(pos, g) for g in range(len(rope_groups))] gives them
         (lab/measure/scoring.py's row_tables). at: (B, K) positions, the only outputs wanted (logits and loss (B, K)):
         the last layer runs just their queries (_last_layer_at); not with attend."""
-        (B, T), c = idx.size(), self.config
-        if pos is not None and (not isinstance(pos, torch.Tensor) or pos.is_floating_point() or c.pos_emb in BIASES
-                                or tuple(pos.shape) not in ((T,), (B, T))):
-            raise ValueError(f"pos must be an integer tensor of shape ({T},) or ({B}, {T}), one position per token"
-                             + (f" ({BIASES[c.pos_emb]} reads distances from the token order: pass none)"
-                                if c.pos_emb in BIASES else ''))
-        if at is not None and attend is not None:
-            raise ValueError("at= picks the queries of causal attention; it cannot be combined with attend=")
-        given, pos = pos is not None, torch.arange(T, device=idx.device) if pos is None else pos.to(idx.device)
-        x = self.transformer.wte(idx)
-        if c.pos_emb == 'learned':
-            out = [p for p in ((int(pos.min()), int(pos.max())) if given else (T - 1,)) if not 0 <= p < c.block_size]
-            if out:  # (no device sync for the usual 0..T-1)
-                raise ValueError(f"positions reach {out[0]}, outside the learned position table (0..{c.block_size - 1}); "
-                                 f"learned positions cannot run past block_size={c.block_size}")
-            x = x + self.transformer.wpe(pos)
-        elif c.pos_emb == 'sinusoidal':
-            x = x + SINUSOIDAL_SCALE * sinusoidal_table(pos, c.n_embd).to(x.dtype)
+        check_forward(self, idx, pos, attend, at)
+        T, given = idx.size(1), pos is not None
+        pos = torch.arange(T, device=idx.device) if pos is None else pos.to(idx.device)
+        x = self.transformer.drop(self.embed(idx, pos, given))
         if rope is None:  # one (cos, sin) per RoPE group (none without RoPE), computed once for all its layers
             rope = [self.rope_tables(pos if given else T, g) for g in range(len(self.rope_groups))]
         tables = [None if g is None else rope[g] for g in self.rope_index]  # each layer's own (None: NoPE)
-        x = self.transformer.drop(x)
         for i, (block, table) in enumerate(zip(self.transformer.h, tables)):
-            seam = None if attend is None else (lambda q, k, v, i=i: attend(i, q, k, v))  # attend, told its layer
             ids = pos if given and attend is None and (block.attn.window or block.attn.chunk) else None
-            if ids is not None:  # a window or chunk of the positions given (PoSE's skip), as RoPE sees them
-                seam = lambda q, k, v, a=block.attn, p=ids: a.attend(q, k, v, pos=p)
-            last = at is not None and i == c.n_layer - 1  # (only the queries at `at`)
-            x = self._last_layer_at(block, x, table, at, ids) if last else block(x, table, seam)
+            if at is not None and i == self.config.n_layer - 1:  # (only the queries at `at`)
+                x = self._last_layer_at(block, x, table, at, ids)
+            else:
+                x = block(x, table, layer_seam(block, i, attend, ids))
         logits = self.lm_head(self.transformer.ln_f(x))
         if targets is None:
             return logits, None
@@ -412,6 +369,20 @@ class GPT(nn.Module):
         loss = F.cross_entropy(logits.float().view(-1, logits.size(-1)), targets.reshape(-1),
                                ignore_index=-1, reduction=reduction)
         return logits, loss.view(targets.shape) if reduction == 'none' else loss
+
+    def embed(self, idx, pos, given):
+        """The token embedding plus an absolute position's (learned or sinusoidal; RoPE and the biases add none)."""
+        c, x = self.config, self.transformer.wte(idx)
+        if c.pos_emb == 'learned':
+            out = [p for p in ((int(pos.min()), int(pos.max())) if given else (pos.numel() - 1,))
+                   if not 0 <= p < c.block_size]
+            if out:  # (no device sync for the usual 0..T-1)
+                raise ValueError(f"positions reach {out[0]}, outside the learned position table (0..{c.block_size - 1}); "
+                                 f"learned positions cannot run past block_size={c.block_size}")
+            x = x + self.transformer.wpe(pos)
+        elif c.pos_emb == 'sinusoidal':
+            x = x + SINUSOIDAL_SCALE * sinusoidal_table(pos, c.n_embd).to(x.dtype)
+        return x
 
     def _last_layer_at(self, block, x, rope, at, pos=None):
         """The last block, only for the outputs at positions at (B, K) -> (B, K, C): every key, just their queries and
@@ -438,6 +409,54 @@ class GPT(nn.Module):
             logits = self(idx, attend=attend)[0][:, -1, :]
             idx = torch.cat((idx, sample_next(logits, temperature, top_k, generator)), dim=1)
         return idx
+
+def check_config(c):
+    """GPTConfig's fields checked together: ValueError naming the first one out of range and what it may be."""
+    for key in ('block_size', 'vocab_size', 'n_layer', 'n_head', 'n_embd', 'n_kv_head', 'n_ffn'):
+        if getattr(c, key) < 1:
+            raise ValueError(f"{key}={getattr(c, key)!r} is out of range; it must be a positive integer")
+    for bad, why in (
+            (not 0 <= c.dropout < 1, f"dropout={c.dropout} is out of range; it must be in [0, 1)"),
+            (c.pos_emb not in POS_EMBS, f"pos_emb={c.pos_emb!r} is unknown; use one of {', '.join(POS_EMBS)}"),
+            (c.n_embd % c.n_head, f"n_embd={c.n_embd} is not divisible by n_head={c.n_head}"),
+            (c.n_head % c.n_kv_head, f"n_head={c.n_head} is not divisible by n_kv_head={c.n_kv_head}"),
+            (c.norm not in NORMS or c.mlp not in MLPS or not c.norm_eps > 0,
+             f"norm={c.norm!r}, mlp={c.mlp!r}, norm_eps={c.norm_eps}: norm is one of {NORMS}, mlp one of {MLPS}, "
+             f"norm_eps > 0"),
+            (c.pos_emb == 'rope' and (c.n_embd // c.n_head) % 2,
+             f"head_dim={c.n_embd // c.n_head} must be even for rope; change n_embd or n_head"),
+            (not 0 < c.partial_rotary_factor <= 1 or int(c.n_embd // c.n_head * c.partial_rotary_factor) < 2,
+             f"partial_rotary_factor={c.partial_rotary_factor} must be in (0, 1] and leave a pair to turn"),
+            (c.rope_scaling is not None and c.pos_emb != 'rope',
+             f"rope_scaling is set but pos_emb={c.pos_emb!r}; scaling only applies to pos_emb='rope'"),
+            (c.layers is not None and c.pos_emb != 'rope',
+             f"layers={c.layers!r} sets RoPE per layer, which needs pos_emb='rope' (NoPE: pos_emb='none')"),
+            (c.pos_emb in BIASES and c.attention != 'causal',  # one class per layer: the bias's would win
+             f"pos_emb={c.pos_emb!r} brings its own attention class, so attention={c.attention!r} would be "
+             f"dropped; use attention='causal' with {BIASES.get(c.pos_emb)}, or another pos_emb"),
+            (c.attention_class not in ATTENTION and c.attention_class not in ATTENTION_ROOMS,
+             f"attention={c.attention_class!r} is unknown; use one of "
+             f"{', '.join(sorted({*ATTENTION, *ATTENTION_ROOMS} - set(BIASES)))}")):
+        if bad:
+            raise ValueError(why)
+
+def layer_seam(block, i, attend, ids):
+    """What layer i attends with: its own attention (None), forward's attend told the layer, or (a windowed or
+    chunked layer given position ids: PoSE's skip) its mask drawn from the positions RoPE sees."""
+    if ids is not None:
+        return lambda q, k, v: block.attn.attend(q, k, v, pos=ids)
+    return None if attend is None else (lambda q, k, v: attend(i, q, k, v))
+
+def check_forward(model, idx, pos, attend, at):
+    """Refuse position ids or output picks forward cannot honour, in one line."""
+    (B, T), c = idx.size(), model.config
+    if pos is not None and (not isinstance(pos, torch.Tensor) or pos.is_floating_point() or c.pos_emb in BIASES
+                            or tuple(pos.shape) not in ((T,), (B, T))):
+        raise ValueError(f"pos must be an integer tensor of shape ({T},) or ({B}, {T}), one position per token"
+                         + (f" ({BIASES[c.pos_emb]} reads distances from the token order: pass none)"
+                            if c.pos_emb in BIASES else ''))
+    if at is not None and attend is not None:
+        raise ValueError("at= picks the queries of causal attention; it cannot be combined with attend=")
 
 def check_generate(model, idx, max_new_tokens, temperature, top_k):
     """Refuse a generation that cannot run, before anything runs."""

@@ -1,11 +1,24 @@
 """
 The lab's rooms. The spine (rope.py, rope_config.py, model.py) imports none of them; a room imports the spine and
-never a script; the scripts (train.py, finetune_long.py, eval.py, sample.py, search_longrope.py) use the rooms
-through their public functions. Imports only go down and never in a circle (tests/test_spine.py walks the graph,
-function-local imports included). Importing this package imports nothing (lab.verdicts.stats needs no torch). No
-room is imported for its side effect: each registry names the room that fills each entry and imports it on first use
-(model.ATTENTION_ROOMS for the attention classes, data.common.LOADER_MODULES for gguf: and hf:,
+never a script; the scripts (train.py, finetune_long.py, eval.py, sample.py, search_longrope.py, plot.py) use the
+rooms through their public functions. Imports only go down and never in a circle (tests/test_spine.py walks the
+graph, function-local imports included): spine and configurator (the settings, and which errors are bad inputs) <-
+the foundations (spec, stats, attention, smeared_keys; engine's cli, checks, device) <- the methods <- measure/ <-
+verdicts/ <- pictures/, with the tools that read everything (knobs, pairs, model_facts, longrope_search, rope_table,
+measure/doc_study) and engine's runners above them. A script imports what it runs: `import train` loads 21 project
+modules, 3,110 lines (27 and 4,717 before issue 61 item 3: no retrieval room, no scipy), finetune_long 23 (3,379),
+eval 38 (7,270; docs/results.md, "The import closures"). Importing this package imports nothing (lab.stats needs no
+torch). No room is imported for its side effect: each registry names the room that fills each entry and imports it on
+first use (model.ATTENTION_ROOMS for the attention classes, data.common.LOADER_MODULES for gguf: and hf:,
 data.sources.TOKENIZER_ROOMS for a real model's tokenizer).
+
+The foundations the methods share:
+
+  spec             an arm spec's key=value settings typed by a room's keys (position maps, the crop, temperatures,
+                   and arm_specs' rope types)
+  stats            intervals, paired tests and the four verdicts: better, worse, equivalent, unresolved (numpy, scipy)
+  smeared_keys     smeared keys (attention='smear_keys'): each key mixes in the previous token's, the copy mix's
+                   bases; temperature, sinks and gated build their smear_keys_* classes on it
 
 The methods and controls a learner came for, one file each:
 
@@ -22,7 +35,7 @@ The methods and controls a learner came for, one file each:
   cope             CoPE, contextual positions: a key's position counts the tokens the query's gates open on, and
                    what each head counts (attention of pos_emb='cope'; python -m lab.cope)
   pose             PoSE position ids: train short, see long positions
-  copy_mix         synthetic copies in training windows and smeared keys (attention='smear_keys'), so a base retrieves
+  copy_mix         synthetic copies in training windows (with smeared keys, lab/smeared_keys.py), so a base retrieves
   kv_cache         the KV cache and cached decoding (sample.py)
   longrope_search  LongRoPE's evolutionary search of per-pair factors, LongRoPE2's needle objective (search_longrope.py)
   rope_table       the per-pair table of every rope type (python -m lab.rope_table)
@@ -39,10 +52,11 @@ The machinery around them, one package per concern:
   measure/   how an arm is measured: its spec and identity (arm_specs, arms), how it runs (forms), the scoring
              protocol (scoring), the retrieval rooms (placement, retrieval, ruler, rooms, outcomes), diagnostics,
              arms measured side by side in worker processes (workers)
-  verdicts/  from numbers to words: statistics (stats), paired comparisons (compare), summary.json (summary_json)
+  verdicts/  from numbers to words, with lab/stats.py: paired comparisons (compare), summary.json (summary_json)
              and summary.md (summary_md), the claims records (claims), two runs' agreement (agreement)
-  pictures/  every PNG from eval.py's files: the shared kit (plot_kit), the story's figures, retrieval, verdicts and
-             methods pictures, and redraw (every committed picture from committed files)
+  pictures/  every PNG from eval.py's files: the shared kit (plot_kit), eval's curves and plot_all (eval_plots, which
+             plot.py lists), the story's figures, retrieval, verdicts, methods and claims pictures, and redraw
+             (every committed picture from committed files)
   engine/    what the scripts run on: training batches (batches), finetune_long.py's sweeps (sweep), several
              processes (ddp), the device (device), FLOPs and MFU (bench), one-line errors (cli, checks)
   hf/        Hugging Face: rope configs read back (config), a run exported as a transformers folder (export), real

@@ -1,39 +1,16 @@
 """
 Teaching a small model to copy from its context, so that retrieval past L can be measured at all: synthetic copies
-mixed into the training windows, and smeared keys. One room; lab/engine/batches.py uses it through `settings` and `mix`.
+mixed into the training windows. One room; lab/engine/batches.py uses it through `settings` and `mix`. Its bases train
+with smeared keys (attention='smear_keys', lab/smeared_keys.py).
 
 Copies: in a share of the windows a random string is written twice at a random distance (`insert_repeats`); a warm-up
 of copy_fixed_iters steps writes one random string twice at a fixed offset, which a model learns fast as a
 positional copy and then turns into content-based copying (see docs/results.md for the recipe search). A share of
 those windows (copy_words) may carry word-needle records instead (`insert_records`): lab.measure.ruler's format,
-' <word> is <digits>' written several times and one of them again, so that its room has a base that passes it.
-Smeared keys (Olsson et al. 2022's induction-head shortcut): each head's key mixes in the previous token's key,
-k_t += g_h (k_{t-1} - k_t) with a learned gate g_h = sigmoid(smear_h) (0.5 at init), on the content before RoPE puts
-it at position t; one layer can then find "the token after the previous occurrence". `attention='smear_keys'`.
+' <word> is <digits>' written several times and one of them again, so that its room has a base that passes it
+(lab/engine/batches.py reads that format's tokens from the training text: add_records).
 """
 import torch
-import torch.nn as nn
-import torch.nn.functional as F
-
-from lab.measure.ruler import WORD, digit_tokens, encode, play_words
-from model import ATTENTION, CausalSelfAttention, rotate
-
-
-class SmearedKeyAttention(CausalSelfAttention):
-    lookback = 1  # a key depends on the previous token's: the KV cache feeds that token again (lab/kv_cache.py)
-    keys_per_head = True  # the gate is per query head, after grouped heads' repeat: the KV cache keeps every head's key
-
-    def __init__(self, config, spec):
-        super().__init__(config, spec)
-        self.smear = nn.Parameter(torch.zeros(config.n_head, 1, 1))
-
-    def qkv(self, x, rope):
-        q, k, v = super().qkv(x, None)
-        k = k + torch.sigmoid(self.smear).to(k.dtype) * (F.pad(k, (0, 0, 1, -1)) - k)
-        return (*rotate(q, k, rope), v)
-
-
-ATTENTION['smear_keys'] = SmearedKeyAttention
 
 
 def check_cap(max_distance, span_hi):
@@ -135,7 +112,7 @@ def settings(cfg, meta, T):
                vocab_size=meta['vocab_size'], exclude=meta['eot_token'], fixed_iters=cfg['copy_fixed_iters'],
                max_distance=cfg.get('copy_max_distance', 0))
     if words:
-        mix['words'] = words  # the records' tokens: add_records, from the training text
+        mix['words'] = words  # the records' tokens: lab.engine.batches.add_records, from the training text
     check_cap(mix['max_distance'], mix['span_hi'])
     if mix['fixed_iters'] < 0 or not (0 <= mix['share'] <= 1 and 1 <= mix['span_lo'] <= mix['span_hi']
                                       and 2 * mix['span_hi'] <= T + 1):
@@ -143,16 +120,6 @@ def settings(cfg, meta, T):
                          f"and 1 <= copy_span_lo={mix['span_lo']} <= copy_span_hi={mix['span_hi']} <= (window+1)/2 = "
                          f"{(T + 1) // 2} (the window trained is {T} tokens)")
     return mix
-
-
-def add_records(mix, meta, text, T):
-    """A mix with copy_words: the records' tokens from the training text's ids (lab.measure.ruler's word-needle format:
-    its lower-case words of 5 letters as ' word', 5 digits after ' is '), so that its keys are training words and
-    the eval's keys the held-out play's. ValueError when they do not fit windows of T tokens or the vocabulary."""
-    records = dict(words=torch.from_numpy(play_words(text, meta, WORD['key_len'])),  # (the room's own record shape)
-                   digits=torch.tensor(digit_tokens(meta)), mid=encode(meta, ' is '), value_len=WORD['value_len'])
-    check_records(T + 1, **records)
-    return dict(mix, records=records)
 
 
 def describe(mix, T):

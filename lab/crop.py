@@ -36,7 +36,7 @@ scores the window's distances with the full model's normaliser ψ(max(L_thr, p))
 ψ(max(L_thr, w - 1)) (at w = L: as trained): the two agree at p < w and where p <= L_thr, and differ past both;
 CoPE (lab/cope.py) does: key j's position counts the gates of keys j..i only, all in the window when j is;
 an arm's query temperature (lab/temperature.py) runs in both, at the query's true position p with n = the keys it
-sees. Not smeared keys (lab/copy_mix.py): their first key in the sliding window mixes in the token before it.
+sees. Not smeared keys (lab/smeared_keys.py): their first key in the sliding window mixes in the token before it.
 A chunked layer (layers='rope:c=C', Llama 4) keeps its chunks in the sliding form (counted from the input's first
 token, the window masking within them) and counts them from the cut in the truncated form: the model on a text that
 begins there, as it was trained (tests/test_chunked.py builds both by hand).
@@ -57,6 +57,7 @@ import torch.nn.functional as F
 import math
 
 from lab.attention import attention_lse, banded_attention, chunked_attention, merge_lse, sink_of
+from lab.spec import spec_settings
 from rope_config import is_dynamic
 from model import CausalSelfAttention
 
@@ -239,33 +240,6 @@ def truncated_scores(model, rows, positions, window, ctx=None, batch_size=8, pre
     return (loss, hit, pred) if preds else (loss, hit)
 
 
-@torch.no_grad()
-def truncated_entropy(model, x, positions, window, ctx=None, batch_size=8, chunk=256, logits=None):
-    """eval's attention-entropy diagnostic (lab.measure.diagnostics.entropy_at) for the truncated crop: the mean entropy (over
-    layers, heads and rows of x) of query p's attention in the forward over x[:, max(0, p - window + 1) : p + 1]
-    (its last query). logits: None, or fn(start) -> the score function for crops starting at positions start (B,)
-    (as truncated_scores' attend). x: LongTensor [B, T]. Returns a float array [T], NaN where not asked."""
-    from lab.measure.diagnostics import attention_entropy
-    window = check_window(window)
-    ctx = nullcontext() if ctx is None else ctx
-    check_positions([positions], 1, x.size(1), "a query position of x")
-    out = np.full(x.size(1), np.nan)
-    items = [(j, r, int(p)) for j, p in enumerate(positions) for r in range(x.size(0))]  # every row at each p
-    sums = {}
-    for part, crops in crop_batches(x, items, window, batch_size, extra=0):
-        crops = crops.to(next(model.parameters()).device)
-        score = None if logits is None else \
-            logits(torch.tensor([p for _, _, p in part], device=crops.device) - (crops.size(1) - 1))
-        with ctx:
-            ent = attention_entropy(model, crops, chunk, score, last_only=True)[..., -1]  # (layers, N, H)
-        per = ent.float().mean(dim=(0, 2)).cpu().numpy()
-        for (_, _, p), e in zip(part, per):
-            sums.setdefault(p, []).append(float(e))
-    for p, es in sums.items():
-        out[p] = np.mean(es)
-    return out
-
-
 # ----------------------------------------------------------------------------- arms
 
 
@@ -277,7 +251,6 @@ def is_crop_spec(entry):
 def parse_crop(entry, L):
     """--rope_types entry -> crop dicts, one per form: 'crop' -> [{'window': L, 'form': 'sliding'}, {..., 'form':
     'truncated'}]; 'crop:window=64', 'crop:form=truncated', 'crop:window=64:form=sliding'."""
-    from lab.measure.arm_specs import spec_settings
     name, *pairs = entry.strip().split(':')
     if name != 'crop':
         raise ValueError(f"arm {entry!r} is not a crop spec; write crop[:window=W][:form={'|'.join(FORMS)}|both]")

@@ -28,7 +28,7 @@ layer's own attend for the queries at positions `at` only; attend notes them, an
 import torch
 import torch.nn as nn
 
-from lab.copy_mix import SmearedKeyAttention
+from lab.smeared_keys import SmearedKeyAttention
 from model import ATTENTION, CausalSelfAttention
 
 

@@ -32,7 +32,7 @@ import torch
 from lab.attention import attention_lse, banded_attention, causal_lse, chunked_attention, merge_lse, sink_of
 from model import CausalSelfAttention, allowed
 from rope import apply_rope, rope_cos_sin
-from lab.measure.arm_specs import spec_settings
+from lab.spec import spec_settings
 
 
 def rerope_positions(pos, w):

@@ -15,7 +15,7 @@ from scores (crop, position maps, the entropy diagnostic) take the sink through 
 import torch
 import torch.nn.functional as F
 
-from lab.copy_mix import SmearedKeyAttention
+from lab.smeared_keys import SmearedKeyAttention
 from model import ATTENTION, CausalSelfAttention, allowed
 
 

@@ -30,8 +30,8 @@ import math
 import torch
 
 from configurator import ConfigError
-from lab.copy_mix import SmearedKeyAttention
-from lab.measure.arm_specs import parse_value
+from lab.smeared_keys import SmearedKeyAttention
+from lab.spec import parse_value
 from model import ATTENTION, CausalSelfAttention
 from rope_config import PLACEMENTS  # every dim of q, or only the dims whose pairs turn
 

@@ -47,17 +47,15 @@ KINDS = {  # file -> {name: kind}; a name not listed is an error, 'story' is wri
         'GPTConfig.attention_class': X, 'GPTConfig.__post_init__': V, 'CausalSelfAttention.logits': X,
         'GPT._last_layer_at': X,
         'ATTENTION': X, 'ATTENTION_ROOMS': P, 'attention_class': P, 'BIASES': X, 'GPT._apply': P,
-        'check_generate': V},
+        'check_generate': V, 'check_config': V, 'check_forward': V, 'layer_seam': 'story', 'GPT.embed': 'story'},
     'train.py': {**{n: 'story' for n in (
         'DEFAULTS run_config get_lr VAL_SEED load_data batch_function estimate_loss new_lineage build_model Run '
         'setup_run save_checkpoint restore_state train_step train evaluate').split()}, 'log_step': P, 'main': P},
     'finetune_long.py': dict(DEFAULTS='story', extended_model='story', main='story'),
     'eval.py': dict(DEFAULTS='story', FILES=P, PROTOCOL='story', measure_run='story', measure_arm='story',
                     write_outputs='story', prepare='story', main='story'),
-    'plot.py': {**{n: P for n in 'SOURCES OPTIONAL'.split()},
-                **{n: 'story' for n in 'length_lines curves panels plot_positions '
-                                       'plot_all'.split()}},
-    'configurator.py': dict(ConfigError=V, check_seed=V, get_config=P),
+    'plot.py': {},  # the list of pictures; the drawing is lab/pictures/eval_plots.py's (a room never imports a script)
+    'configurator.py': dict(ROOT=P, ConfigError=V, is_input_error=P, check_seed=V, get_config=P),
 }
 
 

@@ -135,7 +135,7 @@ def test_trains_and_evaluates(char_data, tmp_path):
 def test_alibi_with_another_attention_class_is_refused(attention):
     """pos_emb='alibi' takes the layer's one attention class, so an SSMax / sinks / smeared-key class beside it was
     dropped without a word (the model built plain ALiBi); GPTConfig now refuses the pair, naming both."""
-    import lab.copy_mix, lab.sinks, lab.temperature  # noqa: E401,F401  register the classes
+    import lab.smeared_keys, lab.sinks, lab.temperature  # noqa: E401,F401  register the classes
     with pytest.raises(ValueError, match=f"attention='{attention}' would be dropped"):
         GPTConfig(block_size=16, vocab_size=V, n_layer=1, n_head=2, n_embd=32, pos_emb='alibi', attention=attention)
     assert GPTConfig(block_size=16, vocab_size=V, n_layer=1, n_head=2, n_embd=32, pos_emb='alibi').attention_class == 'alibi'

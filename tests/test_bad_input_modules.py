@@ -52,8 +52,7 @@ def _refuse_in_worker(arm):
 def test_a_refusal_inside_a_worker_process_reaches_the_user_as_its_line():
     """eval.py measures arms in forked workers; a ValueError raised on purpose there came back wrapped in the pool's
     remote traceback, which cli printed whole; now it is a ConfigError naming the arm."""
-    from configurator import ConfigError
-    from lab.engine.cli import is_input_error
+    from configurator import ConfigError, is_input_error
     from lab.measure.workers import map_arms
     arms = [dict(name='a', w=1, runs=[0]), dict(name='b', w=99, runs=[0])]
     with pytest.raises(ConfigError, match=r"arm 'b': window=99 must be shorter than L") as e:

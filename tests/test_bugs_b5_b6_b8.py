@@ -11,7 +11,7 @@ import types
 import numpy as np
 import pytest
 
-import lab.engine.cli
+import configurator
 from conftest import ROOT
 from data.common import DataError, doc_windows
 from lab.engine import bench
@@ -70,10 +70,10 @@ def test_is_input_error_needs_a_raise_in_the_project():
 
     def deliberate():
         raise ValueError("factor=0.5 must be >= 1")
-    assert not lab.engine.cli.is_input_error(caught(unpack))
-    assert not lab.engine.cli.is_input_error(caught(lambda: int('x')))
-    assert lab.engine.cli.is_input_error(caught(deliberate))
-    assert lab.engine.cli.is_input_error(DataError('made, never raised'))
+    assert not configurator.is_input_error(caught(unpack))
+    assert not configurator.is_input_error(caught(lambda: int('x')))
+    assert configurator.is_input_error(caught(deliberate))
+    assert configurator.is_input_error(DataError('made, never raised'))
 
 
 # ----------------------------------------------------------------------------- B6: windows that share no token

@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import lab.copy_mix  # noqa: F401  registers attention='smear_keys'
+import lab.smeared_keys  # noqa: F401  registers attention='smear_keys'
 import lab.gated  # noqa: F401  registers attention='gated'
 import lab.sinks  # noqa: F401  registers attention='sinks'
 from data.common import model_args

@@ -98,7 +98,7 @@ def test_the_crop_control_takes_a_temperature_in_both_forms(tiny_bases, tmp_path
 def test_the_truncated_crops_entropy_keeps_the_temperature(rows):
     """The attention-entropy diagnostic of a tempered truncated crop runs the temperature too: inside the window,
     the tempered arm's entropy."""
-    from lab.crop import truncated_entropy
+    from lab.measure.diagnostics import truncated_entropy
     from lab.measure.diagnostics import entropy_at
     model, w = tiny(), 12
     arm = dict(name='x', kind='zero-shot', L=4, seq_len=16, scaling=None,

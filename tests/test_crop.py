@@ -8,10 +8,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import lab.alibi, lab.copy_mix  # noqa: E401,F401  register the lab's attention classes
-from lab.crop import (crop_name, is_crop_spec, parse_crop, truncated_entropy, truncated_scores, window_attention,
-                      window_logits)
-from lab.measure.diagnostics import attention_entropy
+import lab.alibi, lab.smeared_keys  # noqa: E401,F401  register the lab's attention classes
+from lab.crop import crop_name, is_crop_spec, parse_crop, truncated_scores, window_attention, window_logits
+from lab.measure.diagnostics import attention_entropy, truncated_entropy
 from model import GPT, GPTConfig
 
 V, T = 40, 16

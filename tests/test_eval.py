@@ -22,7 +22,7 @@ import train  # noqa: E402
 from data.common import doc_windows, fetch_windows, load_meta, load_split  # noqa: E402
 from lab.measure.outcomes import summarize_retrieval  # noqa: E402
 from lab.measure.retrieval import passkey_examples, retrieval_scores  # noqa: E402
-from lab.verdicts.stats import mean_ci, t975, wilson  # noqa: E402
+from lab.stats import mean_ci, t975, wilson  # noqa: E402
 from model import GPT, GPTConfig  # noqa: E402
 from data.common import model_from_checkpoint
 from data.common import load_checkpoint

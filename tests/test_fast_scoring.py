@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import lab.alibi  # noqa: F401  registers pos_emb='alibi'
-import lab.copy_mix  # noqa: F401  registers attention='smear_keys'
+import lab.smeared_keys  # noqa: F401  registers attention='smear_keys'
 from lab.measure.scoring import score, scoring_plan
 from model import GPT, GPTConfig
 

@@ -40,7 +40,8 @@ def drawn(tmp_path_factory):
         found[os.path.basename(path)] = (bad, lab.pictures.plot_kit.save(fig, path)[1])
         return path, found[os.path.basename(path)][1]
     with pytest.MonkeyPatch.context() as mp:
-        for m in ('plot', 'lab.pictures.figures', 'lab.pictures.verdict_plots', 'lab.pictures.retrieval_plots', 'lab.pictures.method_plots'):
+        for m in ('lab.pictures.eval_plots', 'lab.pictures.figures', 'lab.pictures.verdict_plots',
+                  'lab.pictures.retrieval_plots', 'lab.pictures.method_plots'):
             mp.setattr(importlib.import_module(m), 'save', grab)
         written = plot.plot_all(str(out_dir))  # what --plot_only does: every picture from the files
     assert sorted(found) == sorted(os.path.basename(p) for p in written)

@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import lab.sinks  # noqa: F401  registers attention='sinks' (and lab.copy_mix's 'smear_keys')
+import lab.sinks  # noqa: F401  registers attention='sinks' (and lab.smeared_keys' 'smear_keys')
 import lab.temperature  # noqa: F401  registers attention='ssmax'
 from conftest import run
 from lab.crop import truncated_scores, window_attention

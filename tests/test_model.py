@@ -1,13 +1,13 @@
 """model.py: shapes, per-token loss, running past the training length, switching RoPE scaling, RoPE tables off the
 hot path, the attention seams (qkv/logits/attend), attention entropy (lab/measure/diagnostics.py), smeared keys
-(lab/copy_mix.py, attention='smear_keys')."""
+(lab/smeared_keys.py, attention='smear_keys')."""
 import math
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-import lab.copy_mix  # noqa: F401  registers attention='smear_keys'
+import lab.smeared_keys  # noqa: F401  registers attention='smear_keys'
 import model as model_mod
 import rope
 import rope_config
@@ -367,10 +367,10 @@ def test_longrope_model_switches_per_forward_length_and_checks_list_length():
 
 def test_smear_keys_option():
     """Off by default (no new weight, so older checkpoints load unchanged); on (attention='smear_keys', registered by
-    lab/copy_mix.py), each head's key at t mixes in the key of t-1 with a learned per-head gate, before RoPE, and the
+    lab/smeared_keys.py), each head's key at t mixes in the key of t-1 with a learned per-head gate, before RoPE, and the
     model stays causal. The gate sits at the state-dict key it always had, and a checkpoint of the old format
     (model_args smear_keys=True, position_map=None) loads as attention='smear_keys'."""
-    from lab.copy_mix import SmearedKeyAttention
+    from lab.smeared_keys import SmearedKeyAttention
     assert not any('smear' in k for k in make().state_dict())
     m = make(attention='smear_keys')
     assert all(isinstance(b.attn, SmearedKeyAttention) for b in m.transformer.h)

@@ -111,11 +111,11 @@ def test_knobs_and_pairs_refuse_a_model_that_rotates_nothing(tmp_path):
 def test_the_t_extra_line_counts_the_rotary_dims():
     """Before: plot.py took critical_dimension over summary.json's head_dim (16), not the 8 dims that turn."""
     import matplotlib.pyplot as plt
-    import plot
+    from lab.pictures.eval_plots import length_lines
     from rope import critical_dimension
     arm = dict(kind='base', pos_emb='rope', head_dim=16, rotary_dim=8, rope_base=10000.0, train_len=16)
     fig, ax = plt.subplots()
-    plot.length_lines(ax, {'L': 16, 'T': 10 ** 6}, [arm], True)
+    length_lines(ax, {'L': 16, 'T': 10 ** 6}, [arm], True)
     label = next(t for t in ax.get_legend_handles_labels()[1] if 'T_extra' in t)
     plt.close(fig)
     assert f"d_extra = {critical_dimension(8, 1e4, 16)[0]}" in label

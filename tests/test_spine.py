@@ -1,5 +1,6 @@
-"""Issue 29's layout and fixes that belong to no single room: the import rules, `import lab.verdicts.stats` without torch,
-and `make bases` running the demo's eval it combines when that is missing (B9)."""
+"""Issue 29's layout and fixes that belong to no single room: the import rules (issue 61: the foundations at the bottom,
+every import going down the layers; training imports what training needs), `import lab.stats` without torch, and
+`make bases` running the demo's eval it combines when that is missing (B9)."""
 import ast
 import os
 import subprocess
@@ -8,11 +9,27 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCRIPTS = ('train', 'finetune_long', 'eval', 'sample', 'search_longrope')
+SCRIPTS = ('train', 'finetune_long', 'eval', 'sample', 'search_longrope', 'plot')  # (not configurator: the settings
+# and the errors every room may use, below them all)
+# The layers, lowest first: a module imports nothing from a layer above its own. Outside them stand the data package,
+# the engine's runners (batches, sweeps, DDP, masked_bench), lab/hf, the tools that read everything (knobs, pairs,
+# model_facts, longrope_search, rope_table) and the real model's study (lab.measure.doc_study: measure, verdicts and
+# pictures run in turn), each of which may import any layer (no script, and never in a circle: the checks below).
+LAYERS = (
+    ('spine', ('configurator', 'rope', 'rope_config', 'model')),
+    ('foundations', ('lab.spec', 'lab.stats', 'lab.attention', 'lab.smeared_keys', 'lab.engine.cli',
+                     'lab.engine.checks', 'lab.engine.device')),
+    ('methods', ('lab.position_maps', 'lab.crop', 'lab.temperature', 'lab.sinks', 'lab.gated', 'lab.alibi', 'lab.fire',
+                 'lab.cope', 'lab.pose', 'lab.copy_mix', 'lab.kv_cache')),
+    ('measure', 'lab.measure.'),   # every module of the package but the study below
+    ('verdicts', 'lab.verdicts.'),
+    ('pictures', 'lab.pictures.'),
+)
+STANDING_APART = ('lab.measure.doc_study',)
 
 
 def imports(path):
-    """The top-level module names a file imports ('lab.verdicts.stats', 'model', ...), function-local ones too."""
+    """The top-level module names a file imports ('lab.stats', 'model', ...), function-local ones too."""
     tree = ast.parse(open(path).read())
     out = set()
     for node in ast.walk(tree):
@@ -95,22 +112,112 @@ def test_a_planted_circle_is_found(tmp_path):
 
 def test_lab_stats_imports_without_torch():
     """B10: lab/__init__ imported copy_mix (torch) for its registration side effect; now the package imports nothing."""
-    code = "import sys, lab.verdicts.stats, lab.verdicts.compare; print('torch' in sys.modules)"
+    code = "import sys, lab.stats, lab.verdicts.compare; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, '-c', code], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == 'False'
 
 
-@pytest.mark.parametrize('core', ['rope.py', 'model.py'])
-def test_rope_and_model_import_no_room(core):
-    assert not any(m == 'lab' or m.startswith('lab.') for m in imports(os.path.join(ROOT, core)))
+@pytest.mark.parametrize('core', ['rope.py', 'rope_config.py', 'model.py', 'configurator.py'])
+def test_the_spine_imports_no_room(core):
+    """The spine (and configurator, the settings and errors below everything) imports no room and no script;
+    configurator imports no project module at all."""
+    got = imports(os.path.join(ROOT, core))
+    assert not any(m == 'lab' or m.startswith('lab.') for m in got)
+    assert not got & set(SCRIPTS + ('data', 'data.common', 'data.sources'))
+    if core == 'configurator.py':
+        assert not got & set(modules(ROOT)), got
 
 
 def test_rooms_never_import_a_script():
+    """Every script, plot.py among them: its drawing is lab/pictures/eval_plots.py's, which redraw calls."""
     graph = import_graph(ROOT)
-    for name in sorted(m for m in graph if m.startswith('lab.')):
+    for name in sorted(m for m in graph if m.startswith('lab.') or m.startswith('data.')):
         bad = graph[name] & set(SCRIPTS)
         assert not bad, f"{name} imports the script(s) {bad}"
+
+
+def layer_of(name):
+    """The index of name's layer in LAYERS, or None for a module standing apart."""
+    if name in STANDING_APART:
+        return None
+    for i, (_, members) in enumerate(LAYERS):
+        if name in members if isinstance(members, tuple) else name.startswith(members):
+            return i
+    return None
+
+
+def upward_imports(graph):
+    """['a (layer) imports b (higher layer)', ...] over graph."""
+    out = []
+    for name in sorted(graph):
+        mine = layer_of(name)
+        for dep in sorted(graph[name]):
+            theirs = layer_of(dep)
+            if mine is not None and theirs is not None and theirs > mine:
+                out.append(f"{name} ({LAYERS[mine][0]}) imports {dep} ({LAYERS[theirs][0]})")
+    return out
+
+
+def test_imports_only_go_down_the_layers():
+    """Issue 61 item 1: the foundations at the bottom. The methods borrowed arm_specs' spec helpers (lab.spec now),
+    the retrieval rooms' and diagnostics' code, and the copy mixer's smeared keys (lab.smeared_keys); the measuring
+    rooms the verdicts' statistics (lab.stats); the claims drew their picture; redraw imported plot.py."""
+    graph = import_graph(ROOT)
+    assert upward_imports(graph) == []
+    named = {m for _, members in LAYERS if isinstance(members, tuple) for m in members}
+    assert named <= set(graph), named - set(graph)  # every module a layer names exists
+
+
+def test_an_upward_import_is_found(tmp_path):
+    """The layer walk sees a method importing a measuring room inside a function."""
+    graph = {'lab.crop': {'lab.measure.diagnostics', 'model'}, 'lab.measure.diagnostics': {'lab.attention'},
+             'lab.attention': set(), 'model': set(), 'lab.measure.doc_study': {'lab.pictures.redraw'},
+             'lab.pictures.redraw': set()}
+    assert upward_imports(graph) == ['lab.crop (methods) imports lab.measure.diagnostics (measure)']
+
+
+def test_no_module_imports_a_moved_path():
+    """Every `import lab.x` / `from lab.x import ...` names a module or package that exists (lab.verdicts.stats is
+    lab.stats now), in the project and in the tests alike; `from <package> import x` names a module (lab's package
+    files define nothing)."""
+    mods = modules(ROOT)
+    packages = {m for m, path in mods.items() if path.endswith('__init__.py')}
+    paths = list(mods.values()) + [os.path.join(ROOT, 'tests', f) for f in os.listdir(os.path.join(ROOT, 'tests'))
+                                   if f.endswith('.py')]
+    for path in paths:
+        tree = ast.parse(open(path, encoding='utf-8').read())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names
+                                         if node.module in packages and node.module.startswith('lab')]
+            else:
+                continue
+            for n in names:
+                assert not n.startswith('lab.verdicts.stats'), f"{path} imports {n}: it is lab.stats"
+                if n == 'lab' or n.startswith('lab.'):
+                    assert n in mods, f"{path} imports {n}, which does not exist"
+
+
+# The import closures (issue 61 item 3): what a script pulls in before it runs a line of main
+CLOSURES = {
+    'train': ('scipy', 'lab.hf.tokenizer', 'lab.measure.retrieval', 'lab.measure.ruler', 'lab.stats', 'lab.verdicts'),
+    'finetune_long': ('scipy', 'lab.hf.tokenizer', 'lab.measure.retrieval', 'lab.measure.ruler', 'lab.stats'),
+    'eval': ('lab.copy_mix', 'lab.engine.batches', 'lab.verdicts.merge', 'lab.hf.tokenizer'),
+}
+
+
+@pytest.mark.parametrize('script', sorted(CLOSURES))
+def test_a_script_imports_what_it_needs(script):
+    """`import train` (and finetune_long) loads no retrieval room, no HF tokenizer and no scipy: training needs none
+    of them (the copy mix's word records import the ruler room on the one path that writes them); eval loads neither
+    the copy mixer nor --merge's room on a measuring run."""
+    code = f"import sys, {script}; print(' '.join(m for m in {CLOSURES[script]!r} if m in sys.modules))"
+    out = subprocess.run([sys.executable, '-c', code], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-500:]
+    assert out.stdout.strip() == '', f"import {script} loads {out.stdout.strip()}"
 
 
 def test_the_methods_are_at_the_top_of_lab():
@@ -142,9 +249,9 @@ def test_make_bases_runs_the_demo_eval_it_combines_first(tmp_path):
 
 @pytest.mark.parametrize('script', ['train', 'finetune_long', 'eval', 'sample', 'search_longrope', 'lab.hf.export'])
 def test_every_script_registers_the_attention_rooms(script):
-    """A script that builds or loads models imports lab.alibi, lab.fire, lab.cope and lab.copy_mix itself (model.py
-    names no room), so `python train.py --pos_emb=alibi` (or fire, cope) and a smeared-key checkpoint work from every
-    entry point."""
+    """From every entry point `python train.py --pos_emb=alibi` (or fire, cope) and a smeared-key checkpoint work:
+    model.ATTENTION_ROOMS names the room of each class (lab.alibi, lab.fire, lab.cope, lab.smeared_keys, ...),
+    imported on first use."""
     code = (f"import {script}; from model import GPTConfig; GPTConfig(pos_emb='alibi'); GPTConfig(pos_emb='fire'); "
             f"GPTConfig(pos_emb='cope'); GPTConfig(attention='smear_keys'); GPTConfig(attention='smear_keys_ssmax'); "
             f"print('ok')")

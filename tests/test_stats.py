@@ -1,4 +1,4 @@
-"""Tests of lab/verdicts/stats.py against hand-computed numbers and textbook values (t tables, closed-form t CDFs for
+"""Tests of lab/stats.py against hand-computed numbers and textbook values (t tables, closed-form t CDFs for
 df = 1, 2, 3, 4, exact binomial sums, Holm by hand): the lab's use of scipy.stats gives those numbers. numpy and
 scipy, well under a second; no torch."""
 import math
@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from lab.verdicts import stats
-from lab.verdicts.stats import (align_seeds, clustered_wilson, compare_family, holm, mcnemar_exact, mean_ci,  # no torch
+from lab import stats
+from lab.stats import (align_seeds, clustered_wilson, compare_family, holm, mcnemar_exact, mean_ci,  # no torch
                                 newcombe_paired, paired_diff, seeds_mean_ci, t975, t_p, t_quantile, verdict, wilson)
 
 approx = pytest.approx

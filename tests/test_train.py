@@ -211,15 +211,16 @@ def test_word_needle_records_write_the_rooms_format_and_split_the_copy_windows(c
     strings (about 25% / 25% / 50% untouched at share 0.5 and words 0.5); copy_words=0 draws exactly what it drew
     before; out-of-range settings and windows too short for the records are one line."""
     from lab import copy_mix
-    from lab.measure.ruler import decode, play_words
+    from lab.engine.batches import add_records
+    from lab.measure.ruler import decode, encode, play_words
     meta, train_ids = load_meta(char_data), np.fromfile(os.path.join(char_data, 'train.bin'), dtype=np.uint16)
     cfg = dict(copy_share=0.5, copy_fixed_iters=0, copy_span_lo=8, copy_span_hi=32, copy_words=0.5)
     with pytest.raises(ValueError, match=r'>= 4 digit tokens in the vocabulary \(it has 2\)'):  # the fixture's text
-        copy_mix.add_records(copy_mix.settings(cfg, meta, 128), meta, train_ids, 128)
+        add_records(copy_mix.settings(cfg, meta, 128), meta, train_ids, 128)
     words = torch.from_numpy(play_words(train_ids, meta, 6))  # its words; ten capitals stand in for the digits
-    m = dict(copy_mix.settings(cfg, meta, 128), records=dict(words=words, digits=torch.tensor(copy_mix.encode(
-        meta, 'ABCDEFGHIJ')), mid=copy_mix.encode(meta, ' is '), value_len=5))
-    space, = copy_mix.encode(meta, ' ')
+    m = dict(copy_mix.settings(cfg, meta, 128), records=dict(words=words, digits=torch.tensor(encode(
+        meta, 'ABCDEFGHIJ')), mid=encode(meta, ' is '), value_len=5))
+    space, = encode(meta, ' ')
     w = torch.full((400, 129), space, dtype=torch.long)  # a text of spaces, so every record is visible
     out = copy_mix.mix(w, torch.Generator().manual_seed(3), m, 10)
     kinds = {'records': 0, 'strings': 0, 'text': 0}

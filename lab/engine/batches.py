@@ -97,11 +97,23 @@ def check(cfg, meta, L):
     return W, copy_mix.settings(cfg, meta, W)  # the copy spans must fit the window trained
 
 
+def add_records(mix, meta, text, T):
+    """A mix with copy_words: the records' tokens from the training text's ids (lab.measure.ruler's word-needle format:
+    its lower-case words of 5 letters as ' word', 5 digits after ' is '), so that its keys are training words and
+    the eval's keys the held-out play's. ValueError when they do not fit windows of T tokens or the vocabulary.
+    (The room is imported here, on the one path that writes its records: a run without copy_words never loads it.)"""
+    from lab.measure.ruler import WORD, digit_tokens, encode, play_words
+    records = dict(words=torch.from_numpy(play_words(text, meta, WORD['key_len'])),  # (the room's own record shape)
+                   digits=torch.tensor(digit_tokens(meta)), mid=encode(meta, ' is '), value_len=WORD['value_len'])
+    copy_mix.check_records(T + 1, **records)
+    return dict(mix, records=records)
+
+
 def for_run(cfg, meta, data, L, gen, device):
     """train.batch_function's answer for a run with PoSE or copies: (get_batch(it), the window length, a note)."""
     W, mix = check(cfg, meta, L)
     if mix and mix.get('words'):  # the records' keys: the training text's words
-        mix = copy_mix.add_records(mix, meta, data, W)
+        mix = add_records(mix, meta, data, W)
     b = Batches(data, W, cfg['batch_size'], gen, device, (cfg['block_size'], meta['docs']['train']) if cfg['pose']
                 else None, mix, (L, cfg['mixed_short'], cfg['mixed_in_step']) if cfg['mixed_short'] else None)
     (rank, world, _), n_micro = ddp_ranks(), cfg['gradient_accumulation_steps']

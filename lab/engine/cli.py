@@ -2,12 +2,10 @@
 How every script runs its main(argv): a bad input ends in one line and exit code 2, a bug in its traceback
 (configurator.py reads the settings; this is what the scripts do with the errors).
 """
-import linecache
 import os
 import sys
 
-from configurator import ConfigError
-from data.common import DataError
+from configurator import is_input_error
 
 
 def cli(main):
@@ -37,20 +35,3 @@ def cli(main):
         sys.exit(130)
     if type(code) is int and code:  # (a main that returns its results, eval's, exits 0)
         sys.exit(code)
-
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository
-
-
-def is_input_error(e):
-    """Whether cli reports e as a bad input in one line (see cli) rather than as a bug with its traceback."""
-    if isinstance(e, (ConfigError, DataError, OSError)):
-        return True
-    tb = e.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next  # the frame the exception was raised in
-    if tb is None:
-        return False
-    path = os.path.abspath(tb.tb_frame.f_code.co_filename)
-    ours = path.startswith(_ROOT + os.sep) and path.endswith('.py') and 'site-packages' not in path
-    return ours and linecache.getline(path, tb.tb_lineno).lstrip().startswith('raise')

@@ -3,39 +3,10 @@ Arm specs, the short strings scripts take for a rope config ('yarn:beta_fast=8',
 readable names ('yarn s=4 β_fast=8') and folder slugs ('yarn_s4_beta_fast8') made from a config. A spec's keys and
 their types come from rope_config.py's table, so a new rope type needs nothing here.
 """
+from lab.spec import LIST_ARMS, spec_settings  # (the rooms' specs are read the same way: lab/spec.py)
 from rope_config import COMMON_KEYS, ROPE_SCALING, ROPE_TYPES, check_scaling, is_dynamic, parse_layers, type_keys
 
 ALIASES = {'plain': 'default'}  # an accepted second name for unscaled RoPE in arm specs
-
-def parse_value(key, text, typ):
-    """'8' -> 8.0 for a float key, 'false' -> False for a bool key; ValueError naming the key otherwise."""
-    try:
-        if typ is bool:
-            return {'true': True, 'false': False}[text.lower()]
-        return typ(text)
-    except (KeyError, ValueError):
-        raise ValueError(f"{key}={text!r} is not a {typ.__name__}") from None
-
-
-LIST_ARMS = ("a longrope arm comes from a run folder: search one with search_longrope.py, then evaluate it with "
-             "eval.py --ckpt <folder> or fine-tune it with finetune_long.py --init_from=<folder> --rope_type=keep "
-             "(finetune_long.py also takes --short_factor=[...] --long_factor=[...])")
-
-
-def spec_settings(entry, pairs, keys):
-    """['beta_fast=8', ...] of arm spec `entry` -> {key: value} typed by keys ({key: (type, ...)}); one-line errors."""
-    given = {}
-    for pair in pairs:
-        key, _, val = pair.partition('=')
-        if key not in keys or not val:
-            raise ValueError(f"arm {entry!r}: {pair!r} should be key=value with key one of {', '.join(keys)}")
-        if keys[key][0] is list:
-            raise ValueError(f"arm {entry!r}: {key} is a list (one number per pair) and cannot be written in an "
-                             f"arm spec; {LIST_ARMS}")
-        if key in given:
-            raise ValueError(f"arm {entry!r}: {key} is given twice; give it once")
-        given[key] = parse_value(key, val, keys[key][0])
-    return given
 
 
 def parse_arm(entry, factor, L, flags=None):

@@ -3,11 +3,15 @@ Attention diagnostics: the entropy of every query's attention distribution, the 
 to hold in place as inputs grow (a longer input spreads attention over more keys; a sharper softmax counters that).
 Through the model's `attend` seam: every layer's attention is computed from its score function one chunk of queries
 at a time (memory O(chunk x T), so T = 4096 fits on a CPU), and the entropy of each chunk's softmax is recorded.
+The truncated crop's entropy (truncated_entropy) is the same measurement over lab/crop.py's crops.
 """
+from contextlib import nullcontext
+
 import numpy as np
 import torch
 
 from lab.attention import attention_probs, chunked_attention, sink_of
+from lab.crop import check_positions, check_window, crop_batches
 
 
 @torch.no_grad()
@@ -63,3 +67,29 @@ def entropy_at(model, x, positions, n0, chunk, ctx, logits=None, heads=False):
             out[p], first[p] = ent[..., p].float().mean().item(), f[..., p].float().mean().item()
             per_head[..., p] = f[..., p].float().mean(dim=1).cpu().numpy()
     return (out, first, per_head) if heads else (out, first)
+
+
+@torch.no_grad()
+def truncated_entropy(model, x, positions, window, ctx=None, batch_size=8, chunk=256, logits=None):
+    """eval's attention-entropy diagnostic (entropy_at) for the truncated crop (lab/crop.py): the mean entropy (over
+    layers, heads and rows of x) of query p's attention in the forward over x[:, max(0, p - window + 1) : p + 1]
+    (its last query). logits: None, or fn(start) -> the score function for crops starting at positions start (B,)
+    (as lab.crop.truncated_scores' attend). x: LongTensor [B, T]. Returns a float array [T], NaN where not asked."""
+    window = check_window(window)
+    ctx = nullcontext() if ctx is None else ctx
+    check_positions([positions], 1, x.size(1), "a query position of x")
+    out = np.full(x.size(1), np.nan)
+    items = [(j, r, int(p)) for j, p in enumerate(positions) for r in range(x.size(0))]  # every row at each p
+    sums = {}
+    for part, crops in crop_batches(x, items, window, batch_size, extra=0):
+        crops = crops.to(next(model.parameters()).device)
+        score = None if logits is None else \
+            logits(torch.tensor([p for _, _, p in part], device=crops.device) - (crops.size(1) - 1))
+        with ctx:
+            ent = attention_entropy(model, crops, chunk, score, last_only=True)[..., -1]  # (layers, N, H)
+        per = ent.float().mean(dim=(0, 2)).cpu().numpy()
+        for (_, _, p), e in zip(part, per):
+            sums.setdefault(p, []).append(float(e))
+    for p, es in sums.items():
+        out[p] = np.mean(es)
+    return out

@@ -43,7 +43,7 @@ from lab.measure.arms import ARM_DEFAULTS, arm_model, parse_contrasts, plan_arms
 from lab.measure.forms import arm_form
 from lab.measure.scoring import score, scoring_plan
 from lab.verdicts.family import field, judge
-from lab.verdicts.stats import mean_ci
+from lab.stats import mean_ci
 from lab.verdicts.summary_json import provenance
 from rope_config import is_dynamic
 

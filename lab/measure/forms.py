@@ -10,8 +10,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from lab.crop import truncated_entropy, truncated_scores, window_attention, window_logits
-from lab.measure.diagnostics import entropy_at
+from lab.crop import truncated_scores, window_attention, window_logits
+from lab.measure.diagnostics import entropy_at, truncated_entropy
 from lab.measure.outcomes import room_scores
 from lab.position_maps import mapped_attention, mapped_logits
 from lab.measure.retrieval import retrieval_scores

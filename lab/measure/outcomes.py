@@ -8,7 +8,7 @@ lab.measure.scoring.score bound to an arm; nothing here calls a model itself.
 import numpy as np
 import torch
 
-from lab.verdicts.stats import clustered_wilson, seeds_mean_ci
+from lab.stats import clustered_wilson, seeds_mean_ci
 
 
 def score_rows(score, rows, positions, preds=False):
@@ -98,7 +98,7 @@ def _mean(values):
 def summarize_retrieval(per_seed):
     """One arm's buckets of a room from its seeds' room_scores (or retrieval_scores): exact match and, with a
     control, the gain, with 95% intervals in which the seeds count as repeated looks at the same examples (a 3-seed
-    arm is N examples seen three times, not 3N: lab.verdicts.stats.clustered_wilson / seeds_mean_ci); without one, the mean
+    arm is N examples seen three times, not 3N: lab.stats.clustered_wilson / seeds_mean_ci); without one, the mean
     loss of the scored tokens. per_example holds the outcomes [seeds][examples] for paired tests (exact, and gain or
     loss) and each example's depth and distance [examples] (the same examples for every seed and arm). Examples
     an arm did not score (None, room_scores' scored) stay None there; n and the intervals are of the scored ones."""

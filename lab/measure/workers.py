@@ -15,8 +15,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 import torch
 from tqdm import tqdm
 
-from configurator import ConfigError
-from lab.engine.cli import is_input_error
+from configurator import ConfigError, is_input_error
 
 _JOB = None  # (fn, arms, args) for the forked workers: set just before the pool starts
 

@@ -1,7 +1,7 @@
 """
-The method pictures beside plot.py's loss and entropy curves, drawn from eval.py's files like every picture: the
-frequency ratio of every arm's RoPE per pair over the bands (rope_ramp.png), the fine-tunes' loss past L against
-their steps (finetune_curves.png), and issue 33's clipping sweep against the critical dimension (clip_sweep.png).
+The method pictures beside lab/pictures/eval_plots.py's loss and entropy curves, drawn from eval.py's files like every
+picture: the frequency ratio of every arm's RoPE per pair over the bands (rope_ramp.png), the fine-tunes' loss past L
+against their steps (finetune_curves.png), and issue 33's clipping sweep against the critical dimension (clip_sweep.png).
 """
 import itertools
 import os

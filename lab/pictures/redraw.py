@@ -5,13 +5,13 @@ Every picture committed in assets/, redrawn from the committed CSV/JSON alone (n
   python -m lab.pictures.redraw --check   # every committed PNG has a recipe below and every recipe's files are committed
 
 Each folder of assets/ that holds pictures is an eval's out_dir as eval.py leaves it, cut to what is committed: its
-summary.json and, where kept, position_loss.csv and the other CSVs. plot.plot_all draws the pictures PLAN names for
-it into the folder itself, as `eval.py --plot_only=True` would: the demo's run (assets/demo), the test split's
-(assets/test) and the studies' (assets/studies/<study>). A study kept without its position CSV gets families.png from
-its per-bucket means and intervals. assets/studies/pairs*/pair_usage.png is lab.pairs' own picture, from its
-pair_usage.json. assets/studies/real_model_plays is lab.measure.doc_study's out_dir (lab.pictures.doc_study_plots).
-assets/test/claims.png is the forest plot of every record in assets/test/claims
-(lab.verdicts.claims).
+summary.json and, where kept, position_loss.csv and the other CSVs. lab.pictures.eval_plots.plot_all (plot.py's)
+draws the pictures PLAN names for it into the folder itself, as `eval.py --plot_only=True` would: the demo's run
+(assets/demo), the test split's (assets/test) and the studies' (assets/studies/<study>). A study kept without its
+position CSV gets families.png from its per-bucket means and intervals. assets/studies/pairs*/pair_usage.png is
+lab.pairs' own picture, from its pair_usage.json. assets/studies/real_model_plays is lab.measure.doc_study's out_dir
+(lab.pictures.doc_study_plots). assets/test/claims.png is the forest plot of every record in assets/test/claims
+(lab.verdicts.claims writes the records, `python -m lab.pictures.redraw claims` their picture).
 """
 import argparse
 import glob
@@ -68,15 +68,15 @@ def check(assets=ASSETS):
 def redraw(only=None, assets=ASSETS):
     """Draw the pictures of every folder in PLAN (or of those named in only: demo, test, a study, 'claims') in
     place; returns the paths written."""
-    import plot
     from lab.pictures.doc_study_plots import draw_all
+    from lab.pictures.eval_plots import plot_all
     from lab.pictures.pair_plots import draw_pairs
     from lab.pictures.verdict_plots import write_claims_png
     written, wanted = [], lambda folder: (not only or os.path.basename(folder) in only) and \
         os.path.exists(os.path.join(assets, folder))
     for folder, pictures in PLAN.items():
         if wanted(folder):
-            written += plot.plot_all(os.path.join(assets, folder), only=list(pictures))
+            written += plot_all(os.path.join(assets, folder), only=list(pictures))
     for folder in DOC_STUDIES:
         if wanted(folder):
             written += draw_all(os.path.join(assets, folder))

@@ -1,5 +1,5 @@
 """
-The retrieval rooms' pictures, drawn by plot.plot_all with plot.py's styles from eval.py's files:
+The retrieval rooms' pictures, drawn by plot_all (lab/pictures/eval_plots.py) with plot_kit's styles from eval.py's files:
 
   retrieval.png          passkey test: in-context gain and exact match per distance bucket
   retrieval_depth.png    depth passkey: exact match per (depth, distance) cell, for the base and the best arms

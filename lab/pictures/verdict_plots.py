@@ -10,7 +10,7 @@ The verdicts as pictures (issue 34), drawn like every picture from files alone:
   claims.png        (lab.pictures.redraw) the forest plot of every claims record in assets/test/claims: what README.md and
                     docs/results.md state in numbers, each with its interval and margin
 
-The verdict words are lab.verdicts.stats's: better / worse (the interval excludes 0 and is not inside the margin),
+The verdict words are lab.stats's: better / worse (the interval excludes 0 and is not inside the margin),
 equivalent (the interval inside ± the margin), unresolved (neither); a room whose base fails it inside L has no
 positive control, so its cells read 'not judged' and the forest plot leaves its rows out (the not_judged each row stores: lab.verdicts.compare.stamp_gates).
 """

@@ -1,7 +1,7 @@
 """
-From numbers to words (numpy, scipy and the standard library only; no torch):
+From numbers to words (numpy, scipy and the standard library only; no torch), with the statistics of lab/stats.py
+(intervals, paired tests and the four verdicts: better, worse, equivalent, unresolved):
 
-  stats         intervals, paired tests and the four verdicts: better, worse, equivalent, unresolved
   family        a declared family of contrasts over independent units, Holm across it (the real model's study)
   compare       eval.py's arms compared: named contrasts, vs the best, vs the crop, over bases, break positions
   summary_json  what eval.py writes: an arm's summary.json entry, the CSV/JSON text, --rejudge and --combine

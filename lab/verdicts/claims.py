@@ -5,7 +5,9 @@ that README.md or docs/results.md states in numbers is listed in CLAIMS with the
 machine that made the summary (its provenance), the comparison recomputed with this version's code from the values
 the summary stores, and those raw values, unit by unit (windows or examples, seeds), so that a reader can redo the
 test with any tool; assets/test/claims/README.md lists them. `python -m lab.verdicts.claims --check` recomputes every claim and
-compares it with its record and with the sentence that states it (tests/test_claims.py does the same).
+compares it with its record and with the sentence that states it (tests/test_claims.py does the same). This room writes
+numbers; their forest plot, assets/test/claims.png, is lab/pictures/verdict_plots.py's (`python -m lab.pictures.redraw
+claims` draws it).
 
 A claim: id, file (a summary.json under assets/), table (contrasts, vs_self, or vs_crop:<crop arm>), kind (loss,
 exact_match, needles, ...), column (a bucket), a and b (arm names: A - B, the verdict A's), said: (doc, quote) pairs,
@@ -322,9 +324,8 @@ def main(argv):
         atomic_write_text(os.path.join(OUT, f"{r['id']}.json"), json.dumps(r, indent=1, ensure_ascii=False) + '\n')
     if not args.ids:
         atomic_write_text(os.path.join(OUT, 'README.md'), index(records))
-    from lab.pictures.verdict_plots import write_claims_png  # their forest plot, assets/test/claims.png
-    write_claims_png(OUT)
-    print(f"wrote {len(records)} claim records to {os.path.relpath(OUT, ROOT)} and their picture, assets/test/claims.png")
+    print(f"wrote {len(records)} claim records to {os.path.relpath(OUT, ROOT)}; their picture, assets/test/claims.png: "
+          f"python -m lab.pictures.redraw claims")
     return 0
 
 

@@ -1,14 +1,14 @@
 """
 The arms compared: eval.py's summary.json arms as table columns (each loss bucket and each retrieval room's distance
-bucket) of paired comparisons (lab/verdicts/stats.py's paired tests, Holm per column, the four verdicts): named contrasts,
+bucket) of paired comparisons (lab/stats.py's paired tests, Holm per column, the four verdicts): named contrasts,
 every arm against the column's best or a reference arm (the crop), against an arm of another eval of the same
 windows, the same contrasts over several base models, and where a loss-by-position curve breaks.
-Only numpy, the standard library and lab/verdicts/stats.py are used.
+Only numpy, the standard library and lab/stats.py are used.
 """
 
 import numpy as np
 
-from lab.verdicts.stats import FLOOR, compare_family, holm, newcombe_paired, paired_diff, seed_pairs, under_floor, verdict
+from lab.stats import FLOOR, compare_family, holm, newcombe_paired, paired_diff, seed_pairs, under_floor, verdict
 
 # eval.py's settings of the verdicts (its DEFAULTS include them)
 DEFAULTS = dict(
@@ -154,7 +154,7 @@ def mean_of(arm, kind, column):
 
 def family(by, pairs, kind, column, margins):
     """One table column's paired comparisons of arm pairs [(a, b), ...], Holm-corrected together
-    (lab.verdicts.stats.compare_family): rows with a, b, diff = a - b, ci, p, p_holm and the verdict of a against b. Arms with
+    (lab.stats.compare_family): rows with a, b, diff = a - b, ci, p, p_holm and the verdict of a against b. Arms with
     several seeds each are paired by seed value (their 'seeds' lists), never by list position: ValueError when two
     such arms ran different seeds."""
     fam = [(f"{x} vs {y}", *paired(by[x], by[y], column, kind), (by[x].get('seeds'), by[y].get('seeds')))
@@ -206,7 +206,7 @@ def across_bases(summaries, margins):
     """Contrasts measured on several base models (each summary.json an eval of the same windows and examples on
     another base): every named contrast and every arm against each crop found on every base. Bases are a paired
     random factor and windows (or examples) the units: D[base, unit] = A - B (each arm's seeds averaged), diff its
-    mean, se^2 = var(unit means over bases)/N + var(base means)/bases (lab.verdicts.stats.paired_diff with the bases as
+    mean, se^2 = var(unit means over bases)/N + var(base means)/bases (lab.stats.paired_diff with the bases as
     paired seeds; Welch-Satterthwaite df), so that base-to-base variation counts and three bases that happen to agree
     do not give a zero-width interval (the former t over the bases' three diffs did: ci [d, d], p = 0). For 0/1
     outcomes the interval is widened to cover Newcombe's on the pooled outcomes of every base. Holm within the
@@ -371,3 +371,10 @@ def break_position(curve, start, ref, rise=0.1, smooth=32):
         if np.isfinite(w).any() and np.nanmean(w) > base + rise:
             return p
     return None
+
+
+def break_against(curve, control, start, ref, rise=0.1, smooth=32):
+    """Where an arm breaks relative to a control on the same windows (its crop, or the base inside L): break_position
+    of the difference curve - control, so a place where the control's own loss rises (text that is harder there)
+    is not called the arm's break. The crop on the frequencies study's windows trips the plain rule at 847 itself."""
+    return break_position(np.asarray(curve, dtype=float) - np.asarray(control, dtype=float), start, ref, rise, smooth)

@@ -6,7 +6,7 @@ unresolved. lab.verdicts.claims recomputes a claim's row with it from the per-wi
 """
 import numpy as np
 
-from lab.verdicts.stats import holm, paired_diff, under_floor, verdict
+from lab.stats import holm, paired_diff, under_floor, verdict
 
 
 def field(row):

@@ -26,7 +26,7 @@ from lab.verdicts.summary_md import SINK_EPS, bases_markdown, summary_markdown
 from lab.measure.outcomes import summarize_retrieval
 from lab.measure.scoring import bucket_ends
 from lab.measure.arm_specs import scaling_extras
-from lab.verdicts.stats import seeds_mean_ci
+from lab.stats import seeds_mean_ci
 
 
 def bucket_windows(losses, mask, lo, hi):
@@ -75,7 +75,7 @@ def entropy_sampled(ent, moving_from):
 def summarize_arm(arm, per_run, run, ent):
     """One arm's summary.json entry. Bucket means are exact (every position) where the arm was scored everywhere,
     else the design estimate (stratified sampled positions); the 95% interval carries windows and seeds
-    (lab.verdicts.stats.seeds_mean_ci). per_window / per_window_design keep [seed][window] values for paired tests."""
+    (lab.stats.seeds_mean_ci). per_window / per_window_design keep [seed][window] values for paired tests."""
     L, T = run['L'], run['T']
     ends = bucket_ends(L, T)
     losses = np.stack([p['loss'] for p in per_run])

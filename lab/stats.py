@@ -3,7 +3,7 @@ Statistics for the lab's comparisons. The room holds 95% intervals of one arm's 
 units) and of a proportion (Wilson, also clustered over seeds), the exact McNemar test, Holm's step-down adjustment,
 and the paired comparison of two arms measured on the same units (eval windows or passkey examples, in the same
 order), with or without several seeds (paired by seed value, never by list position); lab/verdicts/compare.py applies them
-to eval.py's arms.
+to eval.py's arms. A leaf below every room (numpy and scipy only): the rooms that measure and those that judge both read it.
 The rule for a comparison of arm A to arm B (diff = A - B) within one table column (one family of comparisons):
 'better' / 'worse' when the Holm-adjusted paired p-value is < 0.05 (the sign of the difference says which, given
 whether higher is better); 'equivalent' when the whole 95% paired interval lies inside [-margin, +margin];
