@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from lab.verdicts import compare as C
+from conftest import ROOT
 
 approx = pytest.approx
 
@@ -229,7 +230,7 @@ def test_no_committed_file_holds_an_equivalent_the_lab_would_no_longer_print():
     assert not found, f"zero-width 'equivalent' not marked identical (rejudge these with eval.py --rejudge): {found}"
     # nor a verdict on round-off: no row whose every paired difference lies within stats.FLOOR reads better, worse or
     # equivalent without 'identical' (the 82 such rows of the files before issue 60 were rejudged in place)
-    from lab.verdicts.stats import under_floor
+    from lab.stats import under_floor
     floor, n = {}, 0
     for f in files:
         s = json.load(open(f, encoding='utf-8'))
@@ -343,7 +344,7 @@ def test_like_for_like_recomputes_the_committed_table_and_reads_size_as_part_of_
 def test_a_row_under_the_round_off_floor_reads_identical():
     """Two arms whose every paired window differs by at most stats.FLOOR (1e-6, the last decimal eval.py stores) are
     the same model: 'identical' (verdict 'equivalent'), never 'better' on a t test of round-off; 2e-6 is a difference."""
-    from lab.verdicts.stats import FLOOR, compare_family
+    from lab.stats import FLOOR, compare_family
     m = {'loss': 0.02, 'exact_match': 0.1}
     x = [1.0 + 0.1 * i for i in range(8)]
     for step, want in ((FLOOR, True), (2 * FLOOR, False)):
@@ -400,3 +401,26 @@ def test_a_gated_row_stores_not_judged_and_the_readers_skip_it(tmp_path, capsys)
         assert 'Not judged, passkey: YaRN vs PI (no positive control' in S.markdown(rows, skipped)
     finally:
         S.PASSKEY, S.ARMS = orig, arms
+
+
+def test_a_break_is_measured_against_the_control():
+    """Issue 62: the crop's own loss rising (harder text) is not an arm's break: break_against reads arm - control."""
+    pos = np.arange(1024)
+    crop = 1.4 + 0.3 * (pos >= 840)           # the text gets harder at 840 for every arm
+    arm = crop + 0.05 + 1.0 * (pos >= 900)    # the arm itself breaks at 900
+    assert C.break_position(arm, 512, (128, 512)) < 900 and C.break_position(crop, 512, (128, 512)) is not None
+    assert 900 <= C.break_against(arm, crop, 512, (128, 512)) <= 900 + 31
+    assert C.break_against(crop + 0.05, crop, 512, (128, 512)) is None
+
+
+def test_the_breaks_command_writes_the_committed_table(tmp_path):
+    import json
+    import shutil
+    from lab.verdicts import breaks
+    shutil.copy(os.path.join(ROOT, 'assets', 'studies', 'frequencies', 'position_loss.csv'), tmp_path)
+    assert breaks.main([str(tmp_path), '--start=512', '--ref=128,512']) == 0
+    got = json.load(open(tmp_path / 'breaks.json'))
+    with open(os.path.join(ROOT, 'assets', 'studies', 'frequencies', 'breaks.json'), encoding='utf-8') as f:
+        assert got == json.load(f)
+    assert got['control_plain'] == 847 and {r['arm']: r['against_control'] for r in got['arms']}[
+        "abf s=4 b'=1e6 ft100"] == 898
