@@ -16,7 +16,7 @@ import os
 from configurator import ConfigError, get_config
 from data.common import atomic_write_text
 from lab.engine.cli import cli
-from lab.verdicts.compare import margins, no_control, vs_arm_of
+from lab.verdicts.compare import margins, no_control, structural_zero, vs_arm_of
 from lab.verdicts.summary_json import read_summary
 from lab.verdicts.summary_md import diff_cell, units
 
@@ -61,10 +61,12 @@ def against(summary, others, m):
             rows = vs_arm_of(summary, renamed, m, ref=label)
         except ValueError as e:
             raise ConfigError(f"{folder}: {e}") from None
+        both = dict(summary, arms=summary['arms'] + renamed['arms'])  # (a crop on either side: its structural zero)
         for kind, cols in rows.items():
-            for col in cols.values():
+            for c, col in cols.items():
                 for name, r in col.items():
-                    why = no_control(summary, kind, [name]) or no_control(other, kind, [ref['name']])
+                    why = no_control(summary, kind, [name]) or no_control(other, kind, [ref['name']]) or \
+                        structural_zero(both, kind, c, r)
                     if why:
                         r['not_judged'] = why
         out.append(dict(reference=label, folder=folder, rows=rows))

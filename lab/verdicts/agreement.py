@@ -23,20 +23,20 @@ def verdicts(summary):
     crop itself) left out."""
     s, out = summary['settings'], {}
 
-    def judged(kind, r):
-        return not r.get('identical') and not not_judged(summary, kind, r)
+    def judged(kind, r, col):
+        return not r.get('identical') and not not_judged(summary, kind, r, col)
     for kind, cols in (s.get('contrasts') or {}).items():
         for col, rows in cols.items():
-            out.update({('contrast', kind, col, r['a'], r['b']): r['verdict'] for r in rows if judged(kind, r)})
+            out.update({('contrast', kind, col, r['a'], r['b']): r['verdict'] for r in rows if judged(kind, r, col)})
     for crop, kinds in (s.get('vs_crop') or {}).items():
         for kind, cols in kinds.items():
             for col, rows in cols.items():
                 out.update({('crop', kind, col, n, crop): r['verdict'] for n, r in rows.items()
-                            if n != crop and judged(kind, r)})
+                            if n != crop and judged(kind, r, col)})
     for kind, cols in (s.get('vs_best') or {}).items():
         for col, vb in cols.items():
             out.update({('best', kind, col, n, vb['best']): r['verdict'] for n, r in vb['arms'].items()
-                        if judged(kind, r)})
+                        if judged(kind, r, col)})
     return out
 
 

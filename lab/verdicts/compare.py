@@ -95,21 +95,46 @@ def stamp_gates(summary):
     settings.gate records the control rate and the round-off floor (stats.FLOOR) the rows were judged with, and tells
     a reader that the rows carry the gate. Returns the summary."""
     st = summary['settings']
-    for kind, _, r in stored_rows(st):
+    for kind, column, r in stored_rows(st):
         r.pop('not_judged', None)
-        why = no_control(summary, kind, (r['a'], r['b']))
+        why = no_control(summary, kind, (r['a'], r['b'])) or structural_zero(summary, kind, column, r)
         if why:
             r['not_judged'] = why
     st['gate'] = dict(control=CONTROL, floor=FLOOR)
     return summary
 
 
-def not_judged(summary, kind, row):
+def structural_zero(summary, kind, column, row):
+    """Why a retrieval row against a crop past its window is not judged, or None (issue 62: floors are not ties). A
+    crop of window w finds nothing at distances >= w by construction; against that zero an arm that finds nothing
+    too is floor against floor, and 'equivalent' is no tie. What such a row can say is whether the arm retrieves at
+    all: its 'better' (and an unresolved) stands."""
+    if kind == 'loss' or ROOMS[kind][1] != 'exact':
+        return None
+    by = {a['name']: a for a in summary['arms']}
+    for crop, other in ((row.get('b'), row.get('a')), (row.get('a'), row.get('b'))):
+        c = (by.get(crop) or {}).get('crop')
+        bucket = next((b for b in (by.get(crop) or {}).get(ROOMS[kind][0]) or [] if b['bucket'] == column), None)
+        if not c or bucket is None or bucket['distance_lo'] < c['window']:
+            continue
+        theirs = next((b for b in (by.get(other) or {}).get(ROOMS[kind][0]) or [] if b['bucket'] == column), None)
+        if theirs is not None and theirs['exact_match'] == 0:
+            return (f"floor against a structural zero: {crop} cannot reach a distance >= {c['window']}, and "
+                    f"{other} finds none either")
+        if row.get('verdict') == 'equivalent':
+            return (f"no tie against a structural zero: {crop} cannot reach a distance >= {c['window']}; the "
+                    f"question is whether {other} retrieves at all")
+    return None
+
+
+def not_judged(summary, kind, row, column=None):
     """Why a stored comparison row is not judged, or None: the reason summary.json stores on it (stamp_gates), or, in
-    a summary written before the gate was stored (no settings.gate), the same rule decided now."""
+    a summary written before the gate was stored (no settings.gate), the same rule decided now (the crop's structural
+    zero where the caller names the row's column)."""
     if 'gate' in summary['settings']:
         return row.get('not_judged')
-    return no_control(summary, kind, (row.get('a'), row.get('b')))
+    return no_control(summary, kind, (row.get('a'), row.get('b'))) or \
+        (structural_zero(summary, kind, column, row) if column else None)
 
 
 def room_bucket(arm, kind, column):
@@ -245,6 +270,10 @@ def across_bases(summaries, margins):
                 r['identical'] = r.pop('floor') or r['diff'] == r['ci'][0] == r['ci'][1] == 0  # every pair equal
                 r['verdict'] = 'equivalent' if r['identical'] else verdict(
                     r['ci'], ph, margins['exact_match' if exact else 'loss'], higher_is_better=kind != 'loss')
+                row = next(x for x in rows if x['name'] == r['name'])
+                zero = [structural_zero(s, kind, col, dict(r, a=row['a'], b=row['b'])) for s in summaries]
+                if 'no_control' not in r and all(zero):  # a crop's structural zero on every base
+                    r['no_control'] = zero[0]
                 r['holds'] = all(v == r['verdict'] for v in r['verdicts'])
             if found:
                 out.setdefault(kind, {})[col] = found

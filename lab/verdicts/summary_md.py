@@ -99,13 +99,13 @@ def contrast_table(title, rows_by_col, fmt, summary=None, kind='loss'):
     (compare.no_control) read 'not judged', the reason under the title."""
     cols = list(rows_by_col)
     rows = rows_by_col[cols[0]]
-    why = [summary and next((w for w in (not_judged(summary, kind, rows_by_col[c][i]) for c in cols) if w), None)
-           for i, r in enumerate(rows)]
-    if any(why):
-        title += f" (not judged: {next(w for w in why if w)})"
+    why = [[summary and not_judged(summary, kind, rows_by_col[c][i]) for c in cols] for i in range(len(rows))]
+    first = next((w for row in why for w in row if w), None)  # (each cell is gated on its own: a crop's structural
+    if first:                                                 # zero is past its window only)
+        title += f" (not judged where so marked: {first})"
     return ['', title, ''] + header('contrast', cols) + \
-        [f"| {r['a']} vs {r['b']} | " + ' | '.join(diff_cell(rows_by_col[c][i], fmt, bool(why[i])) for c in cols) +
-         ' |' for i, r in enumerate(rows)]
+        [f"| {r['a']} vs {r['b']} | " + ' | '.join(diff_cell(rows_by_col[c][i], fmt, bool(why[i][j]))
+                                                   for j, c in enumerate(cols)) + ' |' for i, r in enumerate(rows)]
 
 
 def _shares(buckets, L, labels, label):
