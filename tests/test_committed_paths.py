@@ -35,3 +35,10 @@ def test_no_committed_file_names_a_machine_path():
         if hits:
             found[f] = hits[:3]
     assert not found, f"committed files naming a machine's path (write them relative to the repository): {found}"
+
+
+def test_the_log_is_newest_first():
+    """docs/log.md promises dated entries, newest first (issue 61 found one out of order)."""
+    with open(os.path.join(ROOT, 'docs', 'log.md'), encoding='utf-8') as f:
+        dates = [line[3:13] for line in f if line.startswith('## ')]
+    assert dates and all(a >= b for a, b in zip(dates, dates[1:])), dates
