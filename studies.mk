@@ -341,6 +341,13 @@ sinks-base:
 	$(PY) train.py config/train_shakespeare_char_copy_cpu.py --attention=smear_keys_sinks \
 		--out_dir=out/char-sinks-copy --overwrite=True
 
+
+# a kind's three test-split evals (seeds 1337-1339) combined against the three plain bases', seeds paired:
+# $(1) the kind's run name (sinks-copy), $(2) the output's name (sinks-seeds)
+against_plain_seeds = $(PY) eval.py \
+	--combine=out/char-eval-test-$(1),out/char-eval-test-$(1)-1338,out/char-eval-test-$(1)-1339 \
+	--combine_minus=out/char-eval-test-base-copy,out/char-eval-test-base-copy-1338,out/char-eval-test-base-copy-1339 \
+	--out_dir=out/char-eval-test-$(2)
 ## does a learned sink change YaRN's gap to the crop? 3 sink bases against 3 plain ones (2 min 28 s)
 # three sink bases (sinks-base's, seeds 1338, 1339) against three plain ones (the demo's, make bases'), each base
 # as it is, its crop and YaRN β8 on the test split's 140 windows (loss only), then each contrast's difference
@@ -352,11 +359,7 @@ sinks-seeds: out/char-sinks-copy-1338/ckpt.pt out/char-sinks-copy-1339/ckpt.pt \
 	  $(PY) eval.py config/eval_test_cpu.py config/eval_designs_test_cpu.py --base=out/char-$$b \
 	    --rope_types=default,crop:form=sliding,yarn:beta_fast=8 --retrieval_examples=0 \
 	    --out_dir=out/char-eval-test-$$b || exit 1; done
-	$(PY) eval.py \
-		--combine=out/char-eval-test-sinks-copy,out/char-eval-test-sinks-copy-1338,\
-	out/char-eval-test-sinks-copy-1339 \
-		--combine_minus=out/char-eval-test-base-copy,out/char-eval-test-base-copy-1338,\
-	out/char-eval-test-base-copy-1339 --out_dir=out/char-eval-test-sinks-seeds
+	$(call against_plain_seeds,sinks-copy,sinks-seeds)
 
 # another learned-sink base (seed %, make sinks-base's recipe), trained once if it is missing
 out/char-sinks-copy-%/ckpt.pt:
@@ -371,11 +374,7 @@ prope-seeds: out/char-prope-copy-1338/ckpt.pt out/char-prope-copy-1339/ckpt.pt
 	for b in prope-copy prope-copy-1338 prope-copy-1339; do \
 	  $(PY) eval.py config/eval_test_cpu.py config/eval_designs_test_cpu.py --base=out/char-$$b \
 	    --retrieval_examples=0 --out_dir=out/char-eval-test-$$b || exit 1; done
-	$(PY) eval.py \
-		--combine=out/char-eval-test-prope-copy,out/char-eval-test-prope-copy-1338,\
-	out/char-eval-test-prope-copy-1339 \
-		--combine_minus=out/char-eval-test-base-copy,out/char-eval-test-base-copy-1338,\
-	out/char-eval-test-base-copy-1339 --out_dir=out/char-eval-test-prope-seeds
+	$(call against_plain_seeds,prope-copy,prope-seeds)
 
 # another p-RoPE base (seed %, make prope-base's recipe), trained once if it is missing
 out/char-prope-copy-%/ckpt.pt:
