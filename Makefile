@@ -132,12 +132,12 @@ real-model-data:
 # (config/real_model_cpu.py; resumes where it stopped) into out/real-model: assets/studies/real_model_plays;
 # 57 min 31 s from a clean clone on 2 cores
 real-model: real-model-data
-	$(PY) -m lab.measure.doc_study config/real_model_cpu.py
+	$(PY) -m lab.doc_study config/real_model_cpu.py
 
 ## the same windows and passkeys, ReRoPE and Self-Extend added, into out/real-model-maps
 # reads make real-model's parts, measures the 2 new arms; its own declared family
 real-model-maps: real-model-data
-	$(PY) -m lab.measure.doc_study config/real_model_cpu.py config/real_model_maps_cpu.py
+	$(PY) -m lab.doc_study config/real_model_cpu.py config/real_model_maps_cpu.py
 
 ## SmolLM2 with YaRN at 4 x L exported, inspected, checked against transformers: assets/hf_bridge
 bridge: real-model-data
@@ -178,7 +178,7 @@ real-model-gpu:
 	$(PY) finetune_long.py --init_from=gguf:smollm2 --rope_type=yarn --factor=2 --block_size=16384 \
 		--batch_size=1 --gradient_accumulation_steps=8 --max_iters=50 --learning_rate=2e-5 \
 		--out_dir=out/real-model-ft --overwrite=True
-	$(PY) -m lab.measure.doc_study config/real_model_cpu.py config/real_model_gpu.py
+	$(PY) -m lab.doc_study config/real_model_cpu.py config/real_model_gpu.py
 
 ##@ checks: the suite and these lists
 

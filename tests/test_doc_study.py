@@ -1,4 +1,4 @@
-"""lab/measure/doc_study.py, the real model's study (issue 58): one window per document, the passkey planted in the
+"""lab/doc_study.py, the real model's study (issue 58): one window per document, the passkey planted in the
 window and scored in the same forward (its tokens out of the loss columns, its digits teacher-forced), the declared
 family judged with Holm, a stopped run resumed, and bad settings refused in one line. End to end on a tiny char model
 whose corpus has the digits (a few seconds)."""
@@ -11,7 +11,7 @@ import pytest
 from configurator import ConfigError
 from data.common import DataError
 from data.sources import get_tokenizer
-from lab.measure import doc_study as ds
+from lab import doc_study as ds
 from lab.measure import passkey_text as pt
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -145,7 +145,7 @@ def test_the_study_and_the_bench_read_real_weights_on_their_own():
     """Run as python -m, each reaches the gguf: and hf: loaders itself (not through eval.py): load_checkpoint imports
     the loader's room on first use (data.common.LOADER_MODULES)."""
     from conftest import run
-    for module in ('lab.measure.doc_study', 'lab.engine.masked_bench'):
+    for module in ('lab.doc_study', 'lab.engine.masked_bench'):
         code = (f"import {module}; from data.common import load_checkpoint\ntry:\n    load_checkpoint('hf:/no/such')\n"
                 f"except ValueError as e:\n    print(e)")
         r = run(['-c', code], timeout=120)

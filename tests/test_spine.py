@@ -13,7 +13,7 @@ SCRIPTS = ('train', 'finetune_long', 'eval', 'sample', 'search_longrope', 'plot'
 # and the errors every room may use, below them all)
 # The layers, lowest first: a module imports nothing from a layer above its own. Outside them stand the data package,
 # the engine's runners (batches, sweeps, DDP, masked_bench), lab/hf, the tools that read everything (knobs, pairs,
-# model_facts, longrope_search, rope_table) and the real model's study (lab.measure.doc_study: measure, verdicts and
+# model_facts, longrope_search, rope_table) and the real model's study (lab.doc_study: measure, verdicts and
 # pictures run in turn), each of which may import any layer (no script, and never in a circle: the checks below).
 LAYERS = (
     ('spine', ('configurator', 'rope', 'rope_config', 'model')),
@@ -21,11 +21,11 @@ LAYERS = (
                      'lab.engine.checks', 'lab.engine.device')),
     ('methods', ('lab.position_maps', 'lab.crop', 'lab.temperature', 'lab.sinks', 'lab.gated', 'lab.alibi', 'lab.fire',
                  'lab.cope', 'lab.pose', 'lab.copy_mix', 'lab.kv_cache')),
-    ('measure', 'lab.measure.'),   # every module of the package but the study below
+    ('measure', 'lab.measure.'),   # every module of the package
     ('verdicts', 'lab.verdicts.'),
     ('pictures', 'lab.pictures.'),
 )
-STANDING_APART = ('lab.measure.doc_study',)
+STANDING_APART = ('lab.doc_study',)
 
 
 def imports(path):
@@ -172,7 +172,7 @@ def test_imports_only_go_down_the_layers():
 def test_an_upward_import_is_found(tmp_path):
     """The layer walk sees a method importing a measuring room inside a function."""
     graph = {'lab.crop': {'lab.measure.diagnostics', 'model'}, 'lab.measure.diagnostics': {'lab.attention'},
-             'lab.attention': set(), 'model': set(), 'lab.measure.doc_study': {'lab.pictures.redraw'},
+             'lab.attention': set(), 'model': set(), 'lab.doc_study': {'lab.pictures.redraw'},
              'lab.pictures.redraw': set()}
     assert upward_imports(graph) == ['lab.crop (methods) imports lab.measure.diagnostics (measure)']
 

@@ -10,6 +10,12 @@ from configurator import ConfigError
 from data.common import check_vocab, window_slots
 
 
+# the settings that build a GPT in train.py (a resumed run takes them from its checkpoint and refuses a change to them;
+# a fine-tune's sweep stores its base's)
+MODEL_KEYS = ('n_layer', 'n_head', 'n_embd', 'dropout', 'bias', 'pos_emb', 'rope_base', 'rope_scaling', 'attention',
+              'layers', 'partial_rotary_factor', 'n_kv_head')
+
+
 def check_ranges(cfg, positive=(), nonneg=(), fraction=()):
     """Each named setting in its range: a whole number >= 1, a number >= 0, or a fraction in [0, 1); ConfigError
     naming the first that is not (NaN is out of every range)."""

@@ -17,7 +17,8 @@ from lab.engine.device import autocast_context, ddp_ranks, pick_device
 from data.common import DataError, atomic_write_text, check_vocab, load_checkpoint, read_json, train_len
 from lab.engine import batches
 from lab.measure.arm_specs import parse_arms, scaling_name, slug
-from lab.model_facts import MODEL_KEYS, of_checkpoint
+from lab.engine.checks import MODEL_KEYS
+from model import GPTConfig
 from data.common import checkpoint_args
 from rope_config import all_type_keys, rope_inv_freq
 
@@ -121,10 +122,10 @@ def check_run(cfg, base, plan, data_dir, meta):
         raise ConfigError(f"block_size={T} does not fit in a held-out document of {data_dir} (the longest has "
                           f"{longest} tokens; evaluation needs T + 1 inside one); lower --factor or --block_size")
     batches.check(run_cfg, meta, train_len(base))
-    facts = of_checkpoint(base, cfg['init_from'])
+    c = GPTConfig(**args)
     for arm in plan:
         try:  # (a partial rotation: the method runs on the rotary dims, a per-pair list has one value per turning pair)
-            rope_inv_freq(facts.head_dim, facts.base, arm.scaling, None, facts.config.rotary_dim)
+            rope_inv_freq(c.n_embd // c.n_head, c.rope_base, arm.scaling, None, c.rotary_dim)
         except ValueError as e:
             raise ConfigError(f"arm {arm.name!r} does not fit the model of {cfg['init_from']}: {e}") from None
 

@@ -14,5 +14,4 @@ How an arm is measured (eval.py's machinery; nothing here is a method):
   outcomes     the rooms scored with an arm, and their outcomes over seeds
   diagnostics  attention entropy and the weight on the first token (the sink strength), also under the truncated crop
   workers      arms measured side by side in worker processes (one thread each)
-  doc_study    a real model's study: one window per document, a passkey planted in each, a declared family
 """

@@ -335,7 +335,7 @@ def run_dir(path):
 
 
 # The settings plan_arms reads, at eval.py's defaults: what a room that plans arms without eval.py starts from
-# (lab.measure.doc_study, lab.engine.masked_bench)
+# (lab.doc_study, lab.engine.masked_bench)
 ARM_DEFAULTS = dict(ckpt='', base='', rope_types='', position_map='', retune='', self_crop='', factor=0.0, eval_len=0,
                     temperature='')
 

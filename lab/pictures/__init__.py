@@ -9,6 +9,6 @@ Every picture, drawn from eval.py's files only (plot.py is the entry point):
   verdict_plots    verdicts.png (forest plot), verdict_grid.png (every room's verdicts), claims.png
   method_plots     rope_ramp.png, finetune_curves.png and clip_sweep.png
   pair_plots       pair_usage.png, from lab.pairs' pair_usage.json
-  doc_study_plots  headline.png and verdicts.png of lab.measure.doc_study (the real model's study)
+  doc_study_plots  headline.png and verdicts.png of lab.doc_study (the real model's study)
   redraw           every committed PNG in assets/ redrawn from committed files (python -m lab.pictures.redraw)
 """

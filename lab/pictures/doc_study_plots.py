@@ -1,5 +1,5 @@
 """
-The pictures of lab/measure/doc_study.py, drawn from its files alone: headline.png (each arm's loss against token
+The pictures of lab/doc_study.py, drawn from its files alone: headline.png (each arm's loss against token
 position, the mean over the windows of the text's tokens in bins, L marked, the windows' passkey score in the legend)
 and verdicts.png (the declared family: each contrast's difference and 95% interval, coloured by its verdict).
 """
@@ -66,7 +66,7 @@ def verdicts(out_dir, s):
 
 def draw_all(out_dir):
     """Draw both pictures from out_dir's files; returns the paths written."""
-    s = read(os.path.join(out_dir, 'summary.json'), json.load, 'write it (python -m lab.measure.doc_study)')
+    s = read(os.path.join(out_dir, 'summary.json'), json.load, 'write it (python -m lab.doc_study)')
     out = []
     for path, png in (headline(out_dir, s), verdicts(out_dir, s)):
         atomic_write(path, lambda f, png=png: f.write(png))

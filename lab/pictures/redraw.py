@@ -9,7 +9,7 @@ summary.json and, where kept, position_loss.csv and the other CSVs. lab.pictures
 draws the pictures PLAN names for it into the folder itself, as `eval.py --plot_only=True` would: the demo's run
 (assets/demo), the test split's (assets/test) and the studies' (assets/studies/<study>). A study kept without its
 position CSV gets families.png from its per-bucket means and intervals. assets/studies/pairs*/pair_usage.png is
-lab.pairs' own picture, from its pair_usage.json. assets/studies/real_model_plays is lab.measure.doc_study's out_dir
+lab.pairs' own picture, from its pair_usage.json. assets/studies/real_model_plays is lab.doc_study's out_dir
 (lab.pictures.doc_study_plots). assets/test/claims.png is the forest plot of every record in assets/test/claims
 (lab.verdicts.claims writes the records, `python -m lab.pictures.redraw claims` their picture).
 """
@@ -42,7 +42,7 @@ PLAN = {
 }
 # folder under assets/: pictures lab.pairs draws from its own pair_usage.json (no summary.json there)
 PAIRS = ('studies/pairs', 'studies/pairs_matched')  # each: pair_usage.png
-# folder under assets/: a real model's study (lab.measure.doc_study), its pictures from its own files
+# folder under assets/: a real model's study (lab.doc_study), its pictures from its own files
 DOC_STUDIES = ('studies/real_model_plays', 'studies/real_model_maps')  # each: headline.png, verdicts.png (lab.pictures.doc_study_plots)
 DOC_PICTURES = ('headline.png', 'verdicts.png')
 NAMES = {os.path.basename(folder): folder for folder in (*PLAN, *PAIRS, *DOC_STUDIES)}  # the command line's: demo, test, ape, ...

@@ -34,7 +34,7 @@ SHORT = {'loss': 'loss', 'exact_match': 'passkey', 'passkey_depth': 'depth\npass
          'needles_mq': 'multi-query\nneedles', 'recall_gain': 'recall\ngain', 'needles_words': 'word\nneedles',
          'needles_mv': 'multi-value\nneedles', 'tracking': 'variable\ntracking', 'passkey_text': 'passkey\n(text)',
          'digits': "passkey\ndigits' loss", 'exact': 'passkey'}
-DIGITS = "nats, a passkey's digits summed"  # the real model's passkey outcome (lab.measure.doc_study)
+DIGITS = "nats, a passkey's digits summed"  # the real model's passkey outcome (lab.doc_study)
 BAND = '#cfe8cf'  # the equivalence margin
 SIGN = {'equivalent': ' ≈', 'unresolved': ' ?'}  # a grid cell's verdict in its text too (readable without colour)
 

@@ -14,9 +14,9 @@ exact_match, needles, ...), column (a bucket), a and b (arm names: A - B, the ve
 the words in README.md or docs/results.md that state it (each must hold the difference as printed and the verdict).
 table 'between': file a bases.json of `eval.py --combine --combine_minus` over committed evals, a the row's name (an
 arm or a contrast; lab.verdicts.compare.between_kinds), b what it is set against (the same on the other kind).
-table 'family': file a summary.json of lab.measure.doc_study (the real model's study), a row of its declared family
+table 'family': file a summary.json of lab.doc_study (the real model's study), a row of its declared family
 (kind loss, digits or exact; column a loss column or 'passkey'), recomputed with the whole family (Holm) by
-lab.measure.doc_study.judge from the per-window values the summary stores.
+lab.doc_study.judge from the per-window values the summary stores.
 """
 import argparse
 import functools

@@ -1,5 +1,5 @@
 """
-A declared family of paired contrasts over independent units (lab/measure/doc_study.py's windows, one per document):
+A declared family of paired contrasts over independent units (lab/doc_study.py's windows, one per document):
 each row A - B a paired test on one outcome (paired t; 0/1 outcomes McNemar with Newcombe's interval), the p-values
 Holm-adjusted across the whole family, each row one of better / worse / equivalent (inside its kind's margin) /
 unresolved. lab.verdicts.claims recomputes a claim's row with it from the per-window values a summary stores.

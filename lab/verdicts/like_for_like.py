@@ -1,6 +1,6 @@
 """
 Like with like (issue 58 item 4): each contrast the real model's study declared (SmolLM2-135M, L = 8,192, at
-s = T/L = 1.5: assets/studies/real_model_plays and real_model_maps, lab.measure.doc_study) beside the same contrast on
+s = T/L = 1.5: assets/studies/real_model_plays and real_model_maps, lab.doc_study) beside the same contrast on
 the miniature at the same factor (the demo's base, L = 128, at T = 192 = 1.5 x L on its dev windows:
 assets/studies/mini_s15, `make mini-s15`), both against the same control (the sink-kept crop at cache positions,
 which shows no distance past L), in the matching column (past L: 128-192 against the real model's declared past-L

@@ -2,8 +2,8 @@
 A study sized to decide, for a real model (issue 58): one window per document, a passkey planted in every window and
 scored in the same forward, and a family of contrasts declared in the config before anything runs.
 
-    python -m lab.measure.doc_study config/real_model_cpu.py              # make real-model
-    python -m lab.measure.doc_study config/real_model_cpu.py --plot_only=True
+    python -m lab.doc_study config/real_model_cpu.py              # make real-model
+    python -m lab.doc_study config/real_model_cpu.py --plot_only=True
 
 The unit is the window: each comes from its own document (a play), drawn once with the seed, so windows vary
 independently; positions inside one window only sharpen its mean and are never the unit of a test. Every window of
@@ -306,7 +306,7 @@ def write(cfg, arms, rows, cols, family, timing, argv, T, L):
                     key_distance=[cfg['key_lo'], cfg['key_hi']], columns=[c for c, _, _ in cols],
                     margins=margins_of(cfg), family_declared=cfg['family'], arm_seconds=timing, bin=cfg['bin'],
                     parts_made_by=made, forward_seconds=forward_s,
-                    provenance=dict(provenance(None), command=' '.join(['python -m lab.measure.doc_study', *argv])))
+                    provenance=dict(provenance(None), command=' '.join(['python -m lab.doc_study', *argv])))
     s = dict(settings=settings, fields=fields,
              windows=[dict(play=r['title'], start=r['start'], key=r['key'], distance=r['distance']) for r in windows],
              arms={n: {f: v[f] for f in fields} for n, v in values.items()},
