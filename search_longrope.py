@@ -25,7 +25,7 @@ factor redrawn with probability search_mutation from the search_grid steps betwe
 set). Candidates that are not non-decreasing or were scored before are rejected and redrawn, so every one scored is
 new, and the best score cannot get worse from one generation to the next.
 Budgets: the defaults are the demo's (16 + 5 x 8 = 56 candidates on 16 windows, under a minute on 2 cores);
-config/search_longrope_ref.py is the reference's (population 64, 32 parents, 40 generations: 64 + 40 x 32 = 1344).
+config/studies/search_longrope_ref.py is the reference's (population 64, 32 parents, 40 generations: 64 + 40 x 32 = 1344).
 Hugging Face's longrope has no n-hat: lab/hf/export.py refuses a run with start_token_idx > 0.
 
 Outputs in out_dir: search.jsonl (one row per generation: best loss, where it came from, cost so far),

@@ -10,7 +10,7 @@
 .PHONY: longrope2-in-step prope-base clip-base sinks-base sinks-seeds prope-seeds gated-base gated-eval fire-base
 .PHONY: cope-base fire-cope-eval neox-base placement-eval dca-window clip-sweep pairs frequencies engine-variants
 .PHONY: frequency-bases temperature-knobs designs designs-2048 drope-eval scale-layers hybrid-eval chunked-eval
-.PHONY: own-crops
+.PHONY: own-crops own-crops-test
 
 ##@ real model, its parts: SmolLM2-135M's earlier eval in parts, its engine bench and the miniature
 
@@ -22,7 +22,7 @@ real-model-bench:
 ## the miniature at the real model's factor, T = 192 = 1.5 x L (~1 min): assets/studies/mini_s15
 # the demo's base, the real study's arms and contrasts, dev windows (needs train-copy)
 mini-s15:
-	$(PY) eval.py config/eval_char_s15_cpu.py
+	$(PY) eval.py config/studies/eval_char_s15_cpu.py
 
 ## the earlier 2-window eval: as shipped, the crop, PI and YaRN (1 h 2 min 52 s, peak 8.95 GB)
 # assets/studies/real_model; its crop drops the sink, superseded by make real-model; 1 h 2 min 52 s on 2 cores
@@ -67,7 +67,7 @@ real-model-all: real-model-core real-model-rest
 ## the attention maps' knob grids on 16 TRAINING windows: loss and passkey (1 min 47 s)
 # Self-Extend (w, G), ReRoPE w, Leaky ReRoPE (w, k)
 knobs:
-	$(PY) eval.py config/eval_knobs_cpu.py
+	$(PY) eval.py config/studies/eval_knobs_cpu.py
 
 ## optional: the zero-shot maps, Dynamic YaRN and static YaRN at T = 2048 = 16 x L
 # where Leaky ReRoPE k=16 passes L (64 + 1983/16 = 188) and Self-Extend w=64 G=32 does not (63 + 62 = 125)
@@ -96,7 +96,7 @@ pi-steps:
 long-s8:
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --factor=8 --block_size=512 --plain=False \
 		--out_dir=out/char-ft-s8 --overwrite=True
-	$(PY) eval.py config/eval_long_s8.py
+	$(PY) eval.py config/studies/eval_long_s8.py
 
 ## optional: the s=4 and s=8 fine-tunes to 2048, and Dynamic YaRN on the s=4 YaRN one (59 min 8 s)
 # the s=4 and s=8 fine-tunes to 2048: 13 min 33 s; the s=4 YaRN fine-tune under Dynamic YaRN to 2048: 45 min 35 s;
@@ -147,13 +147,13 @@ slow-pairs:
 copy-capped:
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --copy_share=0.5 --copy_max_distance=120 \
 		--out_dir=out/char-ft-capped --overwrite=True
-	$(PY) eval.py config/eval_copy_capped.py
+	$(PY) eval.py config/studies/eval_copy_capped.py
 
 ## three bases: two more copying bases, the zero-shot arms on each, with the demo's (53 min 12 s)
 # seeds 1338 and 1339; the contrasts combined with the demo's eval; the bases train 14-15 min each
 bases: out/char-eval/summary.json out/char-base-copy-1338/ckpt.pt out/char-base-copy-1339/ckpt.pt
-	$(PY) eval.py config/eval_bases.py --base=out/char-base-copy-1338 --out_dir=out/char-eval-base1338
-	$(PY) eval.py config/eval_bases.py --base=out/char-base-copy-1339 --out_dir=out/char-eval-base1339
+	$(PY) eval.py config/studies/eval_bases.py --base=out/char-base-copy-1338 --out_dir=out/char-eval-base1338
+	$(PY) eval.py config/studies/eval_bases.py --base=out/char-base-copy-1339 --out_dir=out/char-eval-base1339
 	$(PY) eval.py --combine=out/char-eval,out/char-eval-base1338,out/char-eval-base1339 \
 		--out_dir=out/char-eval-bases
 
@@ -169,7 +169,7 @@ ape: out/char-base/ckpt.pt
 ## optional: make longrope's search at the reference's budget, 1344 candidates (~27 CPU-min)
 # population 64, 40 generations; --init_from=resume extends a cut run
 longrope-ref:
-	$(PY) search_longrope.py config/search_longrope_ref.py --overwrite=True
+	$(PY) search_longrope.py config/studies/search_longrope_ref.py --overwrite=True
 
 ## optional: search at s=4, fine-tune the searched arm like the others, evaluate beside them (~5 min)
 # the fine-tune: 3 seeds
@@ -194,13 +194,16 @@ out/char-base/ckpt.pt:
 ## DroPE on the demo's base: RoPE removed (layers 4*nope), recalibrated at L = 128, 3 seeds each
 # on the base's data mix for 30 / 100 / 300 / 1000 steps at lr 3e-4, and 1000 at lr 1e-3 decaying
 drope:
-	$(PY) finetune_long.py config/finetune_drope_cpu.py --max_iters=30 --out_dir=out/char-drope30 --overwrite=True
-	$(PY) finetune_long.py config/finetune_drope_cpu.py --max_iters=100 --out_dir=out/char-drope100 --overwrite=True
-	$(PY) finetune_long.py config/finetune_drope_cpu.py --max_iters=300 --out_dir=out/char-drope300 --overwrite=True
-	$(PY) finetune_long.py config/finetune_drope_cpu.py --max_iters=1000 --out_dir=out/char-drope1000 \
+	$(PY) finetune_long.py config/studies/finetune_drope_cpu.py --max_iters=30 --out_dir=out/char-drope30 \
 		--overwrite=True
-	$(PY) finetune_long.py config/finetune_drope_cpu.py --max_iters=1000 --learning_rate=1e-3 --decay_lr=True \
-		--lr_decay_iters=1000 --min_lr=1e-4 --out_dir=out/char-drope1000-lr1e-3 --overwrite=True
+	$(PY) finetune_long.py config/studies/finetune_drope_cpu.py --max_iters=100 --out_dir=out/char-drope100 \
+		--overwrite=True
+	$(PY) finetune_long.py config/studies/finetune_drope_cpu.py --max_iters=300 --out_dir=out/char-drope300 \
+		--overwrite=True
+	$(PY) finetune_long.py config/studies/finetune_drope_cpu.py --max_iters=1000 --out_dir=out/char-drope1000 \
+		--overwrite=True
+	$(PY) finetune_long.py config/studies/finetune_drope_cpu.py --max_iters=1000 --learning_rate=1e-3 \
+		--decay_lr=True --lr_decay_iters=1000 --min_lr=1e-4 --out_dir=out/char-drope1000-lr1e-3 --overwrite=True
 
 ## the NoPE control: the demo's base with no position encoding at all, trained the same way
 nope-base:
@@ -285,7 +288,7 @@ abf-matched:
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --factor=8 --block_size=512 \
 		--rope_type=linear,yarn:beta_fast=8,abf:new_base=1e5,abf:new_base=1e6 --plain=False \
 		--out_dir=out/char-ft-abf8 --overwrite=True
-	$(PY) eval.py config/eval_abf_matched_cpu.py
+	$(PY) eval.py config/studies/eval_abf_matched_cpu.py
 	$(PY) -m lab.pairs --ckpt=out/char-base-copy,out/char-ft-abf8 --eval_len=1024 --out_dir=out/pairs-matched
 
 ## LongRoPE2 against LongRoPE at s=4, 2 x 2: search objective x fine-tune windows
@@ -319,7 +322,7 @@ longrope2-in-step:
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --init_from=out/char-longrope2-s4 --rope_type=keep \
 		--plain=False --mixed_short=0.5 --mixed_in_step=True --out_dir=out/char-ft-longrope2-instep \
 		--overwrite=True
-	$(PY) eval.py config/eval_longrope2_in_step_cpu.py
+	$(PY) eval.py config/studies/eval_longrope2_in_step_cpu.py
 
 ## p-RoPE trained in: only the fastest quarter of the pairs rotate, the demo's recipe otherwise
 # HF 'proportional', partial_rotary_factor 0.25, Gemma 4's global layers
@@ -409,6 +412,25 @@ fire-base:
 cope-base:
 	$(PY) train.py config/train_shakespeare_char_cpu.py --pos_emb=cope --out_dir=out/char-cope --overwrite=True
 
+## ALiBi, FIRE and CoPE each against its own crop on the test split (issue 62 item 2)
+# each base as it is and held to its last 128 tokens, 140 windows, loss only; FIRE's crop truncated (its normaliser
+# psi(max(L_thr, i)) reads the query's absolute position, which a sliding window would move). Needs fire-base,
+# cope-base and ape's ALiBi base (each ~7 min, trained here when missing)
+own-crops-test: out/char-alibi/ckpt.pt out/char-fire/ckpt.pt out/char-cope/ckpt.pt
+	$(PY) eval.py config/eval_test_cpu.py config/eval_designs_test_cpu.py --base=out/char-alibi \
+		--retrieval_examples=0 --out_dir=out/char-eval-test-alibi-own
+	$(PY) eval.py config/eval_test_cpu.py config/eval_designs_test_cpu.py --base=out/char-fire \
+		--rope_types=default,crop:form=truncated --retrieval_examples=0 --out_dir=out/char-eval-test-fire-own
+	$(PY) eval.py config/eval_test_cpu.py config/eval_designs_test_cpu.py --base=out/char-cope \
+		--retrieval_examples=0 --out_dir=out/char-eval-test-cope-own
+
+out/char-alibi/ckpt.pt:
+	$(PY) train.py config/train_shakespeare_char_cpu.py --pos_emb=alibi --out_dir=out/char-alibi --overwrite=True
+out/char-fire/ckpt.pt:
+	$(MAKE) fire-base
+out/char-cope/ckpt.pt:
+	$(MAKE) cope-base
+
 ## FIRE and CoPE each as it is and held to L (its own crop), as make ape measured RoPE and ALiBi
 # as make ape measured RoPE, sinusoidal and ALiBi; then paired with make ape's committed arms on the same windows
 fire-cope-eval:
@@ -433,8 +455,8 @@ neox-base:
 # YaRN s = 8 and the log-n temperature on the NeoX partial base, the log-n temperature on the p-RoPE base
 # (needs neox-base, prope-base)
 placement-eval:
-	$(PY) eval.py config/eval_placement_cpu.py
-	$(PY) eval.py config/eval_placement_cpu.py --base=out/char-prope-copy \
+	$(PY) eval.py config/studies/eval_placement_cpu.py
+	$(PY) eval.py config/studies/eval_placement_cpu.py --base=out/char-prope-copy \
 		--rope_types=default,crop:form=sliding,qtemp:shape=logn,qtemp:shape=logn:on=rotary \
 		--contrasts='qtemp_logn_rotary-only_zero-shot | qtemp_logn_zero-shot' \
 		--out_dir=out/char-eval-placement-prope
@@ -442,12 +464,12 @@ placement-eval:
 ## DCA's local window at L/8 (ChunkLlama's default) beside L/16, on the demo's base with its crop
 # needs make train-copy
 dca-window:
-	$(PY) eval.py config/eval_dca_window_cpu.py
+	$(PY) eval.py config/studies/eval_dca_window_cpu.py
 
 ## which pairs matter: the demo's base with only its k fastest pairs rotating, k = 0..16, T = 1024
 # p-RoPE at inference; loss and retrieval on the 32 dev windows, against the critical dimension (6 pairs)
 clip-sweep:
-	$(PY) eval.py config/eval_clip_sweep_cpu.py
+	$(PY) eval.py config/studies/eval_clip_sweep_cpu.py
 
 ## which pairs each arm uses: each rotary pair's share of the attention logit (not yet timed)
 # per layer (and head), inside L and past it, the critical dimension marked: the demo's base, PI, NTK-aware, YaRN
@@ -460,18 +482,18 @@ pairs:
 # clipped and p-RoPE zero-shot, DCA beside ReRoPE / Self-Extend, ABF beside PI / YaRN, LongRoPE2's 2 x 2, the
 # p-RoPE, clipped and sink bases; every arm also against its own crop (needs make demo, abf, longrope2)
 frequencies:
-	$(PY) eval.py config/eval_frequencies_cpu.py
+	$(PY) eval.py config/studies/eval_frequencies_cpu.py
 
 ## the engines' own rope types beside YaRN and NTK-aware, dev windows at T = 1024
 # needs the demo's base
 engine-variants:
-	$(PY) eval.py config/eval_engine_variants_cpu.py
+	$(PY) eval.py config/studies/eval_engine_variants_cpu.py
 
 ## the p-RoPE, clipped and sink bases beside the demo's; then each against its own crop
 # the p-RoPE base with its rotating pairs PI'd (Gemma 4's factor 8), the sink base with YaRN
 # (needs make demo, prope-base, clip-base, sinks-base)
 frequency-bases:
-	$(PY) eval.py config/eval_frequency_bases_cpu.py
+	$(PY) eval.py config/studies/eval_frequency_bases_cpu.py
 	$(PY) eval.py --base=out/char-prope-copy \
 		--rope_types=default,crop:form=sliding,proportional:partial_rotary_factor=0.25:factor=8 \
 		--eval_len=1024 --num_windows=32 --retrieval_examples=16 --out_dir=out/char-eval-prope
@@ -483,35 +505,35 @@ frequency-bases:
 ## SSMax's s (swapped into the demo's base) and DroPE's c, chosen on 16 TRAINING windows
 # needs make drope
 temperature-knobs:
-	$(PY) eval.py config/eval_temperature_knobs_cpu.py
+	$(PY) eval.py config/studies/eval_temperature_knobs_cpu.py
 
 ## the temperature family on the demo's base and the four new bases, 32 dev windows at T = 1024
 designs:
-	$(PY) eval.py config/eval_designs_cpu.py
+	$(PY) eval.py config/studies/eval_designs_cpu.py
 
 ## the key designs at T = 2048 = 16 x L on 16 dev windows
 # YaRN s=16 and the temperatures, DroPE with its temperature, NoPE and the hybrid
 designs-2048:
-	$(PY) eval.py config/eval_designs_2048_cpu.py
+	$(PY) eval.py config/studies/eval_designs_2048_cpu.py
 
 ## DroPE's recalibrations with and without its temperature, against zero-shot YaRN and the crops
 # the crop and their own crops
 drope-eval:
-	$(PY) eval.py config/eval_drope_cpu.py
+	$(PY) eval.py config/studies/eval_drope_cpu.py
 
 ## Gemma 3's local/global base extended with PI and YaRN on all / the global / the local layers
 scale-layers:
-	$(PY) eval.py config/eval_local_global_cpu.py
+	$(PY) eval.py config/studies/eval_local_global_cpu.py
 
 ## the 3 windowed RoPE : 1 NoPE hybrid as it is and with a temperature on its NoPE layer
 # against its own crop
 hybrid-eval:
-	$(PY) eval.py config/eval_hybrid_cpu.py
+	$(PY) eval.py config/studies/eval_hybrid_cpu.py
 
 ## the chunked hybrid as hybrid-eval runs the sliding one, then both bases side by side
 # needs hybrid-eval's folder: assets/studies/hybrid holds its summary
 chunked-eval:
-	$(PY) eval.py config/eval_chunked_cpu.py
+	$(PY) eval.py config/studies/eval_chunked_cpu.py
 	$(PY) eval.py --combine=assets/studies/hybrid,out/char-eval-chunked --out_dir=out/char-eval-local-kinds
 
 ## the NoPE and SSMax bases against their own crops (and NoPE with the log-n temperature)

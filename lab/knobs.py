@@ -136,7 +136,7 @@ def map_knobs(L, T, w, s):
         ('dca', 'chunk S', S, '3L/4 (< L); no distance exceeds S at any length',
          'An et al. 2024; ChunkLlama chunkllama_attn_replace.py'),
         ('dca', 'local window w', wd, 'L/16 (< S); chunks of S - w tokens',
-         'ChunkLlama default; config/eval_frequencies_cpu.py dca:chunk=96:window=8'),
+         'ChunkLlama default; config/studies/eval_frequencies_cpu.py dca:chunk=96:window=8'),
         ('longrope', 'factor', s, 's = T/L: candidates scored at s*L tokens', 'Ding et al. 2024; search_longrope.py'),
         ('longrope', 'f_i lower', 1.0, 'theta_i/theta\'_i >= 1, non-decreasing over pairs', 'lab.longrope_search'),
         ('longrope', 'f_i upper', UPPER * s, f'{UPPER:g}*s (the paper; the released code: 1 + s)',

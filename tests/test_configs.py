@@ -17,7 +17,8 @@ from lab.engine.checks import check_eval_settings
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = {'eval': ev.DEFAULTS, 'train': train.DEFAULTS, 'finetune': finetune_long.DEFAULTS,
            'search': search_longrope.DEFAULTS, 'real': doc_study.DEFAULTS}  # real_model_*: lab.doc_study's
-CONFIGS = sorted(glob.glob(os.path.join(ROOT, 'config', '*.py')))
+CONFIGS = sorted(glob.glob(os.path.join(ROOT, 'config', '*.py')) +  # the main targets' configs and the studies'
+                 glob.glob(os.path.join(ROOT, 'config', 'studies', '*.py')))
 
 
 def test_every_config_belongs_to_a_script():

@@ -87,7 +87,7 @@ def test_the_lab_arms_follow_the_rules():
     """The demo (config/eval_char_cpu.py at L = 128, T = eval_len = 1024): yarn s = 8 = T/L; with beta_fast = 8 (its
     arms) low = floor(16 ln(20.3718/8)/9.21034) = floor(16 (0.934712)/9.21034) = floor(1.6238) = 1; Self-Extend w = 64,
     G = 32: 64 + 960/32 = 94 <= 128 (G >= 15); ReRoPE w = 64 < 128; Leaky k = 16 = the computed one.
-    config/eval_frequencies_cpu.py's DCA chunk 96, window 8 are 3L/4 and L/16."""
+    config/studies/eval_frequencies_cpu.py's DCA chunk 96, window 8 are 3L/4 and L/16."""
     L = runpy.run_path(os.path.join(ROOT, 'config', 'train_shakespeare_char_cpu.py'))['block_size']
     demo = runpy.run_path(os.path.join(ROOT, 'config', 'eval_char_cpu.py'))
     T = demo['eval_len']
@@ -99,7 +99,7 @@ def test_the_lab_arms_follow_the_rules():
     assert se['window'] + (T - se['window']) / se['group'] <= L and se['window'] % se['group'] == 0
     assert maps['rerope']['window'] == t['rerope', 'window w'] < L
     assert maps['leaky_rerope']['k'] == t['leaky_rerope', 'k']
-    dca = arm_maps(runpy.run_path(os.path.join(ROOT, 'config', 'eval_frequencies_cpu.py'))['rope_types'])['dca']
+    dca = arm_maps(runpy.run_path(os.path.join(ROOT, 'config', 'studies', 'eval_frequencies_cpu.py'))['rope_types'])['dca']
     assert (dca['chunk'], dca['window']) == (t['dca', 'chunk S'], t['dca', 'local window w'])
 
 

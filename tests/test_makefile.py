@@ -95,4 +95,4 @@ def test_the_studies_are_found_from_another_folder(tmp_path):
     """make -f path/to/Makefile includes studies.mk from the Makefile's folder, not from the current one."""
     out = make('-n', '-f', os.path.join(ROOT, 'Makefile'), 'knobs', 'PY=python', cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == 'python eval.py config/eval_knobs_cpu.py'
+    assert out.stdout.strip() == 'python eval.py config/studies/eval_knobs_cpu.py'

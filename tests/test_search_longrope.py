@@ -112,9 +112,9 @@ def test_start_token_candidates():
 
 
 def test_reference_budget_settings():
-    """config/search_longrope_ref.py is the reference's dim_mono.json budget, on the demo's windows."""
+    """config/studies/search_longrope_ref.py is the reference's dim_mono.json budget, on the demo's windows."""
     from configurator import get_config
-    ref = get_config([os.path.join(os.path.dirname(os.path.dirname(__file__)), 'config', 'search_longrope_ref.py')],
+    ref = get_config([os.path.join(os.path.dirname(os.path.dirname(__file__)), 'config', 'studies', 'search_longrope_ref.py')],
                      sl.DEFAULTS)
     P, k, G = ref['search_population'], ref['search_parents'], ref['search_generations']
     assert (P, k, G, ref['search_crossover_tries'], ref['search_grid'], ref['search_mutation']) == \

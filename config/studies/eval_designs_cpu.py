@@ -5,7 +5,7 @@
 #   Ministral 3 (YaRN with attention factor 1 and the position temperature) beside YaRN with and without mscale;
 #   the new bases, each the demo's recipe with one change: NoPE, 3 windowed RoPE : 1 global NoPE, Gemma 3's
 #   local/global bases, SSMax trained in; and the demo's YaRN fine-tune with the log-n and Llama 4 temperatures on top.
-# python eval.py config/eval_designs_cpu.py   (make designs; needs make demo's base and the four new bases)
+# python eval.py config/studies/eval_designs_cpu.py   (make designs; needs make demo's base and the four new bases)
 _S = 0.16  # SSMax's s: make temperature-knobs' lowest whole-window loss (the grid's edge; assets/studies/temperature_knobs/summary.md)
 ckpt = ','.join(['out/char-base-copy', 'out/char-nope-copy', 'out/char-hybrid-copy', 'out/char-local-global-copy',
                  'out/char-ssmax-copy'] +  # and the demo's YaRN fine-tune (3 seeds), with temperatures on top

@@ -6,7 +6,7 @@
 #   ReRoPE and Self-Extend as make eval runs them, and YaRN s=8;
 #   fine-tuned at 512 for 100 steps (3 seeds): ABF at b' = 1e5 and 1e6 beside PI and YaRN (make finetune, make abf);
 #   LongRoPE2's 2 x 2 (make longrope2): the search's objective (loss / needles) x the fine-tune (plain / mixed windows).
-# python eval.py config/eval_frequencies_cpu.py   (make frequencies; needs make demo, abf, longrope2)
+# python eval.py config/studies/eval_frequencies_cpu.py   (make frequencies; needs make demo, abf, longrope2)
 ckpt = ','.join(['out/char-base-copy', 'out/char-ft', 'out/char-ft-abf', 'out/char-ft-longrope',
                  'out/char-ft-longrope-mixed', 'out/char-ft-longrope2-nomix', 'out/char-ft-longrope2'])
 base = 'out/char-base-copy'

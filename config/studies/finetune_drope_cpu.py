@@ -4,7 +4,7 @@
 # (batch 8, lr 3e-4, 20 warm-up steps), three seeds. `make drope` runs 30 / 100 / 300 steps (0.25% / 0.8% / 2.5% of
 # the base's 12.3M training tokens; the paper recalibrates with 0.5-2%). Its inference temperature is an eval arm:
 # --temperature=qtemp:shape=drope:c=... (lab/temperature.py), c chosen on dev windows.
-#   python finetune_long.py config/finetune_drope_cpu.py --max_iters=100 --out_dir=out/char-drope100
+#   python finetune_long.py config/studies/finetune_drope_cpu.py --max_iters=100 --out_dir=out/char-drope100
 init_from = 'out/char-base-copy'
 out_dir = 'out/char-drope'
 rope_type = 'default'

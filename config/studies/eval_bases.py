@@ -1,6 +1,6 @@
 # Issue 21, three bases (make bases): the demo's zero-shot arms on another copying base (--base=...), with the named
 # contrasts of the demo that need no fine-tune; eval.py --combine then puts the bases side by side.
-# python eval.py config/eval_bases.py --base=out/char-base-copy-1338 --out_dir=out/char-eval-base1338
+# python eval.py config/studies/eval_bases.py --base=out/char-base-copy-1338 --out_dir=out/char-eval-base1338
 rope_types = ','.join([
     'default', 'crop:form=sliding', 'linear', 'ntk', 'ntk_by_parts', 'yarn', 'yarn:beta_fast=8',
     'yarn:beta_fast=8:attention_factor=1', 'dynamic_yarn', 'llama3', 'rerope:window=64', 'rerope:window=64:log_scale=0',

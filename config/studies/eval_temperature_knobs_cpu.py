@@ -2,7 +2,7 @@
 # TRAINING windows, never the held-out plays that are scored. Loss and passkey; the other rooms off.
 #   SSMax swapped into the demo's base after training: queries x s ln(n), s in a grid around 1/ln L = 0.206;
 #   DroPE's inference temperature 1 + c ln((p + 1)/L) on the 300-step recalibration (3 seeds), c in a grid.
-# python eval.py config/eval_temperature_knobs_cpu.py   (make temperature-knobs; needs make demo's base and make drope)
+# python eval.py config/studies/eval_temperature_knobs_cpu.py   (make temperature-knobs; needs make demo's base and make drope)
 base = 'out/char-base-copy'
 ckpt = 'out/char-drope300'
 split = 'train'

@@ -4,7 +4,7 @@
 # (NTK-aware's base for s = 8 at head_dim 32: 1e4 · 8^(32/30) ≈ 9.2e4, python -m lab.knobs) and b' = 1e6 (worth s ≈ 75,
 # aimed far past 1024). The frequencies study's ABF row compared 1e6 with the s = 4 fine-tunes, which aim at 512 and
 # break past it by construction; this one answers it at 1024. Against the base's crop (automatic) and each other.
-# python eval.py config/eval_abf_matched_cpu.py   (after finetune_long.py ... --out_dir=out/char-ft-abf8, make abf-matched)
+# python eval.py config/studies/eval_abf_matched_cpu.py   (after finetune_long.py ... --out_dir=out/char-ft-abf8, make abf-matched)
 ckpt = 'out/char-base-copy,out/char-ft-abf8'
 rope_types = 'crop:form=sliding'
 eval_len = 1024

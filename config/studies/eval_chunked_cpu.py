@@ -1,8 +1,8 @@
 # Chunked against sliding local layers (issue 47): the 3 chunked RoPE : 1 global NoPE base (make chunked-base; Llama 4's
 # shape, its chunk c = 32 < L) to T = 1024 = 8 x L as it is, with Llama 4's step-log temperature on its NoPE layer
 # (Llama 4's own placement) and the log-n scale there; against its own crop. The same windows, examples and arms as
-# config/eval_hybrid_cpu.py, so that `eval.py --combine` pairs the two bases arm by arm (make chunked-eval).
-# python eval.py config/eval_chunked_cpu.py
+# config/studies/eval_hybrid_cpu.py, so that `eval.py --combine` pairs the two bases arm by arm (make chunked-eval).
+# python eval.py config/studies/eval_chunked_cpu.py
 base = 'out/char-chunked-copy'
 rope_types = 'default,crop:form=sliding,qtemp:shape=llama4:layers=nope,qtemp:shape=logn:layers=nope,qtemp:shape=logn'
 eval_len = 1024

@@ -2,7 +2,7 @@
 # evolution/default_hyper_params/dim_mono.json: population 64, top 32 kept as parents, 16 mutations + 16 crossovers a
 # generation, 40 generations, max_crossover_try 20, list_step 0.01): 64 + 40 x 32 = 1344 candidates, scored on the same
 # 16 training windows as the demo's small search (`make longrope`), so the two best losses compare directly.
-# python search_longrope.py config/search_longrope_ref.py --overwrite=True
+# python search_longrope.py config/studies/search_longrope_ref.py --overwrite=True
 init_from = 'out/char-base-copy'
 out_dir = 'out/char-longrope-s8-ref'
 factor = 8.0

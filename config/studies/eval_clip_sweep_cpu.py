@@ -3,7 +3,7 @@
 # rope_type proportional with p = k/16, factor 1). The critical dimension says pairs 0-5 complete a turn within
 # L = 128 and 6-15 do not: clipping exactly those (k = 6) is clipped RoPE (FoPE / HoPE). On make eval's 32 dev windows
 # at T = 1024 = 8 x L, each k against the crop (automatic) and against plain RoPE.
-# python eval.py config/eval_clip_sweep_cpu.py   (make clip-sweep; needs make demo's base)
+# python eval.py config/studies/eval_clip_sweep_cpu.py   (make clip-sweep; needs make demo's base)
 ckpt = 'out/char-base-copy'
 base = 'out/char-base-copy'
 _KEEP = (0, 2, 4, 5, 6, 7, 8, 10, 12, 14, 15)

@@ -4,7 +4,7 @@
 #   where YaRN's is 0.1 ln s + 1) against YaRN; NTK-mixed (vLLM's ntk with mixed_b; b = 1 is vLLM's plain 'ntk',
 #   which squeezes pair 0 too) against the lab's NTK-aware; all at s = 8, beta_fast 8 where the lab's YaRN uses it.
 #   Hunyuan's alpha-NTK at alpha = s is NTK-aware exactly (b' = b alpha^(d/(d-2))): not run twice.
-# python eval.py config/eval_engine_variants_cpu.py   (make engine-variants; needs make demo's base)
+# python eval.py config/studies/eval_engine_variants_cpu.py   (make engine-variants; needs make demo's base)
 base = 'out/char-base-copy'
 rope_types = ','.join(['default', 'crop:form=sliding', 'ntk', 'yarn:beta_fast=8', 'yarn_log:beta_fast=8',
                        'yarn_telechat:beta_fast=8', 'ntk_mixed', 'ntk_mixed:mixed_b=0.625'])

@@ -2,7 +2,7 @@
 # base 1e4 : 1 global RoPE layer at base 1e6), extended zero-shot to T = 1024 = 8 x L with PI and YaRN applied to all
 # layers, the global layer only (Gemma 3's choice for its linear factor 8) or the local layers only; the base itself
 # and its crop beside them. make eval's 32 dev windows.
-# python eval.py config/eval_local_global_cpu.py   (make scale-layers)
+# python eval.py config/studies/eval_local_global_cpu.py   (make scale-layers)
 base = 'out/char-local-global-copy'
 rope_types = ','.join(['default', 'crop:form=sliding'] + [f'{t}{k}' for t in ('linear', 'yarn:beta_fast=8')
                                                           for k in ('', ':layers=full', ':layers=window')])

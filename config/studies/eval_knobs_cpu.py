@@ -1,6 +1,6 @@
 # The attention maps' knob grids (make knobs; docs/results.md 'Where each knob was chosen'): the demo's base on 16
 # TRAINING windows (never the held-out plays, which the knobs must not see), loss and passkey, the other rooms off.
-# python eval.py config/eval_knobs_cpu.py
+# python eval.py config/studies/eval_knobs_cpu.py
 base = 'out/char-base-copy'
 split = 'train'
 rope_types = ','.join(['crop:form=sliding'] +

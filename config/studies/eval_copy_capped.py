@@ -1,7 +1,7 @@
 # Issue 21, the copy-skill confound (make copy-capped): the demo's text-only fine-tunes beside the same fine-tunes
 # with synthetic copies mixed in at distances capped below L (copy_max_distance=120, so no tested distance past L is
 # ever trained), and zero-shot references at the fine-tunes' own scale s = 4.
-# python eval.py config/eval_copy_capped.py
+# python eval.py config/studies/eval_copy_capped.py
 ckpt = 'out/char-base-copy,out/char-ft,out/char-ft-capped'
 rope_types = 'linear,yarn:beta_fast=8'
 factor = 4.0

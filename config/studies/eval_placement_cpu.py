@@ -3,7 +3,7 @@
 # 'attention_factor_on': 'rotary', qtemp ...:on=rotary). On the GPT-NeoX-style partial base (make neox-base: the first
 # 8 of 32 dims rotate, the base spread over them; Pythia's rotary_pct 0.25), YaRN s = 8 (beta_fast 8) and ReRoPE's
 # log-n temperature each in both placements, against its own crop; 32 dev windows at T = 1024 = 8 x L.
-# python eval.py config/eval_placement_cpu.py      (make placement-eval; the p-RoPE base: --base=out/char-prope-copy)
+# python eval.py config/studies/eval_placement_cpu.py      (make placement-eval; the p-RoPE base: --base=out/char-prope-copy)
 base = 'out/char-neox-copy'
 rope_types = ','.join(['default', 'crop:form=sliding', 'yarn:beta_fast=8', 'yarn:beta_fast=8:attention_factor_on=rotary',
                        'qtemp:shape=logn', 'qtemp:shape=logn:on=rotary'])

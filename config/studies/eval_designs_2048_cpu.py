@@ -1,7 +1,7 @@
 # The 2025-26 designs at T = 2048 = 16 x L (issue 32), on 16 dev windows (make eval's first 16) and 8 examples per
 # retrieval cell: the demo's base with YaRN (s = 16) and the temperature shapes, DroPE's longest recalibration with its
 # temperature, the NoPE and hybrid bases; every arm against the base's crop.
-# python eval.py config/eval_designs_2048_cpu.py   (make designs-2048; after make drope, the bases and temperature-knobs)
+# python eval.py config/studies/eval_designs_2048_cpu.py   (make designs-2048; after make drope, the bases and temperature-knobs)
 _C = 0.1  # DroPE's c, from make temperature-knobs (assets/studies/temperature_knobs/summary.md)
 ckpt = 'out/char-base-copy,out/char-drope1000-lr1e-3,out/char-nope-copy,out/char-hybrid-copy'
 base = 'out/char-base-copy'

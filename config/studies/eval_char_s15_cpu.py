@@ -2,7 +2,7 @@
 # 1.5 x L on make eval's 32 dev windows, the arms of the real model's study at s = 1.5 (as trained, the sink-kept
 # crop and the plain one, PI, YaRN, NTK-aware, ReRoPE, Self-Extend with knobs that keep every distance below L), loss
 # only, and the real model's declared contrasts (config/real_model_cpu.py, config/real_model_maps_cpu.py) as named
-# contrasts in its one past-L bucket, 128-192, against the same control (the sink-kept crop at cache positions). python eval.py config/eval_char_s15_cpu.py (make mini-s15)
+# contrasts in its one past-L bucket, 128-192, against the same control (the sink-kept crop at cache positions). python eval.py config/studies/eval_char_s15_cpu.py (make mini-s15)
 base = 'out/char-base-copy'
 rope_types = ','.join(['default', 'crop:form=sliding', 'crop:form=sliding:sink=4', 'crop:form=sliding:sink=4:at=cache', 'linear', 'yarn', 'ntk',
                        'rerope:window=64', 'self_extend:window=32:group=4'])

@@ -3,7 +3,7 @@
 # tokens, as the frequencies study ran it); mixed within each step (--mixed_in_step: every step keeps the plain
 # fine-tune's long windows and adds as many short ones, as LongRoPE2's batches do). On make eval's 32 dev windows at
 # T = 1024, with the base's crop. Does mixing cost long-context loss once the long tokens are equal?
-# python eval.py config/eval_longrope2_in_step_cpu.py   (make longrope2-in-step; needs make train-copy)
+# python eval.py config/studies/eval_longrope2_in_step_cpu.py   (make longrope2-in-step; needs make train-copy)
 ckpt = ','.join(['out/char-base-copy', 'out/char-ft-longrope2-nomix', 'out/char-ft-longrope2',
                  'out/char-ft-longrope2-instep'])
 base = 'out/char-base-copy'

@@ -3,7 +3,7 @@
 # and three fine-tunes run with another scaling (--retune): Dynamic YaRN on the s = 4 YaRN fine-tune (the paper's way
 # past s·L), the s = 4 fine-tunes at s = 8 (does their cliff at ~650-720 move?), and the plain control with YaRN s = 2
 # over its own 512 (only the pairs that never turned within 512 squeezed).
-# python eval.py config/eval_long_s8.py
+# python eval.py config/studies/eval_long_s8.py
 ckpt = 'out/char-base-copy,out/char-ft,out/char-ft-s8'
 rope_types = 'linear,yarn:beta_fast=8'                  # zero-shot at s = T/L = 8
 eval_len = 1024

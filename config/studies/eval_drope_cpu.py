@@ -2,7 +2,7 @@
 # 300 / 1000 steps at lr 3e-4, 1000 at lr 1e-3 decaying; 3 seeds), with and without its inference temperature 1 + c ln((p + 1)/L) (c chosen by make
 # temperature-knobs on training windows), beside zero-shot YaRN and the base's crop; every recalibration also held
 # to L (its own crop, --self_crop). make eval's 32 dev windows, T = 1024.
-# python eval.py config/eval_drope_cpu.py   (make drope-eval; needs make demo's base and make drope)
+# python eval.py config/studies/eval_drope_cpu.py   (make drope-eval; needs make demo's base and make drope)
 _C = 0.1  # DroPE's c: make temperature-knobs' lowest whole-window loss (the grid's smallest c; assets/studies/temperature_knobs/summary.md)
 ckpt = 'out/char-base-copy,out/char-drope300,out/char-drope1000,out/char-drope1000-lr1e-3'  # (30 and 100 steps: their
 # training logs only, val 2.56 and 2.45; each budget evaluated costs 12 model evaluations here)
