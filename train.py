@@ -130,7 +130,8 @@ def batch_function(cfg, meta, data, L, gen, device):
     None)] of optimizer step it, the window length trained, a note for the start line). nanoGPT's random windows of
     block_size tokens, or lab/engine/batches.py's when PoSE or synthetic copies are on. Every process draws the whole step
     from gen and keeps its own micro-batches (rank, rank + world, ...): DDP sees the single-process data."""
-    if cfg['pose'] or cfg['copy_share'] or cfg['copy_fixed_iters'] or cfg['mixed_short'] or cfg['mixed_in_step']:
+    if cfg['pose'] or cfg['pose_ids'] != 'chunks' or cfg['copy_share'] or cfg['copy_fixed_iters'] or \
+            cfg['mixed_short'] or cfg['mixed_in_step']:  # (batches.check refuses what does not combine)
         return batches.for_run(cfg, meta, data, L, gen, device)
     T, B, n_micro, (rank, world, _) = cfg['block_size'], cfg['batch_size'], cfg['gradient_accumulation_steps'], \
         ddp_ranks()
@@ -210,7 +211,8 @@ def setup_run(cfg, model=None, lineage=None, ckpt=None):
     model, lineage = build_model(cfg, meta, data_dir, model, lineage, ckpt if resume else None)
     gen = torch.Generator().manual_seed(cfg['seed'])
     get_batch, W, note = batch_function(cfg, meta, train_data, lineage['train_len'], gen, device)
-    lineage['pose'] = dict(len=W, chunks=cfg['pose_chunks']) if cfg['pose'] else None
+    lineage['pose'] = dict(len=W, chunks=cfg['pose_chunks'], **({'ids': 'random'} if cfg['pose_ids'] == 'random'
+                                                                else {})) if cfg['pose'] else None
     model.to(device)
     optimizer = model.configure_optimizers(cfg['weight_decay'], cfg['learning_rate'],
                                            (cfg['beta1'], cfg['beta2']), device_type)

@@ -19,6 +19,11 @@ model_max_position_embeddings * 5), this lab reads T from a random place in a do
 from a torch.Generator; `pose_offsets` and `pose_positions` turn them into where the W + 1 tokens sit in the raw span
 and the W position ids the model takes through its `pos` seam. A windowed or chunked layer masks by those ids
 (model.allowed): a query sees the keys whose position is within its window, the distances it sees at inference.
+
+Randomized positions (Ruoss et al. 2023, "Randomized Positional Encodings Boost Length Generalization of
+Transformers"; the id sampling of 2026's Randomized YaRN): the window's text stays contiguous and its W position ids
+are a sorted sample of W distinct ids from 0..T-1 (`random_positions`), so every distance up to T - 1 can appear and
+the ids stay in order; `--pose_ids=random` with `--pose=True`. Randomized YaRN's length curriculum is not here.
 """
 from typing import NamedTuple
 
@@ -60,3 +65,12 @@ def pose_positions(d, W):
     are the ordinary 0..W-1."""
     j = torch.arange(W)
     return j + d.id_skip.unsqueeze(-1) * (j >= d.first.unsqueeze(-1))
+
+
+def random_positions(gen, shape, W, T):
+    """Randomized position ids, LongTensor [*shape, W]: for each window a sample of W distinct ids from 0..T-1 in
+    increasing order (Ruoss et al. 2023: the order kept, the gaps random), drawn from the torch.Generator gen."""
+    if not 1 <= W <= T:
+        raise ValueError(f"randomized positions need 1 <= window length <= target length; got {W} and {T}")
+    keys = torch.rand(*shape, T, generator=gen)
+    return keys.argsort(dim=-1)[..., :W].sort(dim=-1).values

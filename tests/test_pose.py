@@ -13,7 +13,7 @@ from lab.measure.arms import ckpt_arm
 from configurator import ConfigError
 from data.common import load_meta
 from lab.engine.batches import Batches
-from lab.pose import PoseDraw, pose_draw, pose_offsets, pose_positions
+from lab.pose import PoseDraw, pose_draw, pose_offsets, pose_positions, random_positions
 from model import GPT, GPTConfig
 from data.common import load_checkpoint
 from rope import rope_cos_sin
@@ -306,3 +306,41 @@ def test_pose_default_path_is_unchanged_and_ssmax_on_a_window_refuses():
     assert (m(ids)[0] - m(ids, pos=torch.arange(12))[0]).abs().max() < 1e-5
     with pytest.raises(ValueError, match="SSMax counts the keys a windowed or chunked layer sees"):
         local_model('3*rope:w=4', 'ssmax')(ids, pos=torch.tensor([0, 1, 2] + list(range(20, 29))))
+
+
+def test_random_positions_are_sorted_distinct_and_reach_the_target():
+    """Randomized positions (Ruoss et al. 2023; issue 63): W distinct ids of 0..T-1 in increasing order per window,
+    every id possible, seeded by the generator."""
+    gen = torch.Generator().manual_seed(0)
+    ids = random_positions(gen, (200, 3), 16, 64)
+    assert ids.shape == (200, 3, 16) and ids.dtype == torch.int64
+    assert (ids.diff(dim=-1) > 0).all() and ids.min() >= 0 and ids.max() <= 63
+    assert len(ids.unique()) == 64  # every id of 0..63 is drawn somewhere
+    assert torch.equal(ids, random_positions(torch.Generator().manual_seed(0), (200, 3), 16, 64))
+    assert torch.equal(random_positions(gen, (2,), 8, 8), torch.arange(8).expand(2, 8))  # W = T: the plain ids
+    with pytest.raises(ValueError, match='window length'):
+        random_positions(gen, (1,), 9, 8)
+
+
+def test_a_randomized_position_finetune_trains_contiguous_text_at_random_ids(tiny_run, tmp_path, monkeypatch):
+    runs = spy_batches(monkeypatch)
+    finetune_long.main([f'--init_from={tiny_run}', '--rope_type=yarn', '--pose=True', '--pose_ids=random',
+                        '--factor=4', f'--out_dir={tmp_path}', *FT])
+    seen = [step for steps in runs for step in steps]
+    assert len(seen) == 3
+    for (x, y, pos), in seen:
+        assert x.shape == pos.shape == (4, 32) and (pos.diff(dim=-1) > 0).all() and pos.max() < 128
+        assert torch.equal(x[:, 1:], y[:, :-1])  # the text is contiguous: one window of 33 tokens each
+    assert max(int(pos.max()) for (_, _, pos), in seen) > 64
+    ck = load_checkpoint(str(tmp_path))
+    assert ck['lineage']['pose'] == {'len': 32, 'chunks': 2, 'ids': 'random'}
+    assert ckpt_arm(str(tmp_path), ck)['name'] == 'yarn s=4 pose random ft3'
+
+
+@pytest.mark.parametrize('args,msg', [(['--pose_ids=uniform'], "pose_ids='uniform'"),
+                                      (['--pose=False', '--pose_ids=random'], 'needs pose=True')])
+def test_bad_position_id_settings_are_refused(tiny_run, tmp_path, args, msg):
+    with pytest.raises(ConfigError, match=msg):
+        finetune_long.main([f'--init_from={tiny_run}', '--rope_type=yarn', '--pose=True', *args,
+                            f'--out_dir={tmp_path / "x"}', *FT])
+    assert not os.path.exists(tmp_path / 'x')

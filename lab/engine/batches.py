@@ -14,10 +14,11 @@ from configurator import ConfigError
 from lab.engine.device import ddp_ranks
 from data.common import to_device
 from lab import copy_mix
-from lab.pose import pose_draw, pose_offsets, pose_positions
+from lab.pose import pose_draw, pose_offsets, pose_positions, random_positions
 
 DEFAULTS = dict(  # train.py's settings for these batches
     pose=False, pose_len=0, pose_chunks=2,  # PoSE: windows of pose_len (0: L) in 2 chunks, ids skip across block_size
+    pose_ids='chunks',            # PoSE's two chunks, or 'random': contiguous text, a sorted random sample of ids
     copy_share=0.0,               # synthetic retrieval: share of windows where a random string is written twice
     copy_span_lo=8, copy_span_hi=32,  # its length range (tokens); the distance is uniform, both copies in the window
     copy_fixed_iters=0,           # warm-up: the first steps' windows are one random string written twice (offset ~T/2)
@@ -34,9 +35,10 @@ class Batches:
     pose=(target length T, the training documents) (T = W: the ordinary windows, ids 0..W-1), synthetic copies written
     in when copy = lab.copy_mix.settings(...)."""
 
-    def __init__(self, data, W, batch_size, gen, device, pose=None, copy=None, short=None):
+    def __init__(self, data, W, batch_size, gen, device, pose=None, copy=None, short=None, random_ids=False):
         self.data, self.W, self.B, self.gen, self.device = data, W, batch_size, gen, device
         self.pose, self.copy, self.short = pose, copy, short  # short: (L, share, in_step) or None
+        self.random_ids = random_ids  # PoSE's ids as a sorted random sample of 0..T-1 (lab.pose.random_positions)
         self.drawn = None  # PoSE: (raw span starts, PoseDraw) of the last step, each [n_micro, B]
         if pose is not None and pose[0] > W:  # PoSE reads spans of target + 1 tokens inside one document
             span = pose[0] + 1
@@ -60,7 +62,11 @@ class Batches:
                 short.step(n_micro, rank, world)
         if self.short and int((it + 1) * self.short[1]) > int(it * self.short[1]):  # LongRoPE2: a short step
             W = self.short[0]
-        if self.pose is not None and self.pose[0] > W:
+        if self.pose is not None and self.pose[0] > W and self.random_ids:  # contiguous text, randomized ids
+            starts = torch.randint(len(self.data) - W - 1, shape, generator=self.gen)
+            offsets, pos = starts.unsqueeze(-1) + torch.arange(W + 1), random_positions(self.gen, shape, W,
+                                                                                         self.pose[0])
+        elif self.pose is not None and self.pose[0] > W:
             k = torch.randint(int(self.doc_end[-1]), shape, generator=self.gen)
             starts = self.doc_offset[torch.searchsorted(self.doc_end, k, right=True)] + k
             draw = pose_draw(self.gen, shape, W, self.pose[0])
@@ -83,6 +89,9 @@ def check(cfg, meta, L):
     range."""
     T = cfg['block_size']
     W = (cfg['pose_len'] or L) if cfg['pose'] else T
+    if cfg['pose_ids'] not in ('chunks', 'random') or cfg['pose_ids'] == 'random' and not cfg['pose']:
+        raise ConfigError(f"pose_ids={cfg['pose_ids']!r}: 'chunks' (PoSE's two) or 'random' (randomized positions), "
+                          f"and 'random' needs pose=True")
     if cfg['pose'] and not (cfg['pose_chunks'] == 2 and 1 <= W <= T):
         raise ConfigError(f"pose_len={cfg['pose_len']}, pose_chunks={cfg['pose_chunks']} are out of range; PoSE needs "
                           f"1 <= pose_len <= block_size={T} (pose_len=0 means L) and pose_chunks=2 "
@@ -115,9 +124,11 @@ def for_run(cfg, meta, data, L, gen, device):
     if mix and mix.get('words'):  # the records' keys: the training text's words
         mix = add_records(mix, meta, data, W)
     b = Batches(data, W, cfg['batch_size'], gen, device, (cfg['block_size'], meta['docs']['train']) if cfg['pose']
-                else None, mix, (L, cfg['mixed_short'], cfg['mixed_in_step']) if cfg['mixed_short'] else None)
+                else None, mix, (L, cfg['mixed_short'], cfg['mixed_in_step']) if cfg['mixed_short'] else None,
+                cfg['pose_ids'] == 'random')
     (rank, world, _), n_micro = ddp_ranks(), cfg['gradient_accumulation_steps']
-    note = '; '.join([f"PoSE windows of {W} tokens"] * cfg['pose'] + ([copy_mix.describe(mix, W)] if mix else []) +
+    note = '; '.join([f"{'randomized-position' if cfg['pose_ids'] == 'random' else 'PoSE'} windows of {W} tokens"]
+                     * cfg['pose'] + ([copy_mix.describe(mix, W)] if mix else []) +
                      [f"mixed windows: {cfg['mixed_short']:.0%} of the "
                       f"{'sequences of every step' if cfg['mixed_in_step'] else 'steps'} at L = {L}"] *
                      bool(cfg['mixed_short']))

@@ -87,7 +87,7 @@ def plan_arms(cfg, base, resuming=False):
         raise ConfigError(f"block_size={T} is shorter than the base model's training length L={L}; "
                           f"pass a longer --block_size or leave it 0 for factor x L")
     if cfg['pose']:
-        arms = [(name + ' pose', sc) for name, sc in arms]
+        arms = [(name + (' pose random' if cfg['pose_ids'] == 'random' else ' pose'), sc) for name, sc in arms]
     run_cfg = dict(cfg, block_size=T, factor=factor, init_from='scratch', dataset=cfg['dataset'] or
                    base['dataset']['dataset'], pose_len=(cfg['pose_len'] or L) if cfg['pose'] else 0,
                    **{k: args.get(k) for k in MODEL_KEYS if k not in ('rope_scaling', 'layers')},  # the base's model

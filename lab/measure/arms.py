@@ -94,7 +94,8 @@ def ckpt_arm(path, ckpt):
         + (f" {scaling_name(sc).replace(' s=1', '')}" if sc and not derived else '')  # p-RoPE, clipped: trained in
     tags = (' needles' if lin.get('search_objective') == 'needle' else '') + \
         mixed_tag(ckpt.get('config') or {})  # LongRoPE2's objective, its mixed windows
-    name = (f"{rope_tag(args, derived)}{tags}{' pose' if lin['pose'] else ''}{copy_tag(ckpt)} ft{lin['finetune_steps']}"
+    pose = (' pose random' if lin['pose'].get('ids') == 'random' else ' pose') if lin['pose'] else ''
+    name = (f"{rope_tag(args, derived)}{tags}{pose}{copy_tag(ckpt)} ft{lin['finetune_steps']}"
             if tuned else f"{rope_tag(args, derived)}{tags} zero-shot" if derived else
             f"base{lay} (L={lin['train_len']})" if args['pos_emb'] == 'rope' else
             f"{args['pos_emb']} (L={lin['train_len']})")
