@@ -47,6 +47,7 @@ def claim(id, a, b, column, *said, table='vs_self', kind='loss', file=TEST):
 DOC, RM = 'docs/results.md', 'README.md'
 VS_CROP = f'vs_crop:{CROP}'
 GATED, CHUNKED, HYB80, APE = (f'assets/test/designs/{d}/summary.json' for d in ('gated', 'chunked', 'hybrid_w80', 'ape'))
+ALIBI_OWN, FIRE_OWN, COPE_OWN = (f'assets/test/designs/{d}_own/summary.json' for d in ('alibi', 'fire', 'cope'))
 SINKS = 'assets/test/designs/sinks_seeds/bases.json'
 PROPE = 'assets/test/designs/prope_seeds/bases.json'
 REAL, REAL_MAPS = (f'assets/studies/real_model_{d}/summary.json' for d in ('plays', 'maps'))
@@ -111,12 +112,22 @@ CLAIMS = [  # the test split's claims, in the order docs/results.md states them
     # FIRE, CoPE and ALiBi beside the pure-text RoPE base and its crop (the ape study's arms)
     claim('fire-vs-alibi-512', 'fire (L=128)', 'alibi (L=128)', '512-1024', '+0.341 [+0.331, +0.351] worse',
           (RM, 'FIRE stays behind ALiBi (+0.341 [+0.331, +0.351] worse)'), table='contrasts', file=APE),
-    claim('fire-vs-crop-512', 'fire (L=128)', CROP, '512-1024', 'FIRE is +0.393 [+0.383, +0.402] worse than the crop', (RM, 'FIRE +0.393 [+0.383, +0.402] worse'),
+    claim('fire-vs-crop-512', 'fire (L=128)', CROP, '512-1024', 'FIRE is +0.393 [+0.383, +0.402] worse than the crop',
           table=VS_CROP, file=APE),
     claim('cope-vs-crop-512', 'cope (L=128)', CROP, '512-1024', 'CoPE breaks, +0.979 [+0.962, +0.996] worse than the crop',
           table=VS_CROP, file=APE),
     claim('alibi-vs-crop-512', 'alibi (L=128)', CROP, '512-1024', '+0.052 [+0.046, +0.058] worse than the crop',
           table=VS_CROP, file=APE),
+    # ALiBi, FIRE and CoPE each against its own crop (make own-crops-test; FIRE's truncated: its normaliser reads the
+    # query's absolute position): issue 62 item 2
+    claim('alibi-vs-own-crop-512', 'alibi (L=128)', CROP, '512-1024', '+0.001 [+0.000, +0.001] worse, inside the margin',
+          (RM, 'ALiBi is its own crop (+0.001 [+0.000, +0.001] worse, inside the margin'), table=VS_CROP,
+          file=ALIBI_OWN),
+    claim('fire-vs-own-crop-512', 'fire (L=128)', 'crop w=128 (truncated)', '512-1024',
+          'FIRE is +0.346 [+0.319, +0.373] worse than its own crop', (RM, 'FIRE +0.346 [+0.319, +0.373] worse'),
+          table='vs_crop:crop w=128 (truncated)', file=FIRE_OWN),
+    claim('cope-vs-own-crop-512', 'cope (L=128)', CROP, '512-1024', 'CoPE +1.008 [+0.992, +1.025] worse than its own crop',
+          table=VS_CROP, file=COPE_OWN),
     # three learned-sink bases against three plain ones (make sinks-seeds), seeds paired: each row the first kind's
     # value minus the second's, the pairs a random factor (lab.verdicts.compare.between_kinds)
     claim('sinks-yarn-gap-seeds-512', f'{Y8} vs {CROP}', f'{Y8} vs {CROP}', '512-1024',
