@@ -183,6 +183,7 @@ class CausalSelfAttention(nn.Module):
 
 ATTENTION = {'causal': CausalSelfAttention}  # config.attention -> class; the rooms add theirs, on first use:
 ATTENTION_ROOMS = {'smear_keys': 'lab.smeared_keys', 'ssmax': 'lab.temperature', 'smear_keys_ssmax': 'lab.temperature',
+                   'logpos': 'lab.temperature', 'smear_keys_logpos': 'lab.temperature',
                    'sinks': 'lab.sinks', 'smear_keys_sinks': 'lab.sinks', 'gated': 'lab.gated',
                    'smear_keys_gated': 'lab.gated', 'alibi': 'lab.alibi', 'fire': 'lab.fire', 'cope': 'lab.cope'}
 

@@ -24,6 +24,9 @@ cost no training and apply to any trained model.
 
 Trained in: attention='ssmax' (or 'smear_keys_ssmax', the demo's recipe with smeared keys) multiplies each head's
 queries by s_h * ln(n) with s_h learned, initialized at 1/ln L (the factor is 1 at n = L, below it shorter).
+attention='logpos' (or 'smear_keys_logpos'): a learned per-head log-position query scale, queries at position p times
+a_h * ln(p + 1) + b_h with a_h = 0 and b_h = 1 at init (the plain model), Mistral Large 4's query scale (issue 63; its
+learned frequencies inv_freq * exp(alpha) are not here). p is the token's index, so PoSE's skipped ids are refused.
 """
 import math
 
@@ -189,6 +192,41 @@ def ssmax_class(base):
 
 ATTENTION['ssmax'] = ssmax_class(CausalSelfAttention)
 ATTENTION['smear_keys_ssmax'] = ssmax_class(SmearedKeyAttention)
+
+
+# ----------------------------------------------------------------------------- a learned log-position query scale
+
+def logpos_class(base):
+    """base attention with a learned log-position query scale: queries at position i times a_h ln(i + 1) + b_h, a_h
+    and b_h learned per head (0 and 1 at init: the base model exactly). Exact under the KV cache (cache_at: the
+    factor of a query reads its own position only)."""
+
+    class LogPosScale(base):
+        cache_at = True  # attend(q, k, v, at) is exact for queries at positions `at` over all keys (lab/kv_cache.py)
+
+        def __init__(self, config, spec):
+            super().__init__(config, spec)
+            self.logpos_scale = torch.nn.Parameter(torch.zeros(config.n_head, 1))
+            self.logpos_bias = torch.nn.Parameter(torch.ones(config.n_head, 1))
+
+        def factors(self, i):  # i: query positions (T,) or (B, 1, K) -> (H, T, 1) or (B, H, K, 1), as q
+            return (self.logpos_scale * torch.log1p(i.to(torch.float32)) + self.logpos_bias).unsqueeze(-1)
+
+        def attend(self, q, k, v, at=None, pos=None):
+            if pos is not None:  # (model.GPT.forward passes pos only to a windowed or chunked layer)
+                raise ValueError("attention='logpos' scales a query by its token index; PoSE's skipped position ids "
+                                 "would contradict it: train it without PoSE")
+            i = torch.arange(k.size(2) - q.size(2), k.size(2), device=q.device) if at is None else at[:, None, :]
+            return super().attend(q * self.factors(i).to(q.dtype), k, v, at)
+
+        def logits(self, q, k, s, e):
+            f = self.factors(torch.arange(s, e, device=q.device)).to(q.dtype)
+            return super().logits(torch.cat((q[:, :, :s], q[:, :, s:e] * f), 2), k, s, e)
+    return LogPosScale
+
+
+ATTENTION['logpos'] = logpos_class(CausalSelfAttention)
+ATTENTION['smear_keys_logpos'] = logpos_class(SmearedKeyAttention)
 
 
 def split_temperature(entry):

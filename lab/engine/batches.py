@@ -92,6 +92,9 @@ def check(cfg, meta, L):
     if cfg['pose_ids'] not in ('chunks', 'random') or cfg['pose_ids'] == 'random' and not cfg['pose']:
         raise ConfigError(f"pose_ids={cfg['pose_ids']!r}: 'chunks' (PoSE's two) or 'random' (randomized positions), "
                           f"and 'random' needs pose=True")
+    if cfg['pose'] and 'logpos' in (cfg.get('attention') or ''):
+        raise ConfigError(f"pose=True with attention={cfg['attention']!r}: its query scale reads each token's index, "
+                          f"which PoSE's skipped position ids would contradict; fine-tune it without PoSE")
     if cfg['pose'] and not (cfg['pose_chunks'] == 2 and 1 <= W <= T):
         raise ConfigError(f"pose_len={cfg['pose_len']}, pose_chunks={cfg['pose_chunks']} are out of range; PoSE needs "
                           f"1 <= pose_len <= block_size={T} (pose_len=0 means L) and pose_chunks=2 "
