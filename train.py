@@ -55,8 +55,8 @@ DEFAULTS = dict(
     pos_emb='rope',               # rope | sinusoidal | learned | alibi | fire (lab/fire.py) | cope (lab/cope.py) | none
     rope_base=10000.0, partial_rotary_factor=1.0,  # p < 1: GPT-NeoX's partial rotation (the first p * head_dim dims)
     rope_scaling=None,            # a rope type trained in, e.g. {'rope_type': 'proportional', 'partial_rotary_factor': 0.25}
-    attention='causal',           # causal | smear_keys (lab/copy_mix.py) | ssmax (lab/temperature.py) | sinks (lab/sinks.py)
-                                  # | gated (lab/gated.py); smear_keys_ssmax / _sinks / _gated combine two
+    attention='causal',           # causal | smear_keys (lab/smeared_keys.py) | ssmax, logpos (lab/temperature.py) | sinks
+                                  # (lab/sinks.py) | gated (lab/gated.py); smear_keys_ssmax / _logpos / _sinks / _gated
     # AdamW and the learning-rate schedule (linear warm-up, then cosine decay to min_lr)
     learning_rate=1e-3, max_iters=2000, weight_decay=0.1, beta1=0.9, beta2=0.99, grad_clip=1.0,
     decay_lr=True, warmup_iters=100, lr_decay_iters=2000, min_lr=1e-4,
