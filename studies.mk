@@ -10,7 +10,7 @@
 .PHONY: longrope2-in-step prope-base clip-base sinks-base sinks-seeds prope-seeds gated-base gated-eval fire-base
 .PHONY: cope-base fire-cope-eval neox-base placement-eval dca-window clip-sweep pairs frequencies engine-variants
 .PHONY: frequency-bases temperature-knobs designs designs-2048 drope-eval scale-layers hybrid-eval chunked-eval
-.PHONY: own-crops own-crops-test
+.PHONY: own-crops own-crops-test pose-random
 
 ##@ real model, its parts: SmolLM2-135M's earlier eval in parts, its engine bench and the miniature
 
@@ -411,6 +411,22 @@ fire-base:
 # the ape study's recipe
 cope-base:
 	$(PY) train.py config/train_shakespeare_char_cpu.py --pos_emb=cope --out_dir=out/char-cope --overwrite=True
+
+## randomized position ids (issue 63) against PoSE and the full fine-tune, YaRN s=4 at 512, 3 seeds each (dev)
+# the three fine-tunes from make train-copy's base with PoSE's hyperparameters (100 steps, windows of 128 for PoSE and
+# the random ids, of 512 for the full one), then one eval at 1024 on the dev windows with the crop
+pose-random:
+	$(PY) finetune_long.py config/finetune_pose_char_cpu.py --plain=False --pose_ids=random \
+		--out_dir=out/char-pose-random --overwrite=True
+	$(PY) finetune_long.py config/finetune_pose_char_cpu.py --plain=False --out_dir=out/char-pose-yarn \
+		--overwrite=True
+	$(PY) finetune_long.py config/finetune_pose_char_cpu.py --plain=False --pose=False \
+		--out_dir=out/char-full-yarn --overwrite=True
+	$(PY) eval.py --ckpt=out/char-base-copy,out/char-full-yarn,out/char-pose-yarn,out/char-pose-random \
+		--rope_types=crop:form=sliding --eval_len=1024 --num_windows=32 --out_dir=out/char-eval-pose-random \
+		--contrasts="yarn_s4_beta_fast8_pose_random_ft100 | yarn_s4_beta_fast8_pose_ft100; \
+	yarn_s4_beta_fast8_pose_random_ft100 | yarn_s4_beta_fast8_ft100; \
+	yarn_s4_beta_fast8_pose_ft100 | yarn_s4_beta_fast8_ft100"
 
 ## ALiBi, FIRE and CoPE each against its own crop on the test split (issue 62 item 2)
 # each base as it is and held to its last 128 tokens, 140 windows, loss only; FIRE's crop truncated (its normaliser
