@@ -412,7 +412,7 @@ fire-base:
 cope-base:
 	$(PY) train.py config/train_shakespeare_char_cpu.py --pos_emb=cope --out_dir=out/char-cope --overwrite=True
 
-## randomized position ids (issue 63) against PoSE and the full fine-tune, YaRN s=4, 3 seeds (5 min 8 s)
+## randomized position ids (issue 63) against PoSE and the full fine-tune, YaRN s=4, 3 seeds (5 min)
 # the three fine-tunes from make train-copy's base with PoSE's hyperparameters (100 steps, windows of 128 for PoSE and
 # the random ids, of 512 for the full one), then one eval at 1024 on the dev windows with the crop
 pose-random:
