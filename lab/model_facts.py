@@ -24,7 +24,6 @@ from configurator import ConfigError
 from data.common import checkpoint_args, load_checkpoint, train_len
 from lab.measure.arm_specs import trained_in
 from model import GPTConfig, layer_specs
-from rope import critical_dimension
 
 TOKENIZER_KEYS = ('tokenizer', 'dataset', 'tokenizer_file', 'tokenizer_sha256', 'vocab_size')
 
@@ -54,12 +53,6 @@ class ModelFacts:
     @property
     def base(self):
         return float(self.config.rope_base)
-
-    def critical_pair(self):
-        """The first pair (of the rotary_dim / 2 that turn) that made no full turn within L (rope.critical_dimension
-        over the rotary dims): pairs below it have seen every angle in training."""
-        d = self.rotary_dim
-        return min(d // 2, max(0, critical_dimension(d, self.base, self.L)[0] // 2)) if d else 0
 
     def need_rope(self, what):
         """ConfigError naming `what` (the tool or setting) when this model turns no pair: nothing for it to act on."""

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from lab.verdicts import compare as C
+from lab.verdicts import breaks as B
 from conftest import ROOT
 
 approx = pytest.approx
@@ -127,11 +128,11 @@ def test_break_position_on_a_constructed_curve():
     1.0 + 0.1 when more than 6.4 of its 32 positions are past 600, i.e. at p = 606 (7 of them: 600..606);
     NaN cells are skipped; a flat curve never breaks."""
     c = np.r_[np.ones(600), np.full(424, 1.5)]
-    assert C.break_position(c, 512, (128, 512)) == 606
+    assert B.break_position(c, 512, (128, 512)) == 606
     c[::3] = np.nan
-    p = C.break_position(c, 512, (128, 512))
+    p = B.break_position(c, 512, (128, 512))
     assert 604 <= p <= 608
-    assert C.break_position(np.ones(1024), 512, (128, 512)) is None
+    assert B.break_position(np.ones(1024), 512, (128, 512)) is None
 
 
 def test_agreement_counts_what_two_runs_concluded_alike(tmp_path, capsys):
@@ -408,9 +409,9 @@ def test_a_break_is_measured_against_the_control():
     pos = np.arange(1024)
     crop = 1.4 + 0.3 * (pos >= 840)           # the text gets harder at 840 for every arm
     arm = crop + 0.05 + 1.0 * (pos >= 900)    # the arm itself breaks at 900
-    assert C.break_position(arm, 512, (128, 512)) < 900 and C.break_position(crop, 512, (128, 512)) is not None
-    assert 900 <= C.break_against(arm, crop, 512, (128, 512)) <= 900 + 31
-    assert C.break_against(crop + 0.05, crop, 512, (128, 512)) is None
+    assert B.break_position(arm, 512, (128, 512)) < 900 and B.break_position(crop, 512, (128, 512)) is not None
+    assert 900 <= B.break_against(arm, crop, 512, (128, 512)) <= 900 + 31
+    assert B.break_against(crop + 0.05, crop, 512, (128, 512)) is None
 
 
 def test_the_breaks_command_writes_the_committed_table(tmp_path):

@@ -14,6 +14,7 @@ import torch
 
 from data.common import atomic_write, atomic_write_text
 from data.sources import CHAR_EOT, GPT2_EOT, gpt2_files_on_disk
+from lab.hf.tokenizer import BYTE_LEVEL, bpe_tokenizer_json
 from rope import plain_inv_freq
 from rope_config import ROPE_SCALING, rope_inv_freq, scaled_theta
 
@@ -141,17 +142,10 @@ def char_tokenizer_json(itos):
 
 
 def gpt2_tokenizer_json(found):
-    """GPT-2's BPE (its encoder.json and vocab.bpe, as gpt2_files_on_disk gives them) as one tokenizers-library
-    tokenizer.json: byte-level BPE with GPT-2's split (ByteLevel, use_regex) and <|endoftext|> as a special token."""
-    byte_level = {'type': 'ByteLevel', 'add_prefix_space': False, 'trim_offsets': True, 'use_regex': True}
+    """GPT-2's BPE (its encoder.json and vocab.bpe, as gpt2_files_on_disk gives them) as one tokenizer.json: GPT-2's
+    split (ByteLevel, use_regex) and <|endoftext|> as a special token."""
     merges = [m for m in found['vocab.bpe'].decode('utf-8').split('\n')[1:] if m.strip()]  # (line 0: #version)
-    return {'version': '1.0', 'truncation': None, 'padding': None,
-            'added_tokens': [{'id': GPT2_EOT, 'content': '<|endoftext|>', 'single_word': False, 'lstrip': False,
-                              'rstrip': False, 'normalized': True, 'special': True}],
-            'normalizer': None, 'pre_tokenizer': byte_level, 'post_processor': byte_level, 'decoder': byte_level,
-            'model': {'type': 'BPE', 'dropout': None, 'unk_token': None, 'continuing_subword_prefix': '',
-                      'end_of_word_suffix': '', 'fuse_unk': False, 'byte_fallback': False, 'ignore_merges': False,
-                      'vocab': json.loads(found['encoder.json']), 'merges': merges}}
+    return bpe_tokenizer_json(json.loads(found['encoder.json']), merges, [(GPT2_EOT, '<|endoftext|>')], BYTE_LEVEL)
 
 
 def tokenizer_files(ds, M):

@@ -437,6 +437,22 @@ HF_PRE_TOKENIZERS = {  # tokenizer.ggml.pre -> the pre_tokenizer that splits as 
     'smollm': {'type': 'Sequence', 'pretokenizers': [{'type': 'Digits', 'individual_digits': True}, BYTE_LEVEL]}}
 
 
+def bpe_tokenizer_json(vocab, merges, special, pre_tokenizer):
+    """A byte-level BPE as a tokenizers-library tokenizer.json object (what read_tokenizer_json reads back): vocab
+    {token: id}, merges in order, special [(id, content)] as special added tokens, the pre_tokenizer that splits the
+    text; ByteLevel post-processing and decoding. A GGUF's BPE (gguf_tokenizer_files) and GPT-2's (an export of a GPT-2
+    run, lab/hf/folder.py) are written by it."""
+    added = [{'id': i, 'content': c, 'single_word': False, 'lstrip': False, 'rstrip': False, 'normalized': False,
+              'special': True} for i, c in special]
+    return {'version': '1.0', 'truncation': None, 'padding': None, 'added_tokens': added, 'normalizer': None,
+            'pre_tokenizer': pre_tokenizer,
+            'post_processor': {'type': 'ByteLevel', 'add_prefix_space': True, 'trim_offsets': False, 'use_regex': True},
+            'decoder': {'type': 'ByteLevel', 'add_prefix_space': True, 'trim_offsets': True, 'use_regex': True},
+            'model': {'type': 'BPE', 'dropout': None, 'unk_token': None, 'continuing_subword_prefix': None,
+                      'end_of_word_suffix': None, 'fuse_unk': False, 'byte_fallback': False, 'ignore_merges': False,
+                      'vocab': vocab, 'merges': merges}}
+
+
 def gguf_tokenizer_files(path, model_max_length):
     """A GGUF's byte-level BPE as the files of a Hugging Face folder that AutoTokenizer loads: ({'tokenizer.json':
     text, 'tokenizer_config.json': text}, {bos_token_id, eos_token_id, pad_token_id: id or None}). tokenizer.json:
@@ -465,15 +481,8 @@ def gguf_tokenizer_files(path, model_max_length):
         return bytes(value).decode('utf-8') if f.types[0].name == 'STRING' else value.tolist()[0]
     ids = {k: meta(f'tokenizer.ggml.{k}') for k in ('bos_token_id', 'eos_token_id', 'padding_token_id',
                                                    'unknown_token_id')}
-    added = [{'id': i, 'content': tokens[i], 'single_word': False, 'lstrip': False, 'rstrip': False,
-              'normalized': False, 'special': True} for i, k in enumerate(v['types']) if k == CONTROL]
-    tok = {'version': '1.0', 'truncation': None, 'padding': None, 'added_tokens': added, 'normalizer': None,
-           'pre_tokenizer': HF_PRE_TOKENIZERS[v['pre']],
-           'post_processor': {'type': 'ByteLevel', 'add_prefix_space': True, 'trim_offsets': False, 'use_regex': True},
-           'decoder': {'type': 'ByteLevel', 'add_prefix_space': True, 'trim_offsets': True, 'use_regex': True},
-           'model': {'type': 'BPE', 'dropout': None, 'unk_token': None, 'continuing_subword_prefix': None,
-                     'end_of_word_suffix': None, 'fuse_unk': False, 'byte_fallback': False, 'ignore_merges': False,
-                     'vocab': vocab, 'merges': v['merges']}}
+    tok = bpe_tokenizer_json(vocab, v['merges'], [(i, tokens[i]) for i, k in enumerate(v['types']) if k == CONTROL],
+                             HF_PRE_TOKENIZERS[v['pre']])
     names = {'bos_token': 'bos_token_id', 'eos_token': 'eos_token_id', 'pad_token': 'padding_token_id',
              'unk_token': 'unknown_token_id'}
     cfg = {'tokenizer_class': 'PreTrainedTokenizerFast', 'model_max_length': model_max_length,

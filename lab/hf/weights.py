@@ -186,15 +186,16 @@ def neox_head(d):
 def refuse_config(d, source):
     """One line naming what a config.json asks for that model.py's GPT has not (None: nothing)."""
     mt, rp = d.get('model_type'), {**(d.get('rope_scaling') or {}), **(d.get('rope_parameters') or {})}
+    p = hf_rotary_fraction(d) if mt == 'gpt_neox' else 1.0  # GPT-NeoX's rotary_pct; int(head_dim * p) dims turn
     head_dim = d.get('head_dim')
     for bad, why in (
             ('kv_lora_rank' in d, "MLA (kv_lora_rank: keys and values through a low-rank latent)"),
             (any(d.get(k) for k in ('num_experts', 'num_local_experts', 'n_routed_experts')), "experts (MoE)"),
             ('mrope_section' in rp or rp.get('rope_type', rp.get('type')) == 'mrope',
              "M-RoPE (mrope_section: rotations per time / height / width section)"),
-            (mt == 'gpt_neox' and int(neox_head(d) * hf_rotary_fraction(d)) % 2,
-             f"GPT-NeoX's partial rotation of an odd number of dims (int(head_dim {neox_head(d)} x rotary_pct "
-             f"{hf_rotary_fraction(d):g}) = {int(neox_head(d) * hf_rotary_fraction(d))}: a pair split in two)"),
+            (mt == 'gpt_neox' and int(neox_head(d) * p) % 2,
+             f"GPT-NeoX's partial rotation of an odd number of dims (int(head_dim {neox_head(d)} x rotary_pct {p:g}) "
+             f"= {int(neox_head(d) * p)}: a pair split)"),
             (mt == 'gpt_neox' and d.get('use_parallel_residual', True), "GPT-NeoX's parallel residual"),
             (mt not in HF_TYPES, f"model_type {mt!r} (read here: {', '.join(HF_TYPES)})"),
             (mt in LLAMA_TYPES and d.get('hidden_act', 'silu') != 'silu', f"hidden_act {d.get('hidden_act')!r}"),

@@ -3,7 +3,8 @@ From numbers to words (numpy, scipy and the standard library only; no torch), wi
 (intervals, paired tests and the four verdicts: better, worse, equivalent, unresolved):
 
   family        a declared family of contrasts over independent units, Holm across it (the real model's study)
-  compare       eval.py's arms compared: named contrasts, vs the best, vs the crop, over bases, break positions
+  compare       eval.py's arms compared: named contrasts, vs the best, vs the crop, over bases
+  breaks        where a loss-by-position curve breaks, against its crop (python -m lab.verdicts.breaks)
   summary_json  what eval.py writes: an arm's summary.json entry, the CSV/JSON text, --rejudge and --combine
   merge         --merge: one eval measured in parts (other arms, the same windows), judged as if run at once
   against       one eval's arms paired with arms of other evals of the same windows (a new base vs committed ones)

@@ -1,7 +1,7 @@
 """
 Where each arm breaks, measured against its control (issue 62): for an eval folder's position_loss.csv, each arm's
-break_against the crop (compare.break_against: the first position past `start` where the 32-token mean of arm − crop
-exceeds its mean over `ref` by 0.1 nats), beside the plain rule on the arm's own curve (compare.break_position) and
+break_against the crop (break_against: the first position past `start` where the 32-token mean of arm − crop
+exceeds its mean over `ref` by 0.1 nats), beside the plain rule on the arm's own curve (break_position) and
 the crop's own trip under that plain rule. Writes breaks.json into the folder (atomically) and prints the table.
 
     python -m lab.verdicts.breaks assets/studies/frequencies --start=512 --ref=128,512
@@ -18,7 +18,27 @@ import numpy as np
 from configurator import ConfigError
 from data.common import atomic_write_text
 from lab.engine.cli import cli
-from lab.verdicts.compare import break_against, break_position
+
+
+def break_position(curve, start, ref, rise=0.1, smooth=32):
+    """Where a loss-by-position curve breaks: the first position p >= start at which the running mean of the
+    `smooth` positions ending at p lies more than `rise` nats above the mean over positions [ref[0], ref[1]) (the
+    range the model was trained on, past the first L). NaN cells (unscored positions) are skipped in both means.
+    Returns p, or None when the curve never rises that far. E.g. a plain fine-tune at 512: start 512, ref (128, 512)."""
+    c = np.asarray(curve, dtype=float)
+    base = np.nanmean(c[ref[0]:ref[1]])
+    for p in range(max(start, smooth - 1), len(c)):
+        w = c[p - smooth + 1:p + 1]
+        if np.isfinite(w).any() and np.nanmean(w) > base + rise:
+            return p
+    return None
+
+
+def break_against(curve, control, start, ref, rise=0.1, smooth=32):
+    """Where an arm breaks relative to a control on the same windows (its crop, or the base inside L): break_position
+    of the difference curve - control, so a place where the control's own loss rises (text that is harder there)
+    is not called the arm's break. The crop on the frequencies study's windows trips the plain rule at 847 itself."""
+    return break_position(np.asarray(curve, dtype=float) - np.asarray(control, dtype=float), start, ref, rise, smooth)
 
 
 def read_curves(folder):
@@ -62,7 +82,7 @@ def main(argv):
         raise ConfigError(f"--ref={args.ref!r} must be two positions lo,hi (e.g. 128,512)") from None
     rows, trip = breaks(curves, control, args.start, (lo, hi))
     out = dict(control=control, control_from=args.control_from or None, start=args.start, ref=[lo, hi], rise=0.1, smooth=32, control_plain=trip, arms=rows,
-               rule="against_control: compare.break_against (arm minus control); plain: compare.break_position")
+               rule="against_control: break_against (arm minus control); plain: break_position (lab.verdicts.breaks)")
     atomic_write_text(os.path.join(args.folder, 'breaks.json'), json.dumps(out, indent=1) + '\n')
     print(f"{control} itself trips the plain rule at {trip}" if trip else f"{control} never trips the plain rule")
     for r in rows:

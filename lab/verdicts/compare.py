@@ -2,7 +2,7 @@
 The arms compared: eval.py's summary.json arms as table columns (each loss bucket and each retrieval room's distance
 bucket) of paired comparisons (lab/stats.py's paired tests, Holm per column, the four verdicts): named contrasts,
 every arm against the column's best or a reference arm (the crop), against an arm of another eval of the same
-windows, the same contrasts over several base models, and where a loss-by-position curve breaks.
+windows, and the same contrasts over several base models (where a curve breaks: lab/verdicts/breaks.py).
 Only numpy, the standard library and lab/stats.py are used.
 """
 
@@ -386,24 +386,3 @@ def vs_arm_of(summary, other, margins, ref=None):
     if pick is None:
         raise ValueError(f"no arm {ref or 'crop'!r} in the other eval; it has {[a['name'] for a in other['arms']]}")
     return vs_reference([a for a in summary['arms'] if a['name'] != pick['name']] + [pick], pick['name'], margins)
-
-
-def break_position(curve, start, ref, rise=0.1, smooth=32):
-    """Where a loss-by-position curve breaks: the first position p >= start at which the running mean of the
-    `smooth` positions ending at p lies more than `rise` nats above the mean over positions [ref[0], ref[1]) (the
-    range the model was trained on, past the first L). NaN cells (unscored positions) are skipped in both means.
-    Returns p, or None when the curve never rises that far. E.g. a plain fine-tune at 512: start 512, ref (128, 512)."""
-    c = np.asarray(curve, dtype=float)
-    base = np.nanmean(c[ref[0]:ref[1]])
-    for p in range(max(start, smooth - 1), len(c)):
-        w = c[p - smooth + 1:p + 1]
-        if np.isfinite(w).any() and np.nanmean(w) > base + rise:
-            return p
-    return None
-
-
-def break_against(curve, control, start, ref, rise=0.1, smooth=32):
-    """Where an arm breaks relative to a control on the same windows (its crop, or the base inside L): break_position
-    of the difference curve - control, so a place where the control's own loss rises (text that is harder there)
-    is not called the arm's break. The crop on the frequencies study's windows trips the plain rule at 847 itself."""
-    return break_position(np.asarray(curve, dtype=float) - np.asarray(control, dtype=float), start, ref, rise, smooth)
