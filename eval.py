@@ -19,7 +19,8 @@ Table 1 form: one forward of the first n tokens. Comparisons are paired tests on
 inside the interval, ending in better, worse, equivalent (inside --margin_loss / --margin_exact) or unresolved.
 
 Outputs in out_dir, each written atomically once everything is validated: position_loss.csv, attention_entropy.csv,
-retrieval.csv, finetune_curves.csv, summary.json, summary.md (printed) and plot.py's PNGs.
+retrieval.csv, finetune_curves.csv, temperature_law.csv (--temperature_law=True), summary.json, summary.md (printed)
+and plot.py's PNGs.
 """
 
 import math
@@ -34,7 +35,7 @@ from configurator import ConfigError, get_config
 from lab.engine.cli import cli
 from data.common import atomic_write_text, data_dir_of, doc_windows, load_meta, load_split
 from lab.verdicts import compare
-from lab.measure import forms, passkey_text, retrieval
+from lab.measure import forms, passkey_text, retrieval, temperature_law
 from lab.measure.arms import arm_model, parse_contrasts, plan_arms
 from lab.engine.device import autocast_context, pick_device
 from lab.engine.checks import check_eval_data, check_eval_settings, without_windows_of
@@ -65,6 +66,7 @@ DEFAULTS = dict(
     samples=32,             # moving-scale arms (Dynamic NTK/YaRN): random positions per bucket and window, each
                             # scored at its own length; 0 = every position its own forward (exact; slow, cost printed)
     **forms.DEFAULTS,       # the attention-entropy diagnostic (lab/measure/forms.py)
+    **temperature_law.DEFAULTS,  # beta_c of each row and its law in n (lab/measure/temperature_law.py; off by default)
     **retrieval.DEFAULTS,   # the passkey test and the retrieval rooms (lab/measure/retrieval.py)
     **passkey_text.DEFAULTS,  # the natural-language passkey (lab/measure/passkey_text.py; a real model's room)
     **compare.DEFAULTS,     # named contrasts, equivalence margins, --combine over bases (lab/verdicts/compare.py)
@@ -136,12 +138,17 @@ def write_outputs(cfg, run, results, pos_cols, ent_cols, timing, t0):
     ft = finetune_csv(arms)  # every seed's fine-tune curve, read and checked by plan_arms
     if ft:
         files['finetune_curves.csv'] = ft
+    law = temperature_law.law_csv(results)  # --temperature_law's table, from summary.json's fields
+    if law:
+        files['temperature_law.csv'] = law
     os.makedirs(out_dir, exist_ok=True)
     for name, text in files.items():
         atomic_write_text(os.path.join(out_dir, name), text)
     for stale in ('finetune_curves.csv', 'finetune_curves.png'):  # from an earlier run with fine-tuned arms
         if 'finetune_curves.csv' not in files and os.path.exists(os.path.join(out_dir, stale)):
             os.remove(os.path.join(out_dir, stale))
+    if 'temperature_law.csv' not in files and os.path.exists(os.path.join(out_dir, 'temperature_law.csv')):
+        os.remove(os.path.join(out_dir, 'temperature_law.csv'))  # (an earlier run's, with the diagnostic on)
     pngs = plot.plot_all(out_dir, log_x=cfg['log_x'], smooth=cfg['smooth']) if cfg['plot'] else []
     if not cfg['plot']:  # an earlier run's pictures would show other numbers
         for stale in (os.path.join(out_dir, n) for n in plot.SOURCES if os.path.exists(os.path.join(out_dir, n))):

@@ -11,6 +11,8 @@ Several arms (--rope_type=linear,ntk,yarn:beta_fast=8, --plain=True) or seeds (-
 per run under out_dir and out_dir/arms.json (lab/engine/sweep.py); every arm starts from the same weights with the same seed,
 data order and steps. --rope_type=keep fine-tunes the init checkpoint's own rope_scaling (a search_longrope.py run).
 --pose=True trains on PoSE windows (Zhu et al. 2023: lab/pose.py): pose_len tokens whose position ids skip forward.
+--attention=logpos and --learned_freqs=True switch on Mistral Large 4's learned position parts in every arm (a per-head
+log-position query scale, RoPE's frequencies times exp(alpha)), the base's model at init: learned in the fine-tune.
 """
 
 import os
@@ -36,6 +38,8 @@ DEFAULTS = dict(
     plain=False,             # add the control arm 'default' (unscaled RoPE, just training at the longer length)
     factor=0.0,              # s = new length / L; 0: 4 (with rope_type=keep: the checkpoint's own)
     block_size=0,            # the new training length; 0 means factor x L
+    attention=None,          # None: the base's; logpos: a learned log-position query scale (lab/temperature.py)
+    learned_freqs=None,      # None: the base's; True: learned RoPE frequencies, theta * exp(alpha) (model.py)
     seeds='',                # several seeds per arm, e.g. 1337,1338,1339 (one folder each); '' = just --seed
     # per-type settings from rope_config.py's table (None: that type's default); each goes to the types using it
     **{key: None for key in all_type_keys()},
@@ -45,11 +49,12 @@ DEFAULTS = dict(
 )
 
 
-def extended_model(base, base_path, scaling, L, T, layers=None):
+def extended_model(base, base_path, scaling, L, T, layers=None, switched=None):
     """(model, lineage) of a base checkpoint switched to `scaling` (None: unscaled) for training or scoring at T:
     what finetune_long.py fine-tunes and search_longrope.py writes. The base path is stored absolute. layers: a new
-    layer pattern on the same weights (--layers=4*nope removes RoPE: DroPE's recalibration, at T = L)."""
-    model = model_from_checkpoint(base, **({} if layers is None else {'layers': layers}))
+    layer pattern on the same weights (--layers=4*nope removes RoPE: DroPE's recalibration, at T = L). switched:
+    learned parts switched on over the base at their init (sweep.switched_on), the only weights the base lacks."""
+    model = model_from_checkpoint(base, **({} if layers is None else {'layers': layers}), **(switched or {}))
     model.set_rope_scaling(scaling)  # context extension by RoPE scaling: the same weights, new rotation frequencies
     model.config.block_size = T
     searched = {k: v for k, v in (base.get('lineage') or {}).items() if k == 'search_objective'}  # (LongRoPE2's)
@@ -83,7 +88,7 @@ def main(argv):
         if resuming and os.path.isfile(os.path.join(arm.cfg['out_dir'], 'ckpt.pt')):
             row = train(dict(arm.cfg, init_from='resume'))
         else:
-            model, lineage = extended_model(base, cfg['init_from'], arm.scaling, L, T, arm.cfg['layers'])
+            model, lineage = extended_model(base, cfg['init_from'], arm.scaling, L, T, arm.cfg['layers'], arm.switched)
             row = train(arm.cfg, model=model, lineage=lineage)
         record.done(arm, row)
     record.report()

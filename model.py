@@ -3,8 +3,9 @@ nanoGPT's GPT (pre-LayerNorm blocks, SDPA attention, GELU MLP, tied embeddings) 
 rope (default), sinusoidal, learned, alibi, fire, cope or none. RoPE comes from rope.py; its scaling (PI, NTK, YaRN,
 ...) is part of the config, and `set_rope_scaling` switches it on a trained model without touching a weight. As in
 2025-26 models, each layer may differ (`layers`): RoPE or NoPE, a window or chunk, its own base, scaled or not
-(rope_scaling['layers']). The Llama family is the same GPT with options: RMSNorm, SwiGLU, grouped-query heads
-(n_kv_head), q/k/v biases, an untied head; lab/hf loads GGUF files and Hugging Face folders into it.
+(rope_scaling['layers']), or a short convolution in place of attention (LFM2 / LFM3: lab/conv.py). The Llama family
+is the same GPT with options: RMSNorm, SwiGLU, grouped-query heads (n_kv_head), q/k/v biases, an untied head; lab/hf
+loads GGUF files and Hugging Face folders into it.
 
 Seams for lab/ (imported by none of this file): `forward(pos=ids)` runs tokens at given positions (PoSE, KV cache),
 which a windowed or chunked layer's mask counts too; `forward(rope=[(cos, sin) per RoPE group])` takes ready-made
@@ -41,7 +42,7 @@ class GPTConfig:
     rope_base: float = 10000.0
     rope_scaling: dict = None   # Hugging Face style rope_scaling dict, None = plain RoPE
     attention: str = 'causal'   # a class of ATTENTION: 'causal' here; rooms add more (ATTENTION_ROOMS: 'smear_keys', ...)
-    layers: str = None          # per layer: RoPE or NoPE, window or chunk, base ('3*rope:w=32,nope'); None = RoPE all
+    layers: str = None          # per layer: RoPE or NoPE, window, chunk, base, or conv ('3*conv,rope'); None = RoPE all
     norm: str = 'layernorm'     # layernorm | rmsnorm (Llama)
     norm_eps: float = 1e-5
     mlp: str = 'gelu'           # gelu | swiglu (Llama: down(silu(gate(x)) * up(x)))
@@ -50,6 +51,7 @@ class GPTConfig:
     qkv_bias: bool = False      # biases on q, k, v only (Qwen2); `bias` puts them everywhere
     tie_embeddings: bool = True # the head shares the token embedding's weights
     partial_rotary_factor: float = 1.0  # GPT-NeoX's rotary_pct: the first p * head_dim dims turn (base over them)
+    learned_freqs: bool = False # LeRoPE (Mistral Large 4): pair i turns at theta_i * exp(alpha_i), alpha learned
 
     @property
     def attention_class(self):
@@ -185,7 +187,11 @@ ATTENTION = {'causal': CausalSelfAttention}  # config.attention -> class; the ro
 ATTENTION_ROOMS = {'smear_keys': 'lab.smeared_keys', 'ssmax': 'lab.temperature', 'smear_keys_ssmax': 'lab.temperature',
                    'logpos': 'lab.temperature', 'smear_keys_logpos': 'lab.temperature',
                    'sinks': 'lab.sinks', 'smear_keys_sinks': 'lab.sinks', 'gated': 'lab.gated',
-                   'smear_keys_gated': 'lab.gated', 'alibi': 'lab.alibi', 'fire': 'lab.fire', 'cope': 'lab.cope'}
+                   'smear_keys_gated': 'lab.gated', 'alibi': 'lab.alibi', 'fire': 'lab.fire', 'cope': 'lab.cope',
+                   'inkling': 'lab.inkling',
+                   'fope': 'lab.fope', 'fope_learned': 'lab.fope', 'smear_keys_fope': 'lab.fope',
+                   'smear_keys_fope_learned': 'lab.fope',
+                   'conv': 'lab.conv'}  # (not an attention: a conv layer's token mixer, layers='conv,...')
 
 def attention_class(name):
     """The class of config.attention_class: model.py's own, or the one its room (ATTENTION_ROOMS) adds to ATTENTION
@@ -235,7 +241,7 @@ class Block(nn.Module):
     def __init__(self, config, spec):
         super().__init__()
         self.ln_1 = norm(config)
-        self.attn = attention_class(config.attention_class)(config, spec)
+        self.attn = attention_class('conv' if spec.conv else config.attention_class)(config, spec)
         self.ln_2 = norm(config)
         self.mlp = SwiGLU(config) if config.mlp == 'swiglu' else MLP(config)
 
@@ -259,6 +265,8 @@ class GPT(nn.Module):
         self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
         if config.tie_embeddings:
             self.transformer.wte.weight = self.lm_head.weight  # weight tying
+        # LeRoPE's alpha: one per turning pair, for the whole model (every layer and RoPE group), float32, 0 at init
+        self.rope_alpha = nn.Parameter(torch.zeros(config.rotary_dim // 2)) if config.learned_freqs else None
         self._build_rope()
         self.apply(self._init_weights)
         for pn, p in self.named_parameters():  # GPT-2's scaled init of the residual projections
@@ -321,10 +329,20 @@ class GPT(nn.Module):
         seq_len: the stored pair for a static type; a dynamic type recomputes it for seq_len (host math, one copy)."""
         stored = getattr(self, 'rope_inv_freq' + (f'_{group}' if group else ''))
         if not self.rope_dynamic or seq_len is None:
-            return stored, self.rope_attention_factors[group]
+            return self.with_alpha(stored), self.rope_attention_factors[group]
         inv_freq, attention_factor = rope_inv_freq(self.head_dim, *self.rope_groups[group], seq_len=seq_len,
                                                    rotary_dim=self.rotary_dim)
-        return inv_freq.to(stored.device), attention_factor
+        return self.with_alpha(inv_freq.to(stored.device)), attention_factor
+
+    def with_alpha(self, inv_freq):
+        """Learned frequencies (Mistral Large 4's LeRoPE, transformers' MistralLarge4TextRotaryEmbedding): the angle
+        of pair i at position m is m * theta_i * exp(alpha_i), theta the static (scaled, or a dynamic type's
+        recomputed) frequencies kept in their buffers, alpha learned; the attention factor is untouched. Pass-through
+        pairs of a partial rotation stay at theta = 0. Without learned_freqs (alpha None), inv_freq itself."""
+        if self.rope_alpha is None:
+            return inv_freq
+        scale = self.rope_alpha.float().exp()  # exp(0) = 1 exactly: the static model, bit for bit, at init
+        return inv_freq * F.pad(scale, (0, inv_freq.numel() - scale.numel()), value=1.0)
 
     def rope_tables(self, positions, group=0):
         """(cos, sin) in float32 of a RoPE group (rope_groups) for position ids: an int T (0..T-1) or a tensor (T,) or
@@ -340,6 +358,7 @@ class GPT(nn.Module):
         n_hat = (scaling or {}).get('start_token_idx', 0)  # longrope: positions < n_hat stay plain
         if n_hat:
             plain = rope_inv_freq(self.head_dim, base, None, None, self.rotary_dim)[0]  # (pass-through pairs stay)
+            plain = self.with_alpha(plain.to(inv_freq.device))  # (learned frequencies: these times exp(alpha) too)
             cos, sin = longrope_start_tokens(cos, sin, positions, plain, n_hat)
         return (cos, sin) if cos.dim() == 2 else (cos[:, None], sin[:, None])
 
@@ -391,7 +410,9 @@ class GPT(nn.Module):
         def attend(q, k, v):  # the attention masks the gathered queries by their positions `at`
             q = q.gather(2, at[:, None, :, None].expand(-1, q.size(1), -1, q.size(-1)))
             return block.attn.attend(q, k, v, at) if pos is None else block.attn.attend(q, k, v, at, pos=pos)
-        x = x.gather(1, at[..., None].expand(-1, -1, x.size(-1))) + block.attn(block.ln_1(x), rope, attend)
+        pick = lambda t: t.gather(1, at[..., None].expand(-1, -1, t.size(-1)))  # noqa: E731  (the rows at `at`)
+        y = block.attn(block.ln_1(x), rope, attend)  # a conv layer attends nowhere: it returns every row, then picked
+        x = pick(x) + (y if isinstance(block.attn, CausalSelfAttention) else pick(y))
         return x + block.mlp(block.ln_2(x))
 
     def configure_optimizers(self, weight_decay, learning_rate, betas, device_type):
@@ -430,6 +451,8 @@ def check_config(c):
              f"partial_rotary_factor={c.partial_rotary_factor} must be in (0, 1] and leave a pair to turn"),
             (c.rope_scaling is not None and c.pos_emb != 'rope',
              f"rope_scaling is set but pos_emb={c.pos_emb!r}; scaling only applies to pos_emb='rope'"),
+            (c.learned_freqs and c.pos_emb != 'rope',
+             f"learned_freqs=True learns RoPE's frequencies, but pos_emb={c.pos_emb!r}; use pos_emb='rope'"),
             (c.layers is not None and c.pos_emb != 'rope',
              f"layers={c.layers!r} sets RoPE per layer, which needs pos_emb='rope' (NoPE: pos_emb='none')"),
             (c.pos_emb in BIASES and c.attention != 'causal',  # one class per layer: the bias's would win
@@ -437,7 +460,10 @@ def check_config(c):
              f"dropped; use attention='causal' with {BIASES.get(c.pos_emb)}, or another pos_emb"),
             (c.attention_class not in ATTENTION and c.attention_class not in ATTENTION_ROOMS,
              f"attention={c.attention_class!r} is unknown; use one of "
-             f"{', '.join(sorted({*ATTENTION, *ATTENTION_ROOMS} - set(BIASES)))}")):
+             f"{', '.join(sorted({*ATTENTION, *ATTENTION_ROOMS} - set(BIASES) - {'conv'}))}"),
+            (c.attention == 'conv' or c.attention != 'causal' and 'conv' in str(c.layers),  # (lab/conv.py)
+             f"attention={c.attention!r} with layers={c.layers!r}: a short convolution is a layer kind "
+             f"(layers='3*conv,rope'), beside attention='causal' only")):
         if bad:
             raise ValueError(why)
 

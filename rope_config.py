@@ -233,13 +233,16 @@ def check_scaling(scaling, base=None):
 
 class LayerSpec(NamedTuple):
     """One layer's positions: RoPE or none (NoPE), a sliding window of w keys (None: every earlier key), its base,
-    and a chunk of c tokens (Llama 4's chunked local attention: query i sees keys j <= i with j // c == i // c)."""
+    and a chunk of c tokens (Llama 4's chunked local attention: query i sees keys j <= i with j // c == i // c); or,
+    in place of attention, a short causal convolution over the last `conv` tokens (LFM2 / LFM3: lab/conv.py)."""
     rope: bool = True
     window: Optional[int] = None
     base: Optional[float] = None
     chunk: Optional[int] = None
+    conv: Optional[int] = None
 
-LAYER_KINDS = ('rope', 'nope')
+LAYER_KINDS = {'rope': ('w', 'c', 'base'), 'nope': ('w', 'c'), 'conv': ('k',)}  # each kind, the settings it takes
+CONV_KERNEL = 3  # a conv layer's kernel unless k= says (LFM2's conv_L_cache; LFM3 ships 7)
 SCALE_LAYERS = ('all', 'full', 'window')  # rope_scaling['layers']: the RoPE layers it applies to (Gemma 3: 'full';
 # 'window': the local layers, a sliding window or a chunk)
 
@@ -248,14 +251,15 @@ def parse_layers(pattern, n_layer, base, block_size):
     """A layer pattern -> n_layer LayerSpecs. None: every layer RoPE at `base`, full attention (the default model).
     'rope:w=32,rope:w=32,rope:w=32,nope' = '3*rope:w=32,nope' (Command A's 3 windowed RoPE : 1 global NoPE);
     'rope:w=32:base=1e4,rope:base=1e6' (Gemma 3's local and global layers); '3*rope:c=32,nope' (Llama 4's 3 chunked
-    RoPE : 1 global NoPE). A window or a chunk (a layer has one or neither) must be shorter than L.
+    RoPE : 1 global NoPE); 'conv,rope:w=32,conv,rope' (LFM3: short convolutions beside sliding and full attention; a
+    conv layer has no position, 'conv:k=7' sets its kernel). A window, chunk or kernel must be shorter than L.
     Numbers are read as Python reads them and kept exactly (base=1234567 stays 1234567.0; 1E6 is 1e6)."""
     if pattern is None:
         return [LayerSpec(True, None, base)] * n_layer
 
     def refuse(why):
-        raise ValueError(f"layers={pattern!r}: {why}; write each layer as rope[:w=W|:c=C][:base=B] or "
-                         f"nope[:w=W|:c=C], comma-separated, n*... repeats (e.g. '3*rope:w=32,nope')")
+        raise ValueError(f"layers={pattern!r}: {why}; write each layer as rope[:w=W|:c=C][:base=B], "
+                         f"nope[:w=W|:c=C] or conv[:k=K], comma-separated, n*... repeats (e.g. '3*rope:w=32,nope')")
     runs = []  # (count, LayerSpec): the repeats are counted before any list is built (a count of 10**9 is refused)
     for item in str(pattern).replace(' ', '').split(','):
         count, star, entry = item.rpartition('*')
@@ -267,15 +271,15 @@ def parse_layers(pattern, n_layer, base, block_size):
         got = {}
         for opt in opts:
             key, eq, value = opt.partition('=')
-            if key not in ('w', 'c', 'base') or (kind == 'nope' and key == 'base'):
-                takes = 'w or c' + (', and base' if kind == 'rope' else '')
+            if key not in LAYER_KINDS[kind]:
+                takes = 'k (its kernel)' if kind == 'conv' else 'w or c' + (', and base' if kind == 'rope' else '')
                 refuse(f"{item!r} has a setting {key!r}; a {kind} layer takes {takes}")
             if not value:
                 refuse(f"{item!r} gives {key} no value")
             if key in got:
                 refuse(f"{item!r} gives {key} twice ({got[key]} and {value}); give it once")
             got[key] = value
-        w, c = got.get('w'), got.get('c')
+        w, c, k = got.get('w'), got.get('c'), got.get('k', str(CONV_KERNEL) if kind == 'conv' else None)
         if w is not None and c is not None:  # (a chunk inside a window, or the reverse, is neither design)
             refuse(f"{item!r} gives both a window w={w} and a chunk c={c}; a layer is windowed (w) or chunked (c): "
                    f"drop one")
@@ -283,6 +287,8 @@ def parse_layers(pattern, n_layer, base, block_size):
             if v is not None and not (re.fullmatch('[0-9]+', v) and 1 <= int(v) < block_size):
                 refuse(f"{what} {key}={v} must be a whole number in 1..{block_size - 1} (shorter than the training "
                        f"length L={block_size}; leave {key} out for full attention)")
+        if k is not None and not (re.fullmatch('[0-9]+', k) and 2 <= int(k) < block_size):
+            refuse(f"kernel k={k} must be a whole number in 2..{block_size - 1} (the conv sees k - 1 tokens back)")
         b = float(base)
         if 'base' in got:
             try:
@@ -291,11 +297,13 @@ def parse_layers(pattern, n_layer, base, block_size):
                 b = math.nan
             if not (math.isfinite(b) and b > 1):
                 refuse(f"base={got['base']} must be a finite number > 1")
-        runs.append((int(count) if star else 1, LayerSpec(kind == 'rope', int(w) if w else None,
-                                                          b if kind == 'rope' else None, int(c) if c else None)))
+        runs.append((int(count) if star else 1, LayerSpec(kind == 'rope', int(w) if w else None, b if kind == 'rope'
+                                                          else None, int(c) if c else None, k and int(k))))
     total = sum(n for n, _ in runs)
     if total != n_layer:
         raise ValueError(f"layers={pattern!r} describes {total} layers but n_layer={n_layer}; give one per layer")
+    if all(spec.conv for _, spec in runs):  # (n_layer x (k - 1) tokens back in all: no long context to study)
+        refuse("every layer is a conv layer; keep an attention layer (rope or nope) beside them, as LFM2 and LFM3 do")
     return [spec for n, spec in runs for _ in range(n)]
 
 

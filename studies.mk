@@ -10,7 +10,8 @@
 .PHONY: longrope2-in-step prope-base clip-base sinks-base sinks-seeds prope-seeds gated-base gated-eval fire-base
 .PHONY: cope-base fire-cope-eval neox-base placement-eval dca-window clip-sweep pairs frequencies engine-variants
 .PHONY: frequency-bases temperature-knobs designs designs-2048 drope-eval scale-layers hybrid-eval chunked-eval
-.PHONY: own-crops own-crops-test pose-random
+.PHONY: own-crops own-crops-test pose-random pose-random-8x lerope fope-base conv-base inkling-base
+.PHONY: own-crops-2026 temperature-law real-model-temperature-law
 
 ##@ real model, its parts: SmolLM2-135M's earlier eval in parts, its engine bench and the miniature
 
@@ -427,6 +428,86 @@ pose-random:
 		--contrasts="yarn_s4_beta_fast8_pose_random_ft100 | yarn_s4_beta_fast8_pose_ft100; \
 	yarn_s4_beta_fast8_pose_random_ft100 | yarn_s4_beta_fast8_ft100; \
 	yarn_s4_beta_fast8_pose_ft100 | yarn_s4_beta_fast8_ft100"
+
+## randomized ids against PoSE and a full fine-tune at a matched 8 x L, YaRN s=8, 3 seeds, test split
+# the three fine-tunes as pose-random's with the target 1024 = 8 x L (random ids and PoSE in windows of 128, the full
+# fine-tune at 1024), then the test split's windows at 1024 with the base's crop and YaRN s=8 zero-shot
+pose-random-8x:
+	$(PY) finetune_long.py config/finetune_pose_char_cpu.py --factor=8 --plain=False --pose_ids=random \
+		--out_dir=out/char-pose8-random --overwrite=True
+	$(PY) finetune_long.py config/finetune_pose_char_cpu.py --factor=8 --plain=False --out_dir=out/char-pose8-yarn \
+		--overwrite=True
+	$(PY) finetune_long.py config/finetune_pose_char_cpu.py --factor=8 --plain=False --pose=False \
+		--out_dir=out/char-full8-yarn --overwrite=True
+	$(PY) eval.py config/eval_test_cpu.py --exclude=assets/demo \
+		--ckpt=out/char-base-copy,out/char-full8-yarn,out/char-pose8-yarn,out/char-pose8-random \
+		--rope_types=crop:form=sliding,yarn:beta_fast=8 --out_dir=out/char-eval-test-pose-random-8x \
+		--contrasts="yarn_s8_beta_fast8_pose_random_ft100 | yarn_s8_beta_fast8_pose_ft100; \
+	yarn_s8_beta_fast8_pose_random_ft100 | yarn_s8_beta_fast8_ft100; \
+	yarn_s8_beta_fast8_pose_ft100 | yarn_s8_beta_fast8_ft100; \
+	yarn_s8_beta_fast8_pose_random_ft100 | yarn_s8_beta_fast8_zero-shot"
+
+## learned RoPE frequencies, with and without the log-position query scale, fine-tuned in, 3 seeds
+# Mistral Large 4's two learned parts switched on over make train-copy's base at their identity (alpha 0, scale 0,
+# bias 1) with YaRN s=4 and fine-tuned at 4 x L as the plain YaRN fine-tune (pose-random's), then the test split at 512
+lerope: out/char-full-yarn/arms.json
+	$(PY) finetune_long.py config/finetune_long_char_cpu.py --rope_type=yarn:beta_fast=8 --plain=False \
+		--learned_freqs=True --attention=smear_keys_logpos --out_dir=out/char-ft-lerope-logpos --overwrite=True
+	$(PY) finetune_long.py config/finetune_long_char_cpu.py --rope_type=yarn:beta_fast=8 --plain=False \
+		--learned_freqs=True --out_dir=out/char-ft-lerope --overwrite=True
+	$(PY) eval.py config/eval_test_cpu.py --exclude=assets/demo --eval_len=512 \
+		--ckpt=out/char-base-copy,out/char-full-yarn,out/char-ft-lerope-logpos,out/char-ft-lerope \
+		--rope_types=crop:form=sliding,yarn:beta_fast=8 --out_dir=out/char-eval-test-lerope \
+		--contrasts="yarn_s4_beta_fast8_learned-freqs_logpos_ft100 | yarn_s4_beta_fast8_ft100; \
+	yarn_s4_beta_fast8_learned-freqs_ft100 | yarn_s4_beta_fast8_ft100; \
+	yarn_s4_beta_fast8_learned-freqs_logpos_ft100 | yarn_s4_beta_fast8_learned-freqs_ft100"
+out/char-full-yarn/arms.json:
+	$(PY) finetune_long.py config/finetune_pose_char_cpu.py --plain=False --pose=False \
+		--out_dir=out/char-full-yarn --overwrite=True
+
+## FoPE (Intern-S1-Pro): clipped RoPE, each key/value head mixing the kept pairs' cos and sin
+# the clip at L is FoPE's own (rope_type clip); the mixing is fixed as shipped (fope_learned trains it)
+fope-base:
+	$(PY) train.py config/train_shakespeare_char_cpu.py --attention=fope --out_dir=out/char-fope --overwrite=True \
+		"--rope_scaling={'rope_type': 'clip', 'original_max_position_embeddings': 128}"
+
+## LFM3 in miniature: short convolutions beside a sliding and a full p-RoPE layer (lab/conv.py)
+# conv, sliding RoPE (w=32), conv, full RoPE with p = 0.5 (LFM3's layers 3-6; its 13:5:6 mix is about 2:1:1)
+conv-base:
+	$(PY) train.py config/train_shakespeare_char_cpu.py --layers='conv,rope:w=32,conv,rope' --overwrite=True \
+		"--rope_scaling={'rope_type': 'proportional', 'partial_rotary_factor': 0.5, 'layers': 'full'}" \
+		--out_dir=out/char-conv
+
+## Inkling-2 in miniature: no RoPE, a content-mixed relative bias zero past its reach, per-token sinks
+# three sliding layers (w = 64, the bias's reach) and a full one on top (Inkling-2: a full layer every sixth)
+inkling-base:
+	$(PY) train.py config/train_shakespeare_char_cpu.py --attention=inkling '--layers=3*nope:w=64,nope' \
+		--out_dir=out/char-inkling --overwrite=True
+
+## the 2026 bases (FoPE, LFM3's convolutions, Inkling-2) each against its own crop on the test split
+# as own-crops-test: 140 windows at 1024, loss only; FoPE's crop truncated (its mixed tables are not relative)
+own-crops-2026: out/char-fope/ckpt.pt out/char-conv/ckpt.pt out/char-inkling/ckpt.pt
+	$(PY) eval.py config/eval_test_cpu.py config/eval_designs_test_cpu.py --base=out/char-fope \
+		--rope_types=default,crop:form=truncated --retrieval_examples=0 --out_dir=out/char-eval-test-fope-own
+	$(PY) eval.py config/eval_test_cpu.py config/eval_designs_test_cpu.py --base=out/char-conv \
+		--retrieval_examples=0 --out_dir=out/char-eval-test-conv-own
+	$(PY) eval.py config/eval_test_cpu.py config/eval_designs_test_cpu.py --base=out/char-inkling \
+		--retrieval_examples=0 --out_dir=out/char-eval-test-inkling-own
+out/char-fope/ckpt.pt:
+	$(MAKE) fope-base
+out/char-conv/ckpt.pt:
+	$(MAKE) conv-base
+out/char-inkling/ckpt.pt:
+	$(MAKE) inkling-base
+
+## the rows' temperature law (Hayase & Karakida 2026): each row's beta_c and its growth in n
+# 16 dev windows at 1024, the zero-shot temperature arms of make designs, the rooms off (~1 min; needs train-copy)
+temperature-law:
+	$(PY) eval.py config/studies/eval_temperature_law_cpu.py
+
+## the same on SmolLM2-135M inside its L (3 windows of 8,192): the law of its own rows (9 min)
+real-model-temperature-law: real-model-data
+	$(PY) eval.py config/eval_real_model_cpu.py config/studies/eval_temperature_law_real_cpu.py
 
 ## ALiBi, FIRE and CoPE each against its own crop on the test split (issue 62 item 2)
 # each base as it is and held to its last 128 tokens, 140 windows, loss only; FIRE's crop truncated (its normaliser

@@ -54,9 +54,11 @@ DEFAULTS = dict(
     n_kv_head=None,               # key/value heads (grouped-query attention; n_head a multiple of it); None = n_head
     pos_emb='rope',               # rope | sinusoidal | learned | alibi | fire (lab/fire.py) | cope (lab/cope.py) | none
     rope_base=10000.0, partial_rotary_factor=1.0,  # p < 1: GPT-NeoX's partial rotation (the first p * head_dim dims)
+    learned_freqs=False,          # Mistral Large 4's LeRoPE: RoPE's frequencies times exp(alpha), alpha learned (model.py)
     rope_scaling=None,            # a rope type trained in, e.g. {'rope_type': 'proportional', 'partial_rotary_factor': 0.25}
     attention='causal',           # causal | smear_keys (lab/smeared_keys.py) | ssmax, logpos (lab/temperature.py) | sinks
-                                  # (lab/sinks.py) | gated (lab/gated.py); smear_keys_ssmax / _logpos / _sinks / _gated
+                                  # (lab/sinks.py) | gated (lab/gated.py) | fope, fope_learned (lab/fope.py, on rope_type
+                                  # 'clip'); smear_keys_ssmax / _logpos / _sinks / _gated / _fope
     # AdamW and the learning-rate schedule (linear warm-up, then cosine decay to min_lr)
     learning_rate=1e-3, max_iters=2000, weight_decay=0.1, beta1=0.9, beta2=0.99, grad_clip=1.0,
     decay_lr=True, warmup_iters=100, lr_decay_iters=2000, min_lr=1e-4,

@@ -157,11 +157,19 @@ def checkpoint_args(ckpt):
 
 def model_from_checkpoint(ckpt, **changes):
     """Rebuild the GPT stored in a checkpoint dict (config incl. rope scaling, then weights); changes: config fields
-    that change no weight, e.g. layers='4*nope' (DroPE: the same weights with every position encoding removed)."""
+    that change no weight, e.g. layers='4*nope' (DroPE: the same weights with every position encoding removed), or
+    that add parameters at their init, e.g. attention='logpos', learned_freqs=True (finetune_long.py switches them
+    on): only the parameters a change adds may be missing from the checkpoint, and none of its weights left over."""
     from model import GPT, GPTConfig
     model = GPT(GPTConfig(**{**checkpoint_args(ckpt), **changes}))
     state = {k.removeprefix('_orig_mod.').removeprefix('module.'): v for k, v in ckpt['model'].items()}
-    model.load_state_dict(state)
+    missing, unexpected = model.load_state_dict(state, strict=not changes)
+    if missing or unexpected:  # (only with changes: a strict load raises itself)
+        own = set(GPT(GPTConfig(**checkpoint_args(ckpt))).state_dict())  # what the checkpoint's own model holds
+        wrong = sorted(set(unexpected) | (set(missing) & own))
+        if wrong:
+            raise ValueError(f"the checkpoint's weights do not fit its model with {changes} ({', '.join(wrong[:3])}"
+                             f"{' ...' if len(wrong) > 3 else ''}): a change may only add parameters; drop it")
     return model
 
 

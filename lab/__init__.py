@@ -29,11 +29,18 @@ The methods and controls a learner came for, one file each:
   sinks            learned attention sinks, one logit per head in every softmax (attention='sinks', gpt-oss)
   gated            gated attention: each head's output times a sigmoid gate of the layer's input (attention='gated',
                    Qwen3-Next)
+  fope             FoPE: clipped RoPE whose cos/sin each key/value head mixes across the pairs that turn
+                   (attention='fope', Intern-S1-Pro; needs rope_type 'clip')
+  conv             a short gated causal convolution in place of attention, a layer kind (layers='conv,rope:w=32,...',
+                   LFM2 / LFM3): the local position source beside a few RoPE layers
   alibi            ALiBi, the relative-bias baseline (attention of pos_emb='alibi')
   fire             FIRE, a learned bias of the distance over the query's position, progressive interpolation
                    (attention of pos_emb='fire')
   cope             CoPE, contextual positions: a key's position counts the tokens the query's gates open on, and
                    what each head counts (attention of pos_emb='cope'; python -m lab.cope)
+  inkling          Inkling-2's attention, no RoPE: a relative bias mixed per query from a learned bank of profiles
+                   by the hidden state, zero past a reach, per-query sinks, short convolutions on k and v
+                   (attention='inkling')
   pose             PoSE position ids: train short, see long positions
   copy_mix         synthetic copies in training windows (with smeared keys, lab/smeared_keys.py), so a base retrieves
   kv_cache         the KV cache and cached decoding (sample.py)

@@ -11,20 +11,27 @@ import torch.nn.functional as F
 
 def attention_probs(att, sink=None):
     """softmax over the keys of scores att (..., H, Q, K); with a learned sink (lab/sinks.py: one logit per head,
-    shape (H,)) the softmax runs over [scores, sink] and the sink's column is dropped (rows then sum to < 1)."""
+    shape (H,); lab/inkling.py: one per query, (..., H, Q), the rows of att) the softmax runs over [scores, sink] and
+    the sink's column is dropped (rows then sum to < 1)."""
     if sink is None:
         return F.softmax(att, dim=-1)
-    z = sink.float().view(-1, 1, 1).expand(*att.shape[:-1], 1)
+    z = (sink.float().view(-1, 1, 1) if sink.dim() == 1 else sink.float()[..., None]).expand(*att.shape[:-1], 1)
     return F.softmax(torch.cat((att, z), -1), dim=-1)[..., :-1]
+
+
+def sink_rows(sink, s, e):
+    """The sink logits of queries s..e-1: a per-head sink (H,) as it is, a per-query one (..., H, T) cut to them."""
+    return sink if sink is None or sink.dim() == 1 else sink[..., s:e]
 
 
 def chunked_attention(q, k, v, logits, chunk=256, dropout=0.0, sink=None):
     """softmax(logits(s, e)) @ v for queries s..e-1 over keys 0..e-1, one chunk of queries at a time.
-    logits(s, e) returns float32 scores, already scaled, -inf where j > i. sink: a layer's learned sink logits."""
+    logits(s, e) returns float32 scores, already scaled, -inf where j > i. sink: a layer's learned sink logits (per
+    head, or per query: every query's, cut to the chunk's)."""
     ys = []
     for s in range(0, q.size(2), chunk):
         e = min(s + chunk, q.size(2))
-        p = F.dropout(attention_probs(logits(s, e), sink), dropout, dropout > 0)
+        p = F.dropout(attention_probs(logits(s, e), sink_rows(sink, s, e)), dropout, dropout > 0)
         ys.append(p.to(v.dtype) @ v[:, :, :e])
     return torch.cat(ys, dim=2)
 

@@ -110,7 +110,7 @@ def cache_group(model, layer):
     """The layer's RoPE group, for the cache positions of the sink-kept crop; ValueError where they do not apply."""
     attn, group = model.transformer.h[layer].attn, model.rope_index[layer]
     if group is None or type(attn).logits is not CausalSelfAttention.logits or attn.window or attn.chunk \
-            or sink_of(model, layer) is not None:
+            or sink_of(model, layer) is not None or not getattr(attn, 'rope_relative', True):  # (FoPE: lab/fope.py)
         raise ValueError("crop at=cache re-rotates the kept keys of RoPE layers with plain scores and no window or "
                          "chunk of their own; this model has another layer: use at=true")
     return group

@@ -10,6 +10,8 @@ Exact for every rope type and layer pattern (NoPE layers, sliding windows, chunk
 logits equal a full forward of the prefix. A chunked layer's chunks count from the cache's first token, as a forward's
 count from its first (Llama 4: from cache position 0).
   * Static types: a token's keys and values never change as the sequence grows, so each is computed once.
+    Learned frequencies (model.py's learned_freqs, theta * exp(alpha)) are compared by value at every step: an alpha
+    changed between calls (a training step) is a scale that moved, and the prefix is recomputed.
   * Dynamic types (dynamic, dynamic_yarn, longrope) change frequencies and temperature with the current length l.
     Caching keys unrotated and rotating them at use with l's tables (Hugging Face's fix for transformers #25104 /
     #27226) repairs the first layer only: deeper keys and values are functions of hidden states computed at the old
@@ -24,10 +26,16 @@ count from its first (Llama 4: from cache position 0).
     the repeat: `keys_per_head`), so the cache keeps n_head keys (values stay n_kv_head): one key head per group
     gave logits off by 2.5.
   * Gated attention (lab/gated.py): causal attention, which the cache's reproduces; each fed token's row is gated after.
+  * FoPE (lab/fope.py): its per-head tables are absolute (not relative), and qkv turns each fed token's keys by its
+    own position's, so the keys cached are right; one table per key/value head, so one key head per group is kept.
   * FIRE (lab/fire.py, cache_at): its bias reads the query's position, so the cache runs the layer's own attend with
     the new queries' positions (at=) over every cached key; the forward gets no position ids (FIRE takes none).
   * CoPE (lab/cope.py, cache_at) alike: every cached key's position counts the gates of the new query, so its attend
     recomputes them from the cached keys at each step.
+  * Short convolutions (lab/conv.py, `reach` = k - 1): a conv layer's output at a token reads its layer's inputs
+    k - 1 tokens back, which nothing caches (the conv never calls attend), so those tokens are fed again; each conv
+    layer widens what a token depends on by its reach, so the tokens fed again are the sum of the reaches (plus
+    smeared keys' lookback). Exact; 2 conv layers of k = 3 cost 4 tokens more per step.
 ALiBi's bias is not covered: generate() recomputes the prefix for it.
 """
 import torch
@@ -44,7 +52,8 @@ def blocker(model):
     whose attend takes the queries' positions (cache_at: lab/fire.py, lab/cope.py) is run with them."""
     if model.config.pos_emb == 'alibi':
         return 'pos_emb=alibi'
-    own = [type(b.attn).__name__ for b in model.transformer.h if type(b.attn).attend is not CausalSelfAttention.attend
+    own = [type(b.attn).__name__ for b in model.transformer.h if isinstance(b.attn, CausalSelfAttention)  # (conv:
+           and type(b.attn).attend is not CausalSelfAttention.attend  # no attention, fed again instead: its reach)
            and not getattr(b.attn, 'cache_exact', False)  # (gated attention: causal attention, its gate after)
            and not getattr(b.attn, 'cache_at', False)]  # (FIRE, CoPE: their own attend, told the queries' positions)
     return f"attention={model.config.attention!r}" if own else None
@@ -79,11 +88,13 @@ class KVCache:
             raise ValueError(f"kv_cache holds {self.ids.size(0)} sequences but idx has {B}; use one cache per batch "
                              f"(or cache.reset())")
         freqs = [model.rope_freqs(past + T, g) for g in range(len(getattr(model, 'rope_groups', ())))]
-        keys, values = list(self.keys), list(self.values)
+        empty = [None] * model.config.n_layer  # one entry per layer (a conv layer's stays None: it attends nowhere)
+        keys, values = list(self.keys or empty), list(self.values or empty)
         if past and not all(f[1] == c[1] and (f[0] is c[0] or torch.equal(f[0], c[0])) for f, c in
-                            zip(freqs, self.freqs)):  # static types: the same buffers
-            idx, past, keys, values = torch.cat((self.ids, idx), dim=1), 0, [], []  # the scale moved: recompute all
-        back = min(past, max(getattr(b.attn, 'lookback', 0) for b in model.transformer.h))
+                            zip(freqs, self.freqs)):  # static types: the same buffers (learned: the same values)
+            idx, past, keys, values = torch.cat((self.ids, idx), dim=1), 0, list(empty), list(empty)  # scale moved
+        back = min(past, max(getattr(b.attn, 'lookback', 0) for b in model.transformer.h)
+                   + sum(getattr(b.attn, 'reach', 0) for b in model.transformer.h))  # (conv layers, lab/conv.py)
         feed = torch.cat((self.ids[:, past - back:past], idx), dim=1) if back else idx
 
         def attend(layer, q, k, v):

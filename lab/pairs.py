@@ -47,7 +47,7 @@ import torch
 
 from configurator import ConfigError, get_config
 from data.common import atomic_write_text, data_dir_of, doc_windows, load_meta, load_split
-from lab.attention import attention_probs, sink_of
+from lab.attention import attention_probs, sink_of, sink_rows
 from lab.engine.checks import check_eval_data, check_out_dir, check_ranges
 from lab.engine.cli import cli
 from lab.engine.device import autocast_context, pick_device
@@ -127,7 +127,7 @@ def pair_totals(model, x, L, ctx=None, queries=0):
         qn, kn = pair_norms(qf), pair_norms(kf)
         for s, e in chunks:
             att = attn.logits(q, k, s, e)  # the layer's own scores: its mask (causal, window) and its class
-            p, seen = attention_probs(att, sink), torch.isfinite(att).float()
+            p, seen = attention_probs(att, sink_rows(sink, s, e)), torch.isfinite(att).float()
             cont = pair_contributions(qf[:, :, s:e], kf[:, :, :e])
             got = torch.stack((qn[:, :, s:e] * (seen @ kn[:, :, :e]) / seen.sum(-1, keepdim=True),
                                (p[..., None] * cont.abs()).sum(-2), (p[..., None] * cont).sum(-2)))

@@ -238,9 +238,14 @@ def mapped_logits(model, pm, L=None):
     if (model.config.rope_scaling or {}).get('start_token_idx'):
         raise ValueError("a position map re-rotates with one frequency table for every position; LongRoPE's "
                          "start_token_idx (n-hat) keeps the first positions on another: set it to 0 to combine them")
-    if any(type(b.attn).logits is not CausalSelfAttention.logits for b in model.transformer.h):
+    if any(type(b.attn).logits is not CausalSelfAttention.logits for b in model.transformer.h
+           if isinstance(b.attn, CausalSelfAttention)):  # (a conv layer, lab/conv.py, attends nowhere: no map)
         raise ValueError(f"a position map scores with plain RoPE dot products; attention={model.config.attention!r} "
                          f"has scores of its own (Scalable-Softmax?), which the map would drop")
+    if not all(getattr(b.attn, 'rope_relative', True) for b in model.transformer.h):  # (FoPE: lab/fope.py)
+        raise ValueError(f"a position map re-rotates queries and keys by plain RoPE (R(a)R(b) = R(a + b)); "
+                         f"attention={model.config.attention!r} turns them by tables of its own, whose scores are not "
+                         f"a function of i - j: evaluate it without a map")
     L = L or model.config.block_size
     if pm['method'] == 'dca' and pm['chunk'] >= L:
         raise ValueError(f"position_map chunk = {pm['chunk']} for method 'dca' reaches the model's length {L}: no "

@@ -243,9 +243,10 @@ def aimed_layers(temp, model_args):
     none, as a rope scaling aimed at no layer is refused (rope_config.scaled_layers)."""
     from rope_config import parse_layers
     a = model_args
-    rope = [s.rope and a['pos_emb'] == 'rope' for s in parse_layers(a.get('layers'), a['n_layer'], a['rope_base'],
-                                                                    a['block_size'])]
-    hit = [i for i, r in enumerate(rope) if temp['layers'] == 'all' or (temp['layers'] == 'nope') == (not r)]
+    specs = parse_layers(a.get('layers'), a['n_layer'], a['rope_base'], a['block_size'])
+    rope = [s.rope and a['pos_emb'] == 'rope' for s in specs]
+    hit = [i for i, r in enumerate(rope) if not specs[i].conv  # (a conv layer has no queries: lab/conv.py)
+           and (temp['layers'] == 'all' or (temp['layers'] == 'nope') == (not r))]
     if not hit:
         raise ConfigError(f"temperature {temperature_name(temp)!r} is aimed at layers={temp['layers']!r}, but no layer "
                           f"of this model is {'NoPE' if temp['layers'] == 'nope' else 'RoPE'} (it would change "

@@ -34,14 +34,14 @@ KINDS = {  # file -> {name: kind}; a name not listed is an error, 'story' is wri
         RopeType='story', BANDS='story', PLACEMENTS='story', PLACEMENT='story', YARN='story', ROPE_SCALING='story', ROPE_TYPES='story', DYNAMIC_TYPES='story',
         COMMON_KEYS='story', type_keys=P, all_type_keys=P, _check_factors=V, check_scaling=V, HF_ONLY_KEYS=X,
         _number=X, _hf_rope_dict=X, is_dynamic='story', rope_inv_freq='story',
-        scaled_theta='story', LayerSpec='story', LAYER_KINDS='story', SCALE_LAYERS='story',
+        scaled_theta='story', LayerSpec='story', LAYER_KINDS='story', CONV_KERNEL='story', SCALE_LAYERS='story',
         parse_layers='story', scaled_layers='story'),
     'model.py': {**{n: 'story' for n in (
         'POS_EMBS GPTConfig layer_specs rope_groups SINUSOIDAL_SCALE sinusoidal_table allowed local_attention rotate CausalSelfAttention CausalSelfAttention.__init__ '
         'CausalSelfAttention.qkv CausalSelfAttention.attend CausalSelfAttention.forward MLP MLP.__init__ MLP.forward '
         'NORMS MLPS SwiGLU SwiGLU.forward RMSNorm RMSNorm.__init__ RMSNorm.forward norm '
         'Block Block.__init__ Block.forward GPT GPT.__init__ GPT._init_weights GPT.get_num_params GPT.head_dim '
-        'GPT.rotary_dim GPTConfig.rotary_dim '
+        'GPT.rotary_dim GPTConfig.rotary_dim GPT.with_alpha '
         'GPT.set_rope_scaling GPT._build_rope GPT.rope_freqs GPT.rope_tables GPT.forward GPT.configure_optimizers '
         'GPT.generate sample_next').split()},
         'GPTConfig.attention_class': X, 'GPTConfig.__post_init__': V, 'CausalSelfAttention.logits': X,

@@ -20,7 +20,8 @@ LAYERS = (
     ('foundations', ('lab.spec', 'lab.stats', 'lab.attention', 'lab.smeared_keys', 'lab.engine.cli',
                      'lab.engine.checks', 'lab.engine.device')),
     ('methods', ('lab.position_maps', 'lab.crop', 'lab.temperature', 'lab.sinks', 'lab.gated', 'lab.alibi', 'lab.fire',
-                 'lab.cope', 'lab.pose', 'lab.copy_mix', 'lab.kv_cache')),
+                 'lab.cope', 'lab.pose', 'lab.copy_mix', 'lab.kv_cache', 'lab.conv',
+                 'lab.fope', 'lab.inkling')),
     ('measure', 'lab.measure.'),   # every module of the package
     ('verdicts', 'lab.verdicts.'),
     ('pictures', 'lab.pictures.'),

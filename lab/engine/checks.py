@@ -11,9 +11,9 @@ from data.common import check_vocab, window_slots
 
 
 # the settings that build a GPT in train.py (a resumed run takes them from its checkpoint and refuses a change to them;
-# a fine-tune's sweep stores its base's)
+# a fine-tune's sweep stores its base's, with what --attention=logpos, --learned_freqs=True switch on: switched_on)
 MODEL_KEYS = ('n_layer', 'n_head', 'n_embd', 'dropout', 'bias', 'pos_emb', 'rope_base', 'rope_scaling', 'attention',
-              'layers', 'partial_rotary_factor', 'n_kv_head')
+              'layers', 'partial_rotary_factor', 'n_kv_head', 'learned_freqs')
 
 
 def check_ranges(cfg, positive=(), nonneg=(), fraction=()):
@@ -85,16 +85,18 @@ def check_model(model, meta, data_dir, T):
 def check_eval_settings(cfg):
     """eval.py's settings alone, each in its range: ConfigError naming the first that is not."""
     check_ranges(cfg, positive=('num_windows', 'batch_size', 'entropy_chunk', 'retrieval_len', 'retrieval_cue',
-                                'entropy_windows', 'grid', 'needle_key', 'needle_value'),
+                                'entropy_windows', 'grid', 'needle_key', 'needle_value', 'law_rows'),
                  nonneg=('retrieval_pos', 'eval_len', 'smooth', 'retrieval_examples', 'samples', 'depth_len', 'needles',
-                         'recall_len', 'workers', 'moving_examples', 'word_needles', 'mv_values', 'passkey_text'))
+                         'recall_len', 'workers', 'moving_examples', 'word_needles', 'mv_values', 'passkey_text',
+                         'law_windows'))
     for key in ('num_windows', 'retrieval_examples', 'passkey_text'):  # else the run fails at its end, in the tests
         if cfg[key] == 1:
             raise ConfigError(f"{key}=1: every verdict is a paired test, which needs at least 2 windows or examples; "
                               f"set {key}=2 or more" + (" (or 0 for none)" if key != 'num_windows' else ''))
-    if cfg['entropy_windows'] > cfg['num_windows']:
-        raise ConfigError(f"entropy_windows={cfg['entropy_windows']} is more than num_windows={cfg['num_windows']}; "
-                          f"it uses the first eval windows")
+    for key in ('entropy_windows', 'law_windows'):
+        if cfg[key] > cfg['num_windows']:
+            raise ConfigError(f"{key}={cfg[key]} is more than num_windows={cfg['num_windows']}; it uses the first eval "
+                              f"windows")
     if cfg['factor'] and not cfg['factor'] >= 1:
         raise ConfigError(f"factor={cfg['factor']} must be >= 1 (s = T/L of the zero-shot rope arms), or 0 for T/L")
     for key in ('margin_loss', 'margin_exact'):

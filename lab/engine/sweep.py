@@ -18,7 +18,7 @@ from data.common import DataError, atomic_write_text, check_vocab, load_checkpoi
 from lab.engine import batches
 from lab.measure.arm_specs import parse_arms, scaling_name, slug
 from lab.engine.checks import MODEL_KEYS
-from model import GPTConfig
+from model import ATTENTION_ROOMS, GPTConfig
 from data.common import checkpoint_args
 from rope_config import all_type_keys, rope_inv_freq
 
@@ -33,6 +33,7 @@ class Arm:
     seed: int
     scaling: dict
     cfg: dict     # the settings train() runs it with
+    switched: dict = None  # model settings switched on over the base's (switched_on), {} or None: none
 
 
 def resumes(cfg):
@@ -74,6 +75,32 @@ def rope_arms(cfg, args, L):
     return [(scaling_name(args['rope_scaling']), args['rope_scaling'])], own or DEFAULT_FACTOR
 
 
+def switched_on(cfg, args):
+    """{setting: value} of what --attention and --learned_freqs switch on over a base of model args `args` (None,
+    or the base's own value: nothing): Mistral Large 4's two learned position parts, each the base's function at its
+    init and learned from there: the log-position query scale (--attention=logpos over causal, smear_keys_logpos
+    over smear_keys: scale 0, bias 1) and learned RoPE frequencies (--learned_freqs=True: alpha 0). Anything else
+    is refused in one line."""
+    out, att, own = {}, cfg.get('attention'), args.get('attention') or 'causal'
+    if att not in (None, own):
+        want = 'logpos' if own == 'causal' else f'{own}_logpos'
+        if att != want or want not in ATTENTION_ROOMS:
+            raise ConfigError(f"--attention={att!r} over {cfg['init_from']} (attention={own!r}): a fine-tune "
+                              f"switches on only the log-position query scale, the base's model at init ("
+                              + (f"--attention={want}" if want in ATTENTION_ROOMS else f"none for {own!r}")
+                              + f"); train attention={att!r} from scratch with train.py")
+        out['attention'] = att
+    learned, own = cfg.get('learned_freqs'), bool(args.get('learned_freqs'))
+    if learned is not None and not isinstance(learned, bool):
+        raise ConfigError(f"learned_freqs={learned!r} should be True or False (None: the base's)")
+    if learned not in (None, own):
+        if not learned:
+            raise ConfigError(f"--learned_freqs=False over {cfg['init_from']}, whose RoPE frequencies were "
+                              f"learned: dropping its alpha would change the model; drop --learned_freqs")
+        out['learned_freqs'] = True
+    return out
+
+
 def plan_arms(cfg, base, resuming=False):
     """(L, T, [Arm, ...]) of a sweep from the base checkpoint `base`, checked before any training (train.py's own checks
     of the settings and the data, and check_run, come next)."""
@@ -82,6 +109,7 @@ def plan_arms(cfg, base, resuming=False):
         raise ConfigError(f"{cfg['init_from']} uses pos_emb={args['pos_emb']!r}; context extension needs a rope model")
     L = train_len(base)
     arms, factor = rope_arms(cfg, args, L)
+    switched = switched_on(cfg, args)  # (--attention=logpos, --learned_freqs=True: on in every arm)
     T = cfg['block_size'] or round(factor * L)
     if T < L:
         raise ConfigError(f"block_size={T} is shorter than the base model's training length L={L}; "
@@ -90,12 +118,13 @@ def plan_arms(cfg, base, resuming=False):
         arms = [(name + (' pose random' if cfg['pose_ids'] == 'random' else ' pose'), sc) for name, sc in arms]
     run_cfg = dict(cfg, block_size=T, factor=factor, init_from='scratch', dataset=cfg['dataset'] or
                    base['dataset']['dataset'], pose_len=(cfg['pose_len'] or L) if cfg['pose'] else 0,
-                   **{k: args.get(k) for k in MODEL_KEYS if k not in ('rope_scaling', 'layers')},  # the base's model
+                   **{k: switched.get(k, args.get(k)) for k in MODEL_KEYS  # the base's model, with what the command
+                      if k not in ('rope_scaling', 'layers')},               # line switches on over it (switched_on)
                    layers=args.get('layers') if cfg['layers'] is None else cfg['layers'])  # (a new pattern: DroPE)
     seeds = parse_seeds(cfg)
     folder = lambda name, seed: '/'.join(p for p in (slug(name) if len(arms) > 1 else '', f'seed{seed}' if len(seeds) > 1 else '') if p)
     plan = [Arm(name, folder(name, seed), seed, scaling,
-                dict(run_cfg, seed=seed, out_dir=os.path.join(cfg['out_dir'], folder(name, seed))))
+                dict(run_cfg, seed=seed, out_dir=os.path.join(cfg['out_dir'], folder(name, seed))), switched)
             for name, scaling in arms for seed in seeds]
     for arm in plan:
         run_dir = arm.cfg['out_dir']

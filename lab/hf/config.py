@@ -200,14 +200,18 @@ def from_hf_layers(d, n_layer=None):
 
 def to_hf_layers(config):
     """A GPTConfig's per-layer positions in transformers 5's form: layer_types, sliding_window, attention_chunk_size,
-    no_rope_layers and rope_parameters keyed by layer type (this lab's keys; rope_theta inside). Refused where HF has
-    no form: windows or chunks of different sizes, or layers of one type at different bases."""
+    no_rope_layers and rope_parameters keyed by layer type (this lab's keys; rope_theta inside); conv layers as LFM2 /
+    LFM3 type them ('conv', no RoPE entry, their kernel in conv_L_cache). Refused where HF has no form: windows, chunks
+    or kernels of different sizes, or layers of one type at different bases."""
     specs, scaled = layer_specs(config)
     windows, chunks = {s.window for s in specs if s.window}, {s.chunk for s in specs if s.chunk}
-    for sizes, what, key in ((windows, 'windows', 'sliding_window'), (chunks, 'chunks', 'attention_chunk_size')):
+    kernels = {s.conv for s in specs if s.conv}
+    for sizes, what, key in ((windows, 'windows', 'sliding_window'), (chunks, 'chunks', 'attention_chunk_size'),
+                             (kernels, 'conv kernels', 'conv_L_cache')):
         if len(sizes) > 1:
             raise ValueError(f"layers={config.layers!r} has {what} of {sorted(sizes)}; Hugging Face has one {key}")
-    types = ['sliding_attention' if s.window else 'chunked_attention' if s.chunk else 'full_attention' for s in specs]
+    types = ['conv' if s.conv else 'sliding_attention' if s.window else 'chunked_attention' if s.chunk else
+             'full_attention' for s in specs]
     rp = {}
     for t, s, on in zip(types, specs, scaled):
         if not s.rope:
@@ -217,8 +221,8 @@ def to_hf_layers(config):
         if rp.setdefault(t, entry) != entry:
             raise ValueError(f"layers={config.layers!r} gives {t} layers different bases or scalings; Hugging Face "
                              f"has one rope_parameters entry per layer type")
-    for t in set(types) - set(rp):  # a type of NoPE layers only
+    for t in set(types) - set(rp) - {'conv'}:  # a type of NoPE layers only (LFM3 gives 'conv' none)
         rp[t] = {'rope_type': 'default', 'rope_theta': config.rope_base}
     return dict(layer_types=types, sliding_window=windows.pop() if windows else None,
                 attention_chunk_size=chunks.pop() if chunks else None, rope_parameters=rp,
-                no_rope_layers=[int(s.rope) for s in specs])
+                no_rope_layers=[int(s.rope) for s in specs], **({'conv_L_cache': kernels.pop()} if kernels else {}))

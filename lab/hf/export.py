@@ -24,7 +24,8 @@ b*s^(d/(d-2)); ntk_by_parts (and any other static per-pair curve) as 'longrope' 
 f_i = theta_i / theta'_i and an explicit attention_factor. L goes to max_position_embeddings for 'dynamic' (HF reads
 it there) and to original_max_position_embeddings for yarn, llama3 and longrope, with max_position_embeddings = s*L.
 Refused, with what to do instead: smeared keys, gated attention, SSMax, sinks, ALiBi / FIRE / CoPE / sinusoidal /
-learned / no positions, Dynamic YaRN, LongRoPE with n-hat > 0 (start_token_idx: HF has no such key), position maps.
+learned / no positions, Dynamic YaRN, LongRoPE with n-hat > 0 (start_token_idx: HF has no such key), position maps,
+Mistral Large 4's learned frequencies and log-position query scale (learned_freqs, attention='logpos': its own class).
 --rope_type switches an arm spec on before export (eval.py's spec: yarn:beta_fast=8, ...); position maps, the crop
 and a query temperature are not rope types and are refused by name (lab/hf/serve.py NOT_ROPE).
 
@@ -69,7 +70,8 @@ def check_exportable(args):
                          f"gguf: or hf:) has no GPT-NeoX form; its own Hugging Face folder or GGUF file is the export")
     check_positions(args, 'GPT-NeoX')
     specs = parse_layers(args.get('layers'), args['n_layer'], args['rope_base'], args['block_size'])
-    what = [name for name, on in (('NoPE layers', any(not s.rope for s in specs)),
+    what = [name for name, on in (('conv layers', any(s.conv for s in specs)),  # (lab/conv.py)
+                                  ('NoPE layers', any(not s.rope and not s.conv for s in specs)),
                                   ('sliding windows', any(s.window for s in specs)),
                                   ('chunked attention', any(s.chunk for s in specs)),
                                   ('per-layer bases', any(s.base not in (None, args['rope_base']) for s in specs)))

@@ -55,7 +55,8 @@ def uniform_window(args):
     """The one sliding window every layer has (Mistral's form), None when no layer has one; ValueError naming the
     pattern when the layers differ in any way HF's Llama, Mistral or Qwen2 cannot say."""
     specs = parse_layers(args.get('layers'), args['n_layer'], args['rope_base'], args['block_size'])
-    what = [name for name, on in (('NoPE layers', any(not s.rope for s in specs)),
+    what = [name for name, on in (('conv layers', any(s.conv for s in specs)),  # (lab/conv.py)
+                                  ('NoPE layers', any(not s.rope and not s.conv for s in specs)),
                                   ('chunked attention', any(s.chunk for s in specs)),
                                   ('per-layer bases', any(s.base not in (None, args['rope_base']) for s in specs)),
                                   ('windows on some layers only', len({s.window for s in specs}) > 1))

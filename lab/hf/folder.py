@@ -29,15 +29,16 @@ REFUSED = {  # rope types that transformers cannot express, and what to do inste
 }
 ATTENTION_WHAT = {'gated': "gated attention: each head's output times a sigmoid gate, in neither GPT-NeoX nor Llama",
                   'smear_keys': 'smeared keys: each key mixed with the previous one',
-                  'ssmax': "Scalable-Softmax: queries times a learned s ln n", 'sinks': 'a learned sink logit per head'}
+                  'ssmax': "Scalable-Softmax: queries times a learned s ln n", 'sinks': 'a learned sink logit per head',
+                  'logpos': "a learned log-position query scale, Mistral Large 4's own class"}
 POS_EMB_FIX = {'alibi': 'ALiBi', 'fire': 'FIRE: a learned bias of the normalised distance',
                'cope': 'CoPE: positions that count the tokens gates open on', 'sinusoidal': 'sinusoidal positions',
                'learned': 'learned positions', 'none': 'no positions (NoPE)'}
 FILES = ('config.json', 'generation_config.json', 'model.safetensors', 'README.md', 'vocab.json', 'merges.txt',
          'tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json')  # what an export may write
 def check_positions(args, arch):
-    """Refuse (one line, naming it) an attention class other than causal and positions other than RoPE: no export
-    target (arch: the architecture written, for the message) has them."""
+    """Refuse (one line, naming it) an attention class other than causal, positions other than RoPE and learned
+    RoPE frequencies: no export target (arch: the architecture written, for the message) has them."""
     attention = args.get('attention', 'causal')
     if attention != 'causal':
         what = next((w for k, w in ATTENTION_WHAT.items() if k in attention), 'its own attention class')
@@ -47,6 +48,10 @@ def check_positions(args, arch):
     if pe != 'rope':
         raise ValueError(f"pos_emb={pe!r} ({POS_EMB_FIX.get(pe, pe)}): {arch} has RoPE only; export a RoPE run "
                          f"(train.py --pos_emb=rope)")
+    if args.get('learned_freqs'):
+        raise ValueError(f"learned_freqs=True (RoPE's frequencies times a learned exp(alpha)) has no {arch} "
+                         f"counterpart: no Hugging Face rope type carries alpha, only Mistral Large 4's own class; "
+                         f"export a run without it")
 
 
 def check_rope_type(args):

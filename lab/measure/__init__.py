@@ -13,5 +13,6 @@ How an arm is measured (eval.py's machinery; nothing here is a method):
   rooms        eval.py's rooms from its settings (retrieval's and ruler's, on the same windows)
   outcomes     the rooms scored with an arm, and their outcomes over seeds
   diagnostics  attention entropy and the weight on the first token (the sink strength), also under the truncated crop
+  temperature_law  each attention row's critical inverse temperature and its law in n (Hayase & Karakida 2026)
   workers      arms measured side by side in worker processes (one thread each)
 """

@@ -83,6 +83,14 @@ def mixed_tag(cfg):
     return (' mixed in-step' if cfg.get('mixed_in_step') else ' mixed') if cfg.get('mixed_short') else ''
 
 
+def learned_tag(args):
+    """Mistral Large 4's learned position parts in an arm's name, a base's or a fine-tune's (which may have switched
+    them on over a plain base: finetune_long.py --learned_freqs=True --attention=logpos): ' learned-freqs' (RoPE's
+    frequencies times exp(alpha), model.py) and ' logpos' (the log-position query scale, lab/temperature.py)."""
+    logpos = 'logpos' in (args.get('attention') or '')
+    return (' learned-freqs' if args.get('learned_freqs') else '') + (' logpos' if logpos else '')
+
+
 def ckpt_arm(path, ckpt):
     lin, args = lineage_of(ckpt), ckpt['model_args']
     sc, derived = args.get('rope_scaling'), bool(lin['base_checkpoint'])
@@ -90,10 +98,12 @@ def ckpt_arm(path, ckpt):
     att = args.get('attention', '')
     lay = (f" {args['layers']}" if args.get('layers') else '') + (' ssmax' if 'ssmax' in att else '') \
         + (' sinks' if 'sinks' in att else '') + (' gated' if 'gated' in att else '') \
+        + (' inkling' if att == 'inkling' else '') \
         + (f" neox p={args['partial_rotary_factor']:g}" if args.get('partial_rotary_factor', 1.0) < 1 else '') \
-        + (f" {scaling_name(sc).replace(' s=1', '')}" if sc and not derived else '')  # p-RoPE, clipped: trained in
-    tags = (' needles' if lin.get('search_objective') == 'needle' else '') + \
-        mixed_tag(ckpt.get('config') or {})  # LongRoPE2's objective, its mixed windows
+        + (f" {scaling_name(sc).replace(' s=1', '')}" if sc and not derived else '') \
+        + learned_tag(args)  # p-RoPE, clipped: trained in; Mistral Large 4's learned parts
+    tags = learned_tag(args) + (' needles' if lin.get('search_objective') == 'needle' else '') + \
+        mixed_tag(ckpt.get('config') or {})  # the learned position parts; LongRoPE2's objective, its mixed windows
     pose = (' pose random' if lin['pose'].get('ids') == 'random' else ' pose') if lin['pose'] else ''
     name = (f"{rope_tag(args, derived)}{tags}{pose}{copy_tag(ckpt)} ft{lin['finetune_steps']}"
             if tuned else f"{rope_tag(args, derived)}{tags} zero-shot" if derived else

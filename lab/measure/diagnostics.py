@@ -10,13 +10,15 @@ from contextlib import nullcontext
 import numpy as np
 import torch
 
-from lab.attention import attention_probs, chunked_attention, sink_of
+from lab.attention import attention_probs, chunked_attention, sink_of, sink_rows
 from lab.crop import check_positions, check_window, crop_batches
+from model import CausalSelfAttention
 
 
 @torch.no_grad()
 def attention_entropy(model, idx, chunk=256, logits=None, first_key=False, last_only=False):
-    """Entropy (nats) of every query's attention distribution: tensor (n_layer, B, n_head, T). logits: a score
+    """Entropy (nats) of every query's attention distribution: tensor (layers, B, n_head, T), a row per layer that
+    attends (a conv layer, lab/conv.py, attends nowhere: no row; n_layer rows for every other model). logits: a score
     function fn(layer, q, k, s, e) (e.g. lab.position_maps.mapped_logits); default: each layer's own (causal, ALiBi).
     first_key: also return the weight each query puts on key 0 (the sink strength; a learned sink's share excluded).
     last_only: only the last query is wanted (a moving-scale position, a truncated crop: one forward per query), the
@@ -34,7 +36,7 @@ def attention_entropy(model, idx, chunk=256, logits=None, first_key=False, last_
             att = score(s, e)
             a = max(s, T - 1) if last_only else s  # the rows recorded
             if a < e:
-                p = attention_probs(att[..., a - s:, :], sink_of(model, layer))
+                p = attention_probs(att[..., a - s:, :], sink_rows(sink_of(model, layer), a, e))
                 ent[..., a:e] = -(p * torch.log(p.clamp_min(1e-30))).sum(-1)
                 first[layer][..., a:e] = p[..., 0]
             return att
@@ -43,6 +45,7 @@ def attention_entropy(model, idx, chunk=256, logits=None, first_key=False, last_
             return attn.attend(q, k, v)
         return chunked_attention(q, k, v, recorded, chunk, sink=sink_of(model, layer))
     model(idx, attend=attend)
+    out, first = [o for o in out if o is not None], [f for f in first if f is not None]  # (the layers that attend)
     return (torch.stack(out), torch.stack(first)) if first_key else torch.stack(out)
 
 
@@ -51,10 +54,11 @@ def entropy_at(model, x, positions, n0, chunk, ctx, logits=None, heads=False):
     """Mean attention entropy and weight on the first token (over layers, heads, windows) per query position, each
     query scored as the model runs when generating: positions below n0 from one forward, any later p by a forward of
     p + 1 tokens (lab.measure.scoring.score). -> (entropy [T], first-token weight [T]), NaN where not scored; with
-    heads=True also the first-token weight of each layer and head (windows averaged) [n_layer, n_head, T], which is
+    heads=True also the first-token weight of each layer and head (windows averaged) [layers, n_head, T], which is
     what sinks are counted by (one sink head would hide under the mean)."""
     out, first = np.full(x.size(1), np.nan), np.full(x.size(1), np.nan)
-    per_head = np.full((model.config.n_layer, model.config.n_head, x.size(1)), np.nan)
+    attending = sum(isinstance(b.attn, CausalSelfAttention) for b in model.transformer.h)  # (not conv layers)
+    per_head = np.full((attending, model.config.n_head, x.size(1)), np.nan)
     near = [p for p in positions if p < n0]
     with ctx:
         if near:

@@ -12,6 +12,7 @@ import numpy as np
 
 from lab.crop import truncated_scores, window_attention, window_logits
 from lab.measure.diagnostics import entropy_at, truncated_entropy
+from lab.measure.temperature_law import law_measures
 from lab.measure.outcomes import room_scores
 from lab.position_maps import mapped_attention, mapped_logits
 from lab.measure.retrieval import retrieval_scores
@@ -80,4 +81,5 @@ def side_measures(model, form, plan, run, cfg, ctx):
     ret = retrieval_scores(form.scorer, run['buckets'], run['examples'], cfg['retrieval_len'], cfg['retrieval_cue'],
                            scored) if run['examples'] else []
     rooms = {n: room_scores(form.scorer, r['buckets'], r['examples'], scored) for n, r in run['rooms'].items()}
-    return dict(ent=ent, sink=sink, sink_heads=sink_heads, ret=ret, rooms=rooms)
+    return dict(ent=ent, sink=sink, sink_heads=sink_heads, ret=ret, rooms=rooms,
+                law=law_measures(model, form, plan, run, cfg, ctx))  # None unless --temperature_law

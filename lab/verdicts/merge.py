@@ -15,6 +15,7 @@ from configurator import ConfigError
 from data.common import atomic_write_text
 from lab.engine.checks import check_out_dir
 from lab.measure.arms import parse_contrasts
+from lab.measure.temperature_law import law_csv
 from lab.verdicts.compare import stamp_gates
 from lab.verdicts.summary_json import comparisons, csv_text, json_text, provenance, read_summary
 from lab.verdicts.summary_md import summary_markdown
@@ -75,6 +76,9 @@ def merge_parts(folders, out_dir, margins, contrasts='', argv=None):
     summary = stamp_gates(dict(settings=settings, arms=results))  # each row's gate stored with its verdict
     files = {name: joined_columns(dirs, name, [[a['name'] for a in s['arms']] for s in sums]) for name in COLUMNS}
     files.update({'summary.json': json_text(summary), 'summary.md': summary_markdown(summary)})
+    law = law_csv(results)  # --temperature_law's table, drawn again from the parts' summary.json fields
+    if law:
+        files['temperature_law.csv'] = law
     for name in ('retrieval.csv', 'finetune_curves.csv'):  # a row per arm and bucket (or step): every part's rows
         texts = [_text(os.path.join(d, name)) for d in dirs]
         for d, s, t in zip(dirs, sums, texts):  # eval.py writes retrieval.csv always, the curves with a fine-tune

@@ -25,6 +25,7 @@ from lab.verdicts.compare import stamp_gates, across_bases, between_kinds, compa
 from lab.verdicts.summary_md import SINK_EPS, bases_markdown, summary_markdown
 from lab.measure.outcomes import summarize_retrieval
 from lab.measure.scoring import bucket_ends
+from lab.measure.temperature_law import law_summary
 from lab.measure.arm_specs import scaling_extras
 from lab.stats import seeds_mean_ci
 
@@ -110,6 +111,9 @@ def summarize_arm(arm, per_run, run, ent):
                sink_heads=sink_head_buckets(per_run, L, ends),
                per_window=exact, per_window_design=design,
                **{n: summarize_retrieval([p['rooms'][n] for p in per_run]) for n in run['rooms']})
+    law = law_summary([p.get('law') for p in per_run], L, T)
+    if law:  # --temperature_law: beta_c per bucket and the fitted law (lab/measure/temperature_law.py)
+        out['temperature_law'] = law
     if len(per_run) > 1:
         out['buckets_seed_sd'] = {k: float(np.std(np.mean(v if exact[k] is None else exact[k], axis=1), ddof=1))
                                   for k, v in design.items()}

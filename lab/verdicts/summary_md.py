@@ -283,7 +283,29 @@ def summary_markdown(summary):
                        list(heads[0]['sink_heads']), heads,
                        lambda a, c: '-' if a['sink_heads'].get(c) is None else
                        f"{a['sink_heads'][c]['heads']}/{a['sink_heads'][c]['of']} (max {a['sink_heads'][c]['max']:.2f})")
+    lines += law_table(arms)
     return '\n'.join(lines) + '\n'
+
+
+def law_table(arms):
+    """--temperature_law's table (lab/measure/temperature_law.py): per bucket the median beta_c of its rows and the
+    share with beta_c <= 1, then the fitted law p [95% interval over windows], over all rows, inside L and past L."""
+    laws = [a for a in arms if a.get('temperature_law') and 'skipped' not in a['temperature_law']]
+    if not laws:
+        return []
+
+    def cell(a, c):
+        t = a['temperature_law']
+        if c in t['buckets']:
+            b = t['buckets'][c]
+            return '-' if b is None else f"{b['median']:.2f} ({100 * b['concentrated']:.0f}%)"
+        f = t[{'p': 'all', 'p inside L': 'inside_L'}.get(c, 'past_L')]
+        return '-' if f['p'] is None else f"{f['p']:.2f} [{f['ci'][0]:.2f}, {f['ci'][1]:.2f}]"
+    return table("Critical inverse temperature beta_c (Hayase & Karakida 2026; the least beta at which a row's top key "
+                 "holds half the mass): median over each bucket's measured rows (layers, heads, positions, windows), "
+                 "the share with beta_c <= 1 (concentrated as trained) in brackets; then p of ln beta_c = p ln ln n + "
+                 "c [95% interval over windows] (p = 1/2, 1, 2: the (ln n)^1/2, ln n, (ln n)^2 laws):",
+                 list(laws[0]['temperature_law']['buckets']) + ['p', 'p inside L', 'p past L'], laws, cell)
 
 
 def bases_markdown(out):
