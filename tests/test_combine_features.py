@@ -34,8 +34,10 @@ def tiny(n_layer=4, sharpen=10.0, **kw):
     m = GPT(GPTConfig(**dict(dict(block_size=16, vocab_size=V, n_layer=n_layer, n_head=2, n_embd=32), **kw))).eval()
     with torch.no_grad():
         for block in m.transformer.h:
+            if not hasattr(block.attn, 'c_attn'):  # (a conv layer, lab/conv.py: no attention to sharpen)
+                continue
             block.attn.c_attn.weight.mul_(sharpen)
-            if hasattr(block.attn, 'sink'):
+            if isinstance(getattr(block.attn, 'sink', None), torch.nn.Parameter):  # (Inkling's are per query)
                 block.attn.sink.copy_(torch.tensor([1.5, -0.5]))  # a sink that takes a share of the attention
             if hasattr(block.attn, 'ssmax'):
                 block.attn.ssmax.copy_(torch.tensor([[0.5], [0.9]]))

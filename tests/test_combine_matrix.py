@@ -2,8 +2,9 @@
 over FEATURES, not a hand-picked list): a supported pair is built as one arm with both features on a tiny random
 model and run through eval's arm_form and its scorer (finite losses; where a direct construction exists its numbers
 match: an arm's own crop inside its window is the arm, a position map whose window covers T is the arm without it,
-the two crop forms agree on one layer for every attention class but FIRE's, tests/test_fire.py, CoPE's included); a
-refused pair's arm is refused by check_arm in one line naming both, and the refusal that already exists in the code
+the two crop forms agree on one layer for every attention class but FIRE's, tests/test_fire.py, CoPE's included, and
+issue 63's: FoPE's tables are absolute, logpos's factor and Inkling's key and value convolutions read the position
+or the tokens before the window, a conv layer sees no crop); a refused pair's arm is refused by check_arm in one line naming both, and the refusal that already exists in the code
 (where one does) refuses it too. A planted mismatch, a self-crop built without its arm's temperature, is caught by the
 matrix's own self-crop check."""
 import re
@@ -19,7 +20,7 @@ import lab.fire  # noqa: F401  registers pos_emb='fire'
 import lab.gated  # noqa: F401  registers attention='gated'
 from configurator import ConfigError
 from lab.measure.arm_specs import check_over_trained_in, scaling_name
-from lab.measure.combine import COMBINES, FEATURES, arm_features, check_arm
+from lab.measure.combine import COMBINES, FEATURES, aimed, arm_features, check_arm
 from lab.position_maps import check_position_map, mapped_logits, position_map_name
 from lab.temperature import parse_temperature, temperature_name
 from model import ATTENTION, GPTConfig
@@ -32,6 +33,11 @@ TEMP = 'qtemp:shape=ssmax:s=0.5'  # a temperature that moves every position (s l
 DYNAMIC = {'rope_type': 'dynamic', 'factor': 1.0, 'original_max_position_embeddings': W}
 STATIC = {'rope_type': 'linear', 'factor': 2.0}
 TRAINED_IN = {'rope_type': 'proportional', 'partial_rotary_factor': 0.5}  # p-RoPE: half the pairs stopped
+CLIP = {'rope_type': 'clip', 'original_max_position_embeddings': 64}  # FoPE's: pairs 0-2 of 8 turn, mixed per head
+CONV_PATTERN = 'conv,rope:w=4,rope,nope'  # a conv layer (lab/conv.py) before PATTERN's three
+NOPE_PATTERN = 'nope:w=4,nope'  # Inkling's (no RoPE layer; pos_emb='none' without a pattern)
+CLASSES = ('SSMax', 'sinks', 'gated', 'logpos', 'FoPE', 'Inkling')  # attention=: two of them joined (refused)
+BIASES = ('ALiBi', 'FIRE', 'CoPE')
 ROWS = torch.randint(0, V, (3, T + 1), generator=torch.Generator().manual_seed(1))
 PAIRS = list(combinations(FEATURES, 2))
 # refused by the table alone (no other check in the code): a position map over a dynamic scaling, which
@@ -41,37 +47,45 @@ TABLE_ONLY = {('dynamic scaling', 'position map')}
 
 def scalings(f):
     """(the checkpoint's own rope_scaling, the one the arm switches on) for features f; the run one aimed at the full
-    layers under 'layer aim'. A dynamic trained-in type is the base's own, run as trained."""
+    layers under 'layer aim'. A dynamic trained-in type is the base's own, run as trained. FoPE's own is its clip, and
+    its rope scaling a fine-tune of that clip (no other runs on it; its layer aim is a temperature's)."""
     own_dynamic = {'dynamic scaling', 'trained-in rope type'} <= f and 'rope scaling' not in f
-    own = (DYNAMIC if own_dynamic else TRAINED_IN) if 'trained-in rope type' in f else None
+    own = CLIP if 'FoPE' in f else (DYNAMIC if own_dynamic else TRAINED_IN) if 'trained-in rope type' in f else None
     new = None if own_dynamic or not f & {'rope scaling', 'dynamic scaling'} else \
-        DYNAMIC if 'dynamic scaling' in f else STATIC
-    if 'layer aim' in f and (new or own):
+        DYNAMIC if 'dynamic scaling' in f else CLIP if 'FoPE' in f else STATIC
+    if 'layer aim' in f and (new or own) and 'FoPE' not in f:
         own, new = (own, dict(new, layers='full')) if new else (dict(own, layers='full'), None)
     return own, new
 
 
 def spec_of(features, n_layer=2):
     """(GPTConfig kwargs, arm dict) with `features` switched on, the crops left out (held, crop_by_hand). A layer aim
-    aims the arm's scaling at the full layers, else a query temperature at the NoPE ones."""
+    aims the arm's scaling at the full layers, else a query temperature at the NoPE ones. Inkling's pattern is
+    NOPE_PATTERN (else pos_emb='none'), conv layers' CONV_PATTERN."""
     f = set(features)
     cfg = dict(block_size=16, vocab_size=V, n_layer=n_layer, n_head=2, n_embd=32,
-               attention='_'.join(a.lower() for a in ('SSMax', 'sinks', 'gated') if a in f) or 'causal',  # two: refused
-               pos_emb='_'.join(a.lower() for a in ('ALiBi', 'FIRE', 'CoPE') if a in f) or 'rope')  # two: refused
-    if 'layer pattern' in f or ('layer aim' in f and not f & {'ALiBi', 'FIRE', 'CoPE'}):
-        cfg.update(layers=PATTERN, n_layer=3)
+               attention='_'.join(a.lower() for a in CLASSES if a in f) or 'causal',  # two: refused
+               pos_emb='_'.join(a.lower() for a in BIASES if a in f) or 'rope')  # two: refused
+    if 'conv layers' in f:
+        cfg.update(layers=CONV_PATTERN, n_layer=4)
+    elif 'layer pattern' in f or ('layer aim' in f and not f & set(BIASES)):
+        cfg.update(layers=NOPE_PATTERN if 'Inkling' in f else PATTERN, n_layer=2 if 'Inkling' in f else 3)
+    elif 'Inkling' in f and cfg['pos_emb'] == 'rope' and 'FoPE' not in f:  # (FoPE + Inkling: no 'fope_inkling')
+        cfg['pos_emb'] = 'none'
     own, new = scalings(f)
     if own:
         cfg['rope_scaling'] = own
     sc = check_scaling(new or own)
-    aim_temp = 'layer aim' in f and sc is None
+    aim_temp = 'layer aim' in f and not aimed(sc)
     temp = parse_temperature(TEMP + (':layers=nope' if aim_temp else '')) if 'query temperature' in f or aim_temp \
         else None
     pm = check_position_map({'method': 'rerope', 'window': 4}) if 'position map' in f else None
     name = ' + '.join([scaling_name(sc)] + ([position_map_name(pm)] if pm else []) +
                       ([temperature_name(temp)] if temp else []))
-    return cfg, dict(name=name, kind='zero-shot', L=W, seq_len=T, scaling=sc, position_map=pm, temperature=temp,
-                     base_checkpoint=None, ckpt={'model_args': cfg})
+    tuned = {'FoPE', 'rope scaling'} <= f  # (a fine-tune of a FoPE base)
+    return cfg, dict(name=name, kind='fine-tuned' if tuned else 'zero-shot', L=W, seq_len=T, scaling=sc,
+                     position_map=pm, temperature=temp, base_checkpoint='the FoPE base' if tuned else None,
+                     ckpt={'model_args': cfg})
 
 
 def held(arm, form):
@@ -95,7 +109,8 @@ def model_of(cfg, arm):
     """The tiny random model of cfg with the arm's scaling switched on, as eval.py's measure_run does for a
     zero-shot arm. A gated model's gate weights x30: gates spread over (0, 1) token by token, not all ~0.5, so a gate
     taken from the wrong token's row shows in the losses. A CoPE model's position embeddings N(0, 0.5²) instead of its
-    zeros (as trained from scratch: NoPE), so a position counted wrong shows too."""
+    zeros (as trained from scratch: NoPE), so a position counted wrong shows too; logpos's scale a_h 0.5 and -0.3
+    instead of 0 (the plain model), Inkling's profiles x50 (N(0, 1), a bias that moves the scores)."""
     model = tiny(**cfg)
     with torch.no_grad():
         for block in model.transformer.h:
@@ -104,6 +119,10 @@ def model_of(cfg, arm):
             if hasattr(block.attn, 'cope_e'):
                 block.attn.cope_e.copy_(0.5 * torch.randn(block.attn.cope_e.shape,
                                                           generator=torch.Generator().manual_seed(2)))
+            if hasattr(block.attn, 'logpos_scale'):  # (0 at init: the plain model)
+                block.attn.logpos_scale.copy_(torch.tensor([[0.5], [-0.3]]))
+            if hasattr(block.attn, 'rel_profiles'):  # (N(0, 0.02) at init: no bias to speak of)
+                block.attn.rel_profiles.mul_(50.0)
     if model.config.pos_emb == 'rope':
         model.set_rope_scaling(arm['scaling'])
     return model
@@ -150,10 +169,12 @@ def check_forms_agree():
 
 
 def check_live(model, arm, features):
-    """The model runs what the arm carries: its scaling switched on, SSMax's, the sinks' and the gate's parameters in
-    every layer (pos_emb='alibi' would take the attention class and drop them silently)."""
+    """The model runs what the arm carries: its scaling switched on, the parameters of its attention class (SSMax, the
+    sinks, the gate, logpos, FoPE, Inkling) in every layer (pos_emb='alibi' would take the class and drop them
+    silently)."""
     assert model.config.rope_scaling == arm['scaling'], f"{arm['name']} runs rope_scaling={model.config.rope_scaling}"
-    for feature, attr in (('SSMax', 'ssmax'), ('sinks', 'sink'), ('gated', 'c_gate')):
+    for feature, attr in (('SSMax', 'ssmax'), ('sinks', 'sink'), ('gated', 'c_gate'), ('logpos', 'logpos_scale'),
+                          ('FoPE', 'n_pairs'), ('Inkling', 'rel_profiles')):
         assert feature not in features or all(hasattr(b.attn, attr) for b in model.transformer.h), feature
 
 
@@ -216,6 +237,25 @@ def refusal_elsewhere(cfg, arm):
         ('SSMax', 'sinks'): lambda: 'ssmax_sinks' not in ATTENTION,
         ('SSMax', 'gated'): lambda: 'ssmax_gated' not in ATTENTION,
         ('sinks', 'gated'): lambda: 'sinks_gated' not in ATTENTION,
+        # issue 63's designs: FoPE, conv layers, logpos, Inkling
+        ('dynamic scaling', 'FoPE'): lambda: raises(
+            lambda: check_over_trained_in(own, arm['scaling'], 'base', 'arm', 'fix'), 'would replace it'),
+        ('dynamic scaling', 'Inkling'): lambda: raises(lambda: tiny(**cfg).set_rope_scaling(arm['scaling']), 'pos_emb'),
+        ('rope scaling', 'Inkling'): lambda: raises(lambda: tiny(**cfg).set_rope_scaling(arm['scaling']), 'pos_emb'),
+        ('trained-in rope type', 'Inkling'): lambda: raises(lambda: GPTConfig(**cfg), 'rope_scaling is set'),
+        ('FoPE', 'position map'): lambda: raises(lambda: mapped_logits(tiny(**cfg), arm['position_map']),
+                                                 'tables of its own'),
+        ('position map', 'logpos'): lambda: raises(lambda: mapped_logits(tiny(**cfg), arm['position_map']),
+                                                   'scores of its own'),
+        ('position map', 'Inkling'): lambda: raises(lambda: mapped_logits(tiny(**cfg), arm['position_map']), 'pos_emb'),
+        **{pair: lambda: raises(lambda: GPTConfig(**cfg), "beside attention='causal' only")
+           for pair in PAIRS if 'conv layers' in pair and set(pair) & set(CLASSES)},
+        **{('conv layers', b): lambda: raises(lambda: GPTConfig(**cfg), 'sets RoPE per layer') for b in BIASES},
+        **{pair: lambda: raises(lambda: GPTConfig(**cfg), 'is unknown') for pair in PAIRS
+           if set(pair) <= set(CLASSES) and set(pair) & {'logpos', 'FoPE', 'Inkling'}},  # (no 'ssmax_logpos', ...)
+        **{('logpos', b): class_taken for b in BIASES},
+        **{(b, 'Inkling'): class_taken for b in BIASES},
+        **{('FoPE', b): lambda: raises(lambda: GPTConfig(**cfg), 'rope_scaling is set') for b in BIASES},  # (its clip)
     }
 
 

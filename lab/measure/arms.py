@@ -98,7 +98,8 @@ def ckpt_arm(path, ckpt):
     att = args.get('attention', '')
     lay = (f" {args['layers']}" if args.get('layers') else '') + (' ssmax' if 'ssmax' in att else '') \
         + (' sinks' if 'sinks' in att else '') + (' gated' if 'gated' in att else '') \
-        + (' inkling' if att == 'inkling' else '') \
+        + (' inkling' if att == 'inkling' else '') + (' fope' if 'fope' in att else '') \
+        + (' learned' if att.endswith('fope_learned') else '') \
         + (f" neox p={args['partial_rotary_factor']:g}" if args.get('partial_rotary_factor', 1.0) < 1 else '') \
         + (f" {scaling_name(sc).replace(' s=1', '')}" if sc and not derived else '') \
         + learned_tag(args)  # p-RoPE, clipped: trained in; Mistral Large 4's learned parts

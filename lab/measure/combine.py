@@ -5,19 +5,29 @@ fix). check_arm reads an arm's features and refuses the first pair the table ref
 
 The table is not spelled out pair by pair: a few rules refuse groups of pairs, a short list of exceptions refuses
 single pairs, and every other pair is supported (None). The rules (_refusal):
-  1. no RoPE: a bias encoding (_BIASES: ALiBi, FIRE, CoPE) refuses every RoPE feature (_ROPE_FEATURES: dynamic
-     scaling, rope scaling, trained-in rope type, layer pattern, position map), with its own NO_ROPE / FIRE_NO_ROPE /
-     COPE_NO_ROPE and the feature's own tail;
+  1. no RoPE: a bias encoding (_BIASES: ALiBi, FIRE, CoPE) and Inkling-2's attention (_NO_ROPE) refuse every RoPE
+     feature (_ROPE_FEATURES: dynamic scaling, rope scaling, trained-in rope type, layer pattern, position map), with
+     their own NO_ROPE / FIRE_NO_ROPE / COPE_NO_ROPE / INKLING_NO_ROPE and the feature's own tail;
   2. one position encoding per model: two bias encodings refuse each other;
-  3. ONE_CLASS: one attention class per model: two classes (_CLASSES: SSMax, sinks, gated) refuse each other, and a
-     bias encoding (whose pos_emb brings its own class) refuses each class;
+  3. ONE_CLASS: one attention class per model: two classes (_CLASSES: SSMax, sinks, gated, logpos, FoPE, Inkling)
+     refuse each other, and a bias encoding (whose pos_emb brings its own class) refuses each class;
   4. MAP_CROP: a position map refuses each crop (_CROPS: sliding, truncated);
-  5. CROP_DYNAMIC: a dynamic scaling refuses each crop.
+  5. CROP_DYNAMIC: a dynamic scaling refuses each crop;
+  6. conv layers (lab/conv.py) sit beside attention='causal' only: they refuse each class (CONV_CLASS) and, as a
+     layer pattern, each bias encoding (rule 1's layer-pattern refusal).
 The exceptions (_EXCEPTIONS, which win over the rules): dynamic scaling + position map, rope scaling + trained-in
-rope type, position map + SSMax, and sinks + gated (ONE_CLASS with a note on the paper's gate).
+rope type, position map + SSMax / logpos / FoPE, sinks + gated (ONE_CLASS with a note on the paper's gate), dynamic
+scaling + FoPE, and Inkling + trained-in rope type (its own fix) / layer pattern (supported: its NoPE layers and
+windows come in one).
+Issue 63's designs: logpos (lab/temperature.py's log-position query scale, a base's or a fine-tune's class), FoPE
+(lab/fope.py, a class on its trained-in clip), Inkling (lab/inkling.py, a class without RoPE) and conv layers
+(lab/conv.py, a layer kind in the pattern) are features. Not one, as it conflicts with nothing an arm carries:
+  learned RoPE frequencies (learned_freqs): every reader of RoPE's frequencies (scalings, maps, the crop's at=cache,
+  the KV cache) takes model.rope_freqs, theta * exp(alpha); GPTConfig refuses them without pos_emb='rope'.
 A new feature goes into FEATURES (and arm_features) plus one line in the rule's group it belongs to (a RoPE feature
-with its tail in _ROPE_FEATURES, a bias encoding in _BIASES, an attention class in _CLASSES, a crop in _CROPS), or,
-where it combines with everything, nowhere else; a pair that no rule states goes into _EXCEPTIONS.
+with its tail in _ROPE_FEATURES, a bias encoding in _BIASES, an attention class in _CLASSES, one without RoPE in
+_NO_ROPE too, a crop in _CROPS), or, where it combines with everything, nowhere else; a pair that no rule states goes
+into _EXCEPTIONS.
 tests/test_combine_rules.py pins every verdict to tests/fixtures/combine_table.json.
 """
 from itertools import combinations
@@ -28,13 +38,18 @@ from lab.position_maps import position_map_name
 from lab.temperature import temperature_name
 from rope_config import is_dynamic
 
-# The features, the more specific first (a dynamic scaling is a rope scaling too; its own refusal names it).
-FEATURES = ('dynamic scaling', 'layer aim', 'rope scaling', 'trained-in rope type', 'layer pattern', 'position map',
-            'sliding crop', 'truncated crop', 'query temperature', 'SSMax', 'sinks', 'gated', 'ALiBi', 'FIRE', 'CoPE')
+# The features, the more specific first (a dynamic scaling is a rope scaling too, a FoPE base has a trained-in clip,
+# conv layers are a layer pattern: their own refusals name them).
+FEATURES = ('dynamic scaling', 'layer aim', 'rope scaling', 'FoPE', 'trained-in rope type', 'conv layers',
+            'layer pattern', 'position map', 'sliding crop', 'truncated crop', 'query temperature', 'SSMax', 'sinks',
+            'gated', 'logpos', 'ALiBi', 'FIRE', 'CoPE', 'Inkling')
 
 NO_ROPE = "ALiBi has no RoPE"  # (the start of every ALiBi refusal of a RoPE feature)
 FIRE_NO_ROPE = "FIRE has no RoPE (its learned bias interpolates past L by itself, lab/fire.py)"  # (FIRE's alike)
 COPE_NO_ROPE = "CoPE has no RoPE (its positions count what its gates open on, lab/cope.py)"  # (CoPE's alike)
+INKLING_NO_ROPE = "Inkling has no RoPE (its bias mixes learned profiles over the distance, lab/inkling.py)"
+CONV_CLASS = ("a short convolution is a layer kind beside attention='causal' only (GPTConfig, lab/conv.py); train the "
+              "class on a pattern without conv layers, or the convs beside causal attention")
 ONE_CLASS = "one attention class per model (GPTConfig.attention_class)"
 CROP_DYNAMIC = ("a dynamic scale follows the input length, which a crop changes (sliding: the scale of p + 1 tokens "
                 "seeing w keys; truncated: of w), so it is not the arm held to its window (self_crop_arms leaves it "
@@ -56,8 +71,12 @@ _ROPE_FEATURES = {
 }
 # rules 1-3: the bias encodings, each with (its pos_emb, the start of its no-RoPE refusal); each brings its own class
 _BIASES = {'ALiBi': ('alibi', NO_ROPE), 'FIRE': ('fire', FIRE_NO_ROPE), 'CoPE': ('cope', COPE_NO_ROPE)}
+_NO_ROPE = {**{b: why for b, (_, why) in _BIASES.items()}, 'Inkling': INKLING_NO_ROPE}  # rule 1: what has no RoPE
 # rule 3: the attention classes, each with (what a bias encoding would drop, what to train instead)
-_CLASSES = {'SSMax': ('SSMax', 'SSMax'), 'sinks': ('the sinks', 'sinks'), 'gated': ('the gate', 'gated attention')}
+_CLASSES = {'SSMax': ('SSMax', 'SSMax on RoPE or NoPE'), 'sinks': ('the sinks', 'sinks on RoPE or NoPE'),
+            'gated': ('the gate', 'gated attention on RoPE or NoPE'),
+            'logpos': ('the log-position scale', 'logpos on RoPE or NoPE'),
+            'FoPE': ("FoPE's mixing", 'FoPE on clipped RoPE'), 'Inkling': ("Inkling's bias", 'Inkling on NoPE')}
 # rules 4-5: the crops
 _CROPS = ('sliding crop', 'truncated crop')
 # the pairs no rule states (they win over the rules)
@@ -71,6 +90,19 @@ _EXCEPTIONS = {
     frozenset(('position map', 'SSMax')): "a map scores with plain RoPE dot products and would drop SSMax's own scores "
                                           "(mapped_logits); evaluate the SSMax model without a map",
     frozenset(('sinks', 'gated')): f"{_BOTH_CLASSES} (the paper's gate is itself a way out of the first-token sink)",
+    frozenset(('position map', 'logpos')): "a map scores with plain RoPE dot products and would drop the "
+                                           "log-position scale's own scores (mapped_logits); evaluate the logpos "
+                                           "model without a map",
+    frozenset(('position map', 'FoPE')): "a map re-rotates q and k by plain RoPE, R(a)R(b) = R(a + b), which FoPE's "
+                                         "mixed tables do not obey (rope_relative, mapped_logits); evaluate the FoPE "
+                                         "model without a map",
+    frozenset(('dynamic scaling', 'FoPE')): "FoPE mixes the tables of its trained-in clip, which a dynamic scale would "
+                                            "replace and turn its stopped pairs again (check_over_trained_in); "
+                                            "evaluate FoPE as trained",
+    frozenset(('trained-in rope type', 'Inkling')): f"{INKLING_NO_ROPE}, so no rope type is trained into it "
+                                                    "(GPTConfig refuses a rope_scaling on a model without a RoPE "
+                                                    "layer); drop rope_scaling",
+    frozenset(('layer pattern', 'Inkling')): None,  # supported: its NoPE layers and their windows are a pattern
 }
 # Supported pairs worth a word (each run by tests/test_combine_matrix.py):
 #   dynamic scaling + rope scaling: a dynamic scaling is one; + trained-in rope type: the base's own dynamic type,
@@ -92,6 +124,14 @@ _EXCEPTIONS = {
 #   truncated crop + query temperature: at the true positions of the cut input's tokens; + gated: GPT._last_layer_at
 #     gives the gate the rows of the queries asked for; + FIRE/CoPE: attend(at=) builds the bias / counts the gates
 #     at the positions asked for.
+#   issue 63's: rope scaling + FoPE: a fine-tune of the FoPE base's own clip (finetune_long --rope_type=keep; a
+#     zero-shot scaling over the base is rope scaling + trained-in rope type, refused). FoPE + crops: its tables at
+#     the true positions (sliding) or at 0..w-1 as trained (truncated: its own crop); the at=cache crop, which
+#     re-rotates, FoPE refuses itself (lab.crop.cache_group), as it refuses it for logpos and Inkling. conv layers
+#     + maps and crops: they act on the attention layers (a conv never calls attend); + query temperature: a conv
+#     layer has no queries (aimed_layers). logpos + crops: the factor of the query's true position (sliding) or of
+#     its place in the cut (truncated). Inkling + layer pattern: its NoPE layers and windows; + crops: its bias and
+#     per-query sink are scored through its own logits (sliding) or attend(at=) (truncated).
 #   query temperature + gated: the queries are scaled before attention, the gate acts after it; + FIRE: the queries
 #     are scaled, then FIRE's own attention adds its bias; + CoPE: the scaled queries sharpen CoPE's gates too.
 
@@ -101,8 +141,8 @@ def _refusal(a, b):
     if frozenset((a, b)) in _EXCEPTIONS:
         return _EXCEPTIONS[frozenset((a, b))]
     for x, y in ((a, b), (b, a)):
-        if x in _BIASES and y in _ROPE_FEATURES:  # 1. a bias encoding has no RoPE
-            return _BIASES[x][1] + _ROPE_FEATURES[y].format(bias=x)
+        if x in _NO_ROPE and y in _ROPE_FEATURES:  # 1. a bias encoding (or Inkling) has no RoPE
+            return _NO_ROPE[x] + _ROPE_FEATURES[y].format(bias=x)
         if x in _BIASES and y in _BIASES:  # 2. one position encoding per model
             return ONE_POS_EMB
         if x in _CLASSES and y in _CLASSES:  # 3. one attention class per model
@@ -110,11 +150,15 @@ def _refusal(a, b):
         if x in _CLASSES and y in _BIASES:  # 3. (a bias encoding's pos_emb takes the class)
             what, trained = _CLASSES[x]
             return (f"{ONE_CLASS}: pos_emb='{_BIASES[y][0]}' takes it, so {what} would be dropped (GPTConfig refuses "
-                    f"it); train {trained} on RoPE or NoPE")
+                    f"it); train {trained}")
         if x == 'position map' and y in _CROPS:  # 4. maps and crops replace each other
             return MAP_CROP
         if x == 'dynamic scaling' and y in _CROPS:  # 5. a dynamic scale does not crop
             return CROP_DYNAMIC
+        if x == 'conv layers' and y in _CLASSES:  # 6. conv layers beside causal attention only
+            return CONV_CLASS
+        if x == 'conv layers' and y in _BIASES:  # 6. (they come in a layer pattern)
+            return _refusal(y, 'layer pattern')
     return None
 
 
@@ -138,21 +182,24 @@ def aimed(config):
 
 def arm_features(arm):
     """The FEATURES an arm carries, in the table's order: from its fields (scaling, position_map, crop,
-    temperature) and its checkpoint's model_args (trained-in rope type, layer pattern, attention class). A rope type
-    is trained in when the weights were trained from scratch with it (a base: no base_checkpoint)."""
+    temperature) and its checkpoint's model_args (trained-in rope type, layer pattern and conv layers, attention
+    class, FoPE and Inkling among them). A rope type is trained in when the weights were trained from scratch with it
+    (a base: no base_checkpoint)."""
     args = (arm.get('ckpt') or {}).get('model_args') or {}
     own, sc, temp = args.get('rope_scaling'), arm.get('scaling'), arm.get('temperature')
     scaled = sc is not None and sc.get('rope_type', 'default') != 'default'
     trained_in = own is not None and own.get('rope_type', 'default') != 'default' and not arm.get('base_checkpoint')
     attention, form = args.get('attention') or 'causal', (arm.get('crop') or {}).get('form')
     on = {'dynamic scaling': is_dynamic(sc), 'layer aim': aimed(sc) or aimed(temp),
-          'rope scaling': scaled and not (trained_in and runs_own_type(own, sc)),
-          'trained-in rope type': trained_in, 'layer pattern': bool(args.get('layers')),
+          'rope scaling': scaled and not (trained_in and runs_own_type(own, sc)), 'FoPE': 'fope' in attention,
+          'trained-in rope type': trained_in, 'conv layers': 'conv' in (args.get('layers') or ''),
+          'layer pattern': bool(args.get('layers')),
           'position map': bool(arm.get('position_map')), 'sliding crop': form == 'sliding',
           'truncated crop': form == 'truncated', 'query temperature': bool(temp),
           'SSMax': 'ssmax' in attention, 'sinks': 'sinks' in attention, 'gated': 'gated' in attention,
-          'ALiBi': 'alibi' in (args.get('pos_emb') or ''), 'FIRE': 'fire' in (args.get('pos_emb') or ''),
-          'CoPE': 'cope' in (args.get('pos_emb') or '')}
+          'logpos': 'logpos' in attention, 'ALiBi': 'alibi' in (args.get('pos_emb') or ''),
+          'FIRE': 'fire' in (args.get('pos_emb') or ''), 'CoPE': 'cope' in (args.get('pos_emb') or ''),
+          'Inkling': 'inkling' in attention}
     return [f for f in FEATURES if on[f]]
 
 
