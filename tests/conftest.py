@@ -58,6 +58,22 @@ def assert_attention_paths(model, x, q, k, v, direct, layer=0):
     assert (F.scaled_dot_product_attention(q, k, v, is_causal=True) - direct).abs().max() > 1e-2
 
 
+
+def twins(cfg, field, values, **kw):
+    """One GPT per value of a config field, the same seed and so the same weights, q and k rows x10 so that
+    positions and scales show in the attention (a design at its init against its plain twin)."""
+    import torch
+    from model import GPT, GPTConfig
+    out = []
+    for value in values:
+        torch.manual_seed(0)
+        m = GPT(GPTConfig(**cfg, **{field: value}, **kw)).eval()
+        with torch.no_grad():
+            for blk in m.transformer.h:
+                blk.attn.c_attn.weight.mul_(10.0)
+        out.append(m)
+    return out
+
 def bias_refusal(pos_emb, make, case, extra=None):
     """The message of one refused use of a model whose position encoding lives in its attention class (FIRE, CoPE):
     another attention class, a rope scaling (in the config or switched on), a position map, position ids, a layer

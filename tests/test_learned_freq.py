@@ -10,7 +10,7 @@ import torch
 import finetune_long
 import train as train_mod
 from configurator import ConfigError
-from conftest import tiny_cfg
+from conftest import tiny_cfg, twins
 from data.common import load_checkpoint, model_from_checkpoint
 from lab import kv_cache
 from model import GPT, GPTConfig
@@ -25,15 +25,7 @@ DYNAMIC = {'rope_type': 'dynamic', 'factor': 2.0, 'original_max_position_embeddi
 
 def pair(**kw):
     """The model with learned frequencies and its plain twin, the same weights (q and k x10 so positions show)."""
-    out = []
-    for learned in (True, False):
-        torch.manual_seed(0)
-        m = GPT(GPTConfig(**CFG, learned_freqs=learned, **kw)).eval()
-        with torch.no_grad():
-            for blk in m.transformer.h:
-                blk.attn.c_attn.weight.mul_(10.0)
-        out.append(m)
-    return out
+    return twins(CFG, 'learned_freqs', (True, False), **kw)
 
 
 def set_alpha(m, alpha=ALPHA):

@@ -9,22 +9,14 @@ from torch.nn import functional as F
 
 from configurator import ConfigError
 from lab import kv_cache
-from model import GPT, GPTConfig
+from conftest import twins
 
 CFG = dict(block_size=32, vocab_size=20, n_layer=2, n_head=2, n_embd=16)
 
 
 def pair(**kw):
     """The model and its plain twin (the same weights), q and k x10 so that the attention, and its scale, shows."""
-    out = []
-    for att in ('logpos', 'causal'):
-        torch.manual_seed(0)
-        m = GPT(GPTConfig(**CFG, attention=att, **kw)).eval()
-        with torch.no_grad():
-            for blk in m.transformer.h:
-                blk.attn.c_attn.weight.mul_(10.0)
-        out.append(m)
-    return out
+    return twins(CFG, 'attention', ('logpos', 'causal'), **kw)
 
 
 def test_at_init_it_is_the_plain_model_bit_for_bit():
