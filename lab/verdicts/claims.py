@@ -48,6 +48,8 @@ DOC, RM = 'docs/results.md', 'README.md'
 VS_CROP = f'vs_crop:{CROP}'
 GATED, CHUNKED, HYB80, APE = (f'assets/test/designs/{d}/summary.json' for d in ('gated', 'chunked', 'hybrid_w80', 'ape'))
 ALIBI_OWN, FIRE_OWN, COPE_OWN = (f'assets/test/designs/{d}_own/summary.json' for d in ('alibi', 'fire', 'cope'))
+LEROPE, POSE8 = (f'assets/test/designs/{d}/summary.json' for d in ('lerope', 'pose_random_8x'))
+Y8P, Y8R, Y8F = (f'yarn s=8 β_fast=8 {t}ft100' for t in ('pose ', 'pose random ', ''))
 SINKS = 'assets/test/designs/sinks_seeds/bases.json'
 PROPE = 'assets/test/designs/prope_seeds/bases.json'
 REAL, REAL_MAPS = (f'assets/studies/real_model_{d}/summary.json' for d in ('plays', 'maps'))
@@ -128,6 +130,17 @@ CLAIMS = [  # the test split's claims, in the order docs/results.md states them
           table='vs_crop:crop w=128 (truncated)', file=FIRE_OWN),
     claim('cope-vs-own-crop-512', 'cope (L=128)', CROP, '512-1024', 'CoPE +1.008 [+0.992, +1.025] worse than its own crop',
           table=VS_CROP, file=COPE_OWN),
+    # issue 63: the learned position parts fine-tuned in (make lerope), randomized ids at 8 x L (make pose-random-8x)
+    claim('lerope-vs-yarn-ft-256', 'yarn s=4 β_fast=8 learned-freqs logpos ft100', Y8FT, '256-512',
+          '−0.001 [−0.001, −0.000] better, inside the margin', table='contrasts', file=LEROPE),
+    claim('lerope-passkey-vs-yarn-ft-256', 'yarn s=4 β_fast=8 learned-freqs logpos ft100', Y8FT, '256-512',
+          '−2 [−6, +3] equivalent', table='contrasts', kind='exact_match', file=LEROPE),
+    claim('pose-random-vs-full-8x-512', Y8R, Y8F, '512-1024', '+0.698 [+0.678, +0.719] worse',
+          table='contrasts', file=POSE8),
+    claim('pose-random-passkey-vs-full-8x-512', Y8R, Y8F, '512-1024', '−29 [−39, −21] worse', table='contrasts',
+          kind='exact_match', file=POSE8),
+    claim('pose-vs-full-8x-512', Y8P, Y8F, '512-1024', '+0.085 [+0.073, +0.097] worse', table='contrasts',
+          file=POSE8),
     # three learned-sink bases against three plain ones (make sinks-seeds), seeds paired: each row the first kind's
     # value minus the second's, the pairs a random factor (lab.verdicts.compare.between_kinds)
     claim('sinks-yarn-gap-seeds-512', f'{Y8} vs {CROP}', f'{Y8} vs {CROP}', '512-1024',
