@@ -48,6 +48,7 @@ DOC, RM = 'docs/results.md', 'README.md'
 VS_CROP = f'vs_crop:{CROP}'
 GATED, CHUNKED, HYB80, APE = (f'assets/test/designs/{d}/summary.json' for d in ('gated', 'chunked', 'hybrid_w80', 'ape'))
 ALIBI_OWN, FIRE_OWN, COPE_OWN = (f'assets/test/designs/{d}_own/summary.json' for d in ('alibi', 'fire', 'cope'))
+FOPE_OWN, CONV_OWN, INKLING_OWN = (f'assets/test/designs/{d}_own/summary.json' for d in ('fope', 'conv', 'inkling'))
 LEROPE, POSE8 = (f'assets/test/designs/{d}/summary.json' for d in ('lerope', 'pose_random_8x'))
 Y8P, Y8R, Y8F = (f'yarn s=8 β_fast=8 {t}ft100' for t in ('pose ', 'pose random ', ''))
 SINKS = 'assets/test/designs/sinks_seeds/bases.json'
@@ -130,13 +131,27 @@ CLAIMS = [  # the test split's claims, in the order docs/results.md states them
           table='vs_crop:crop w=128 (truncated)', file=FIRE_OWN),
     claim('cope-vs-own-crop-512', 'cope (L=128)', CROP, '512-1024', 'CoPE +1.008 [+0.992, +1.025] worse than its own crop',
           table=VS_CROP, file=COPE_OWN),
+    # issue 63: the 2026 bases against their own crops (make own-crops-2026; FoPE's truncated: its tables are absolute)
+    claim('fope-vs-own-crop-512', 'base fope clip (L=128)', 'crop w=128 (truncated)', '512-1024',
+          'FoPE is +0.718 [+0.676, +0.760] worse than its own crop',
+          (RM, 'FoPE +0.718 [+0.676, +0.760] worse than its own crop'), table='vs_crop:crop w=128 (truncated)',
+          file=FOPE_OWN),
+    claim('conv-vs-own-crop-512', 'base conv,rope:w=32,conv,rope proportional p=0.5 on full (L=128)', CROP,
+          '512-1024', '+0.062 [+0.059, +0.064] worse than its own crop',
+          (RM, 'convolutions +0.062 [+0.059, +0.064] worse'),
+          table=VS_CROP, file=CONV_OWN),
+    claim('inkling-vs-own-crop-512', 'base 3*nope:w=64,nope inkling (L=128)', CROP, '512-1024',
+          '+0.021 [+0.019, +0.022] worse than its own crop', (RM, 'Inkling-2 +0.021 [+0.019, +0.022] worse'),
+          table=VS_CROP, file=INKLING_OWN),
     # issue 63: the learned position parts fine-tuned in (make lerope), randomized ids at 8 x L (make pose-random-8x)
     claim('lerope-vs-yarn-ft-256', 'yarn s=4 β_fast=8 learned-freqs logpos ft100', Y8FT, '256-512',
-          '−0.001 [−0.001, −0.000] better, inside the margin', table='contrasts', file=LEROPE),
+          '−0.001 [−0.001, −0.000] better, inside the margin',
+          (RM, 'plain YaRN does (−0.001 [−0.001, −0.000] better, inside the margin'), table='contrasts',
+          file=LEROPE),
     claim('lerope-passkey-vs-yarn-ft-256', 'yarn s=4 β_fast=8 learned-freqs logpos ft100', Y8FT, '256-512',
           '−2 [−6, +3] equivalent', table='contrasts', kind='exact_match', file=LEROPE),
     claim('pose-random-vs-full-8x-512', Y8R, Y8F, '512-1024', '+0.698 [+0.678, +0.719] worse',
-          table='contrasts', file=POSE8),
+          (RM, '+0.698 [+0.678, +0.719] worse than the full fine-tune'), table='contrasts', file=POSE8),
     claim('pose-random-passkey-vs-full-8x-512', Y8R, Y8F, '512-1024', '−29 [−39, −21] worse', table='contrasts',
           kind='exact_match', file=POSE8),
     claim('pose-vs-full-8x-512', Y8P, Y8F, '512-1024', '+0.085 [+0.073, +0.097] worse', table='contrasts',
