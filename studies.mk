@@ -432,6 +432,7 @@ pose-random:
 ## randomized ids against PoSE and a full fine-tune at a matched 8 x L, YaRN s=8, 3 seeds, test split
 # the three fine-tunes as pose-random's with the target 1024 = 8 x L (random ids and PoSE in windows of 128, the full
 # fine-tune at 1024), then the test split's windows at 1024 with the base's crop and YaRN s=8 zero-shot
+# (48 min beside other work: the fine-tunes 20 min, the eval 28)
 pose-random-8x:
 	$(PY) finetune_long.py config/finetune_pose_char_cpu.py --factor=8 --plain=False --pose_ids=random \
 		--out_dir=out/char-pose8-random --overwrite=True
@@ -450,6 +451,7 @@ pose-random-8x:
 ## learned RoPE frequencies, with and without the log-position query scale, fine-tuned in, 3 seeds
 # Mistral Large 4's two learned parts switched on over make train-copy's base at their identity (alpha 0, scale 0,
 # bias 1) with YaRN s=4 and fine-tuned at 4 x L as the plain YaRN fine-tune (pose-random's), then the test split at 512
+# (27 min beside other work, the eval 15)
 lerope: out/char-full-yarn/arms.json
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --rope_type=yarn:beta_fast=8 --plain=False \
 		--learned_freqs=True --attention=smear_keys_logpos --out_dir=out/char-ft-lerope-logpos --overwrite=True
@@ -466,26 +468,27 @@ out/char-full-yarn/arms.json:
 		--out_dir=out/char-full-yarn --overwrite=True
 
 ## FoPE (Intern-S1-Pro): clipped RoPE, each key/value head mixing the kept pairs' cos and sin
-# the clip at L is FoPE's own (rope_type clip); the mixing is fixed as shipped (fope_learned trains it)
+# the clip at L is FoPE's own (rope_type clip); the mixing is fixed as shipped (fope_learned trains it); 4 min 47 s
 fope-base:
 	$(PY) train.py config/train_shakespeare_char_cpu.py --attention=fope --out_dir=out/char-fope --overwrite=True \
 		"--rope_scaling={'rope_type': 'clip', 'original_max_position_embeddings': 128}"
 
 ## LFM3 in miniature: short convolutions beside a sliding and a full p-RoPE layer (lab/conv.py)
-# conv, sliding RoPE (w=32), conv, full RoPE with p = 0.5 (LFM3's layers 3-6; its 13:5:6 mix is about 2:1:1)
+# conv, sliding RoPE (w=32), conv, full RoPE with p = 0.5 (LFM3's layers 3-6; its 13:5:6 mix is about 2:1:1); 7 min 44 s
 conv-base:
 	$(PY) train.py config/train_shakespeare_char_cpu.py --layers='conv,rope:w=32,conv,rope' --overwrite=True \
 		"--rope_scaling={'rope_type': 'proportional', 'partial_rotary_factor': 0.5, 'layers': 'full'}" \
 		--out_dir=out/char-conv
 
 ## Inkling-2 in miniature: no RoPE, a content-mixed relative bias zero past its reach, per-token sinks
-# three sliding layers (w = 64, the bias's reach) and a full one on top (Inkling-2: a full layer every sixth)
+# three sliding layers (w = 64, the bias reach) and a full one (Inkling-2: a full layer every sixth); 6 min 34 s
 inkling-base:
 	$(PY) train.py config/train_shakespeare_char_cpu.py --attention=inkling '--layers=3*nope:w=64,nope' \
 		--out_dir=out/char-inkling --overwrite=True
 
 ## the 2026 bases (FoPE, LFM3's convolutions, Inkling-2) each against its own crop on the test split
-# as own-crops-test: 140 windows at 1024, loss only; FoPE's crop truncated (its mixed tables are not relative)
+# as own-crops-test: 140 windows at 1024, loss only; FoPE's crop truncated (its mixed tables are not relative);
+# the three evals 1 min 59 s once the bases exist
 own-crops-2026: out/char-fope/ckpt.pt out/char-conv/ckpt.pt out/char-inkling/ckpt.pt
 	$(PY) eval.py config/eval_test_cpu.py config/eval_designs_test_cpu.py --base=out/char-fope \
 		--rope_types=default,crop:form=truncated --retrieval_examples=0 --out_dir=out/char-eval-test-fope-own
@@ -501,7 +504,7 @@ out/char-inkling/ckpt.pt:
 	$(MAKE) inkling-base
 
 ## the rows' temperature law (Hayase & Karakida 2026): each row's beta_c and its growth in n
-# 16 dev windows at 1024, the zero-shot temperature arms of make designs, the rooms off (~1 min; needs train-copy)
+# 16 dev windows at 1024, the zero-shot temperature arms of make designs, the rooms off (25 s; needs train-copy)
 temperature-law:
 	$(PY) eval.py config/studies/eval_temperature_law_cpu.py
 
