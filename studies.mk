@@ -11,7 +11,7 @@
 .PHONY: cope-base fire-cope-eval neox-base placement-eval dca-window clip-sweep pairs frequencies engine-variants
 .PHONY: frequency-bases temperature-knobs designs designs-2048 drope-eval scale-layers hybrid-eval chunked-eval
 .PHONY: own-crops own-crops-test pose-random pose-random-8x lerope fope-base conv-base inkling-base
-.PHONY: own-crops-2026 temperature-law real-model-temperature-law
+.PHONY: own-crops-2026 temperature-law real-model-temperature-law inkling-seeds
 
 ##@ real model, its parts: SmolLM2-135M's earlier eval in parts, its engine bench and the miniature
 
@@ -511,6 +511,19 @@ temperature-law:
 ## the same on SmolLM2-135M inside its L (3 windows of 8,192): the law of its own rows (9 min)
 real-model-temperature-law: real-model-data
 	$(PY) eval.py config/eval_real_model_cpu.py config/studies/eval_temperature_law_real_cpu.py
+
+## is Inkling-2's small gap to its own crop real? three bases against their crops, seeds paired
+# inkling-base's recipe at seeds 1338 and 1339 beside it, each eval as own-crops-2026's, then the three combined with
+# the bases a paired random factor (needs own-crops-2026; 14 min, the two bases trained in it)
+inkling-seeds: out/char-inkling-1338/ckpt.pt out/char-inkling-1339/ckpt.pt
+	for s in 1338 1339; do \
+	  $(PY) eval.py config/eval_test_cpu.py config/eval_designs_test_cpu.py --base=out/char-inkling-$$s \
+	    --retrieval_examples=0 --out_dir=out/char-eval-test-inkling-$$s-own || exit 1; done
+	$(PY) eval.py --combine=out/char-eval-test-inkling-own,out/char-eval-test-inkling-1338-own,\
+	out/char-eval-test-inkling-1339-own --out_dir=out/char-eval-test-inkling-seeds
+out/char-inkling-%/ckpt.pt:
+	$(PY) train.py config/train_shakespeare_char_cpu.py --attention=inkling '--layers=3*nope:w=64,nope' --seed=$* \
+		--out_dir=out/char-inkling-$* --overwrite=True
 
 ## ALiBi, FIRE and CoPE each against its own crop on the test split (issue 62 item 2)
 # each base as it is and held to its last 128 tokens, 140 windows, loss only; FIRE's crop truncated (its normaliser
