@@ -144,11 +144,11 @@ def write_outputs(cfg, run, results, pos_cols, ent_cols, timing, t0):
     os.makedirs(out_dir, exist_ok=True)
     for name, text in files.items():
         atomic_write_text(os.path.join(out_dir, name), text)
-    for stale in ('finetune_curves.csv', 'finetune_curves.png'):  # from an earlier run with fine-tuned arms
-        if 'finetune_curves.csv' not in files and os.path.exists(os.path.join(out_dir, stale)):
-            os.remove(os.path.join(out_dir, stale))
-    if 'temperature_law.csv' not in files and os.path.exists(os.path.join(out_dir, 'temperature_law.csv')):
-        os.remove(os.path.join(out_dir, 'temperature_law.csv'))  # (an earlier run's, with the diagnostic on)
+    for made, stale in (('finetune_curves.csv', ('finetune_curves.csv', 'finetune_curves.png')),  # an earlier run's,
+                        ('temperature_law.csv', ('temperature_law.csv',))):  # with fine-tunes or the diagnostic on
+        for name in stale if made not in files else ():
+            if os.path.exists(os.path.join(out_dir, name)):
+                os.remove(os.path.join(out_dir, name))
     pngs = plot.plot_all(out_dir, log_x=cfg['log_x'], smooth=cfg['smooth']) if cfg['plot'] else []
     if not cfg['plot']:  # an earlier run's pictures would show other numbers
         for stale in (os.path.join(out_dir, n) for n in plot.SOURCES if os.path.exists(os.path.join(out_dir, n))):

@@ -46,9 +46,10 @@ from data.common import DataError, load_checkpoint, train_len
 from lab.hf.weights import neox_order
 from data.common import checkpoint_args, model_from_checkpoint
 from model import GPTConfig
-from rope_config import DYNAMIC_TYPES, ROPE_SCALING, parse_layers, rope_inv_freq
+from rope_config import DYNAMIC_TYPES, ROPE_SCALING, rope_inv_freq
 from lab.measure.arm_specs import ALIASES, parse_arm, scaling_name
-from lab.hf.folder import check_positions, check_rope_type, hf_rope, rope_4x, tokenizer_files, write_folder
+from lab.hf.folder import (check_positions, check_rope_type, hf_rope, layer_kinds, rope_4x, tokenizer_files,
+                           write_folder)
 
 DEFAULTS = dict(
     ckpt='',             # a run folder (or its ckpt.pt) written by train.py, finetune_long.py or search_longrope.py
@@ -69,13 +70,9 @@ def check_exportable(args):
         raise ValueError(f"{', '.join(f'{k}={v!r}' for k, v in llama.items())}: a Llama-family model (loaded from "
                          f"gguf: or hf:) has no GPT-NeoX form; its own Hugging Face folder or GGUF file is the export")
     check_positions(args, 'GPT-NeoX')
-    specs = parse_layers(args.get('layers'), args['n_layer'], args['rope_base'], args['block_size'])
-    what = [name for name, on in (('conv layers', any(s.conv for s in specs)),  # (lab/conv.py)
-                                  ('NoPE layers', any(not s.rope and not s.conv for s in specs)),
-                                  ('sliding windows', any(s.window for s in specs)),
-                                  ('chunked attention', any(s.chunk for s in specs)),
-                                  ('per-layer bases', any(s.base not in (None, args['rope_base']) for s in specs)))
-            if on]
+    kinds = layer_kinds(args)[1]
+    what = [k for k in ('conv layers', 'NoPE layers', 'sliding windows', 'chunked attention', 'per-layer bases')
+            if kinds[k]]
     if what:
         raise ValueError(f"layers={args['layers']!r} ({', '.join(what)}) has no GPT-NeoX counterpart, which rotates "
                          f"every layer alike over every earlier key; lab.hf.config.to_hf_layers gives its transformers "

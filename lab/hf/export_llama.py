@@ -35,11 +35,11 @@ import torch
 
 from data.common import DataError, read_json
 from lab.hf import serve
-from lab.hf.folder import (FILES, check_positions, check_rope_type, hf_rope, rope_4x, tokenizer_files,
+from lab.hf.folder import (FILES, check_positions, check_rope_type, hf_rope, layer_kinds, rope_4x, tokenizer_files,
                            write_folder)
 from lab.hf.weights import HF_NAMES, LAYER_PARTS
 from lab.measure.arm_specs import scaling_name
-from rope_config import parse_layers, rope_inv_freq
+from rope_config import rope_inv_freq
 
 TOKENIZER_FILES = ('tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json', 'vocab.json', 'merges.txt',
                    'tokenizer.model', 'added_tokens.json', 'chat_template.jinja', 'chat_template.json')
@@ -54,13 +54,9 @@ def is_llama(args):
 def uniform_window(args):
     """The one sliding window every layer has (Mistral's form), None when no layer has one; ValueError naming the
     pattern when the layers differ in any way HF's Llama, Mistral or Qwen2 cannot say."""
-    specs = parse_layers(args.get('layers'), args['n_layer'], args['rope_base'], args['block_size'])
-    what = [name for name, on in (('conv layers', any(s.conv for s in specs)),  # (lab/conv.py)
-                                  ('NoPE layers', any(not s.rope and not s.conv for s in specs)),
-                                  ('chunked attention', any(s.chunk for s in specs)),
-                                  ('per-layer bases', any(s.base not in (None, args['rope_base']) for s in specs)),
-                                  ('windows on some layers only', len({s.window for s in specs}) > 1))
-            if on]
+    specs, kinds = layer_kinds(args)
+    what = [k for k in ('conv layers', 'NoPE layers', 'chunked attention', 'per-layer bases',
+                        'windows on some layers only') if kinds[k]]
     window = specs[0].window if specs else None
     if window and args.get('qkv_bias'):
         what.append("a sliding window in a Qwen2 model (its use_sliding_window / max_window_layers form is not "

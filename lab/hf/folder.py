@@ -16,7 +16,7 @@ from data.common import atomic_write, atomic_write_text
 from data.sources import CHAR_EOT, GPT2_EOT, gpt2_files_on_disk
 from lab.hf.tokenizer import BYTE_LEVEL, bpe_tokenizer_json
 from rope import plain_inv_freq
-from rope_config import ROPE_SCALING, rope_inv_freq, scaled_theta
+from rope_config import ROPE_SCALING, parse_layers, rope_inv_freq, scaled_theta
 
 NATIVE = ('default', 'linear', 'dynamic', 'yarn', 'llama3', 'longrope')  # HF types with our name and our formulas
 REFUSED = {  # rope types that transformers cannot express, and what to do instead
@@ -52,6 +52,18 @@ def check_positions(args, arch):
         raise ValueError(f"learned_freqs=True (RoPE's frequencies times a learned exp(alpha)) has no {arch} "
                          f"counterpart: no Hugging Face rope type carries alpha, only Mistral Large 4's own class; "
                          f"export a run without it")
+
+
+def layer_kinds(args):
+    """(the LayerSpecs of a run's layer pattern, {what it holds: present}): the per-layer designs an export target
+    may have no counterpart for, each exporter refusing those its architecture cannot say (by these names)."""
+    specs = parse_layers(args.get('layers'), args['n_layer'], args['rope_base'], args['block_size'])
+    return specs, {'conv layers': any(s.conv for s in specs),  # (lab/conv.py)
+                   'NoPE layers': any(not s.rope and not s.conv for s in specs),
+                   'sliding windows': any(s.window for s in specs),
+                   'chunked attention': any(s.chunk for s in specs),
+                   'per-layer bases': any(s.base not in (None, args['rope_base']) for s in specs),
+                   'windows on some layers only': len({s.window for s in specs}) > 1}
 
 
 def check_rope_type(args):
