@@ -31,7 +31,7 @@ from data.common import (atomic_torch_save, atomic_write_text, check_vocab, data
 from lab.engine import batches, bench  # batches: PoSE windows and synthetic copies
 from lab.engine.ddp import StopOnSignal, from_rank0, in_group, rng_states  # several processes, Ctrl-C
 from lab.engine.device import ddp_ranks, setup_device  # cpu / cuda / mps, autocast, torchrun's ranks
-from lab.engine.checks import MODEL_KEYS, check_model, check_settings, check_start  # what a run refuses first
+from lab.engine.checks import MODEL_KEYS, check_model, check_resume, check_settings, check_start  # refused first
 from model import GPT, GPTConfig
 
 DEFAULTS = dict(
@@ -83,21 +83,9 @@ def run_config(argv, defaults=DEFAULTS):
     if cfg['init_from'] != 'resume':
         return cfg, None
     ckpt = load_checkpoint(cfg['out_dir'])
-    stored = ckpt['config']
-    if not (ckpt.get('lineage') or {}).get('base_checkpoint'):  # built from its config: the two must say one model
-        k = next((k for k in MODEL_KEYS if k in stored and k in ckpt['model_args'] and k != 'rope_scaling'
-                  and stored[k] != ckpt['model_args'][k] and not (k == 'n_kv_head' and stored[k] is None)), None)
-        if k:
-            raise ConfigError(f"{cfg['out_dir']}/ckpt.pt is inconsistent: its model has {k}={ckpt['model_args'][k]!r} "
-                              f"but its stored config says {stored[k]!r} (the file was edited or damaged); start a "
-                              f"new run in another out_dir")
-    start = {k: stored.get(k, v) for k, v in defaults.items()}
+    start = {k: ckpt['config'].get(k, v) for k, v in defaults.items()}
     cfg = get_config(argv, defaults, start=start)
-    changed = [k for k in MODEL_KEYS if k in defaults and cfg[k] != start[k]]
-    if changed:  # the resumed model is the checkpoint's: a new shape on the command line would be stored, not used
-        k = changed[0]
-        raise ConfigError(f"--{k}={cfg[k]!r} differs from the run's own {start[k]!r}, and a resumed run keeps the model "
-                          f"it saved (out_dir={cfg['out_dir']}); drop --{k}, or start a new run in another out_dir")
+    check_resume(cfg, ckpt, start)  # the checkpoint says one model, and the command line does not change it
     return cfg, ckpt
 
 

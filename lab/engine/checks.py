@@ -1,8 +1,9 @@
 """
 What the scripts refuse before they run, each as one line naming the setting and the fix (lab.engine.cli prints it
 and exits 2): numbers out of range, a folder that cannot be written; train.py's start (an unknown init_from, a run
-already in out_dir, a model that does not fit the data); eval.py's settings, and its data once the arms are known
-(a vocabulary that does not match, a smoothing wider than the window, more windows than the held-out text holds).
+already in out_dir, a resumed checkpoint that contradicts itself or the command line, a model that does not fit the
+data); eval.py's settings, and its data once the arms are known (a vocabulary that does not match, a smoothing wider
+than the window, more windows than the held-out text holds).
 """
 import os
 
@@ -63,6 +64,24 @@ def check_start(cfg):
             not cfg['overwrite']:
         raise ConfigError(f"{cfg['out_dir']} already holds a run (ckpt.pt); pass --init_from=resume to continue it, "
                           f"--overwrite=True to replace it, or another --out_dir")
+
+
+def check_resume(cfg, ckpt, start):
+    """A resumed run's checkpoint and settings (start: its stored ones, cfg: with the command line on top) say one
+    model: a run built from its config stored the model it built (a base's fine-tune stores its base's settings, which
+    the switch then changes), and a new shape on the command line would be stored, not used."""
+    stored, args = ckpt['config'], ckpt['model_args']
+    if not (ckpt.get('lineage') or {}).get('base_checkpoint'):
+        k = next((k for k in MODEL_KEYS if k in stored and k in args and k != 'rope_scaling' and stored[k] != args[k]
+                  and not (k == 'n_kv_head' and stored[k] is None)), None)
+        if k:
+            raise ConfigError(f"{cfg['out_dir']}/ckpt.pt is inconsistent: its model has {k}={args[k]!r} but its "
+                              f"stored config says {stored[k]!r} (the file was edited or damaged); start a new run in "
+                              f"another out_dir")
+    k = next((k for k in MODEL_KEYS if k in start and cfg[k] != start[k]), None)
+    if k:
+        raise ConfigError(f"--{k}={cfg[k]!r} differs from the run's own {start[k]!r}, and a resumed run keeps the model "
+                          f"it saved (out_dir={cfg['out_dir']}); drop --{k}, or start a new run in another out_dir")
 
 
 def check_model(model, meta, data_dir, T):
