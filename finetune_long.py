@@ -21,7 +21,7 @@ from configurator import ConfigError, get_config
 from lab.engine.cli import cli
 from lab.engine.device import ddp_ranks
 from lab.engine import sweep
-from data.common import checkpoint_ref, load_checkpoint, model_from_checkpoint
+from data.checkpoints import checkpoint_ref, load_checkpoint, model_from_checkpoint
 from rope_config import all_type_keys
 from lab.measure.arm_specs import check_over_trained_in, trained_in
 from lab.engine.ddp import in_group

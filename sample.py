@@ -30,8 +30,7 @@ from lab.engine.device import autocast_context, pick_device
 from data.sources import get_tokenizer
 from lab import kv_cache
 from lab.position_maps import is_position_map_spec, mapped_attention, parse_position_map, position_map_name
-from data.common import model_from_checkpoint
-from data.common import load_checkpoint
+from data.checkpoints import load_checkpoint, model_from_checkpoint
 from rope_config import is_dynamic
 from lab.measure.arm_specs import check_over_trained_in, parse_arm, scaling_name, trained_in
 

@@ -47,10 +47,10 @@ from configurator import ConfigError, get_config
 from lab.engine.cli import cli
 from lab.engine.checks import check_out_dir
 from lab.engine.device import setup_device
-from data.common import DataError, atomic_write_text, check_vocab, doc_windows, load_checkpoint, read_json, train_len
+from data.common import DataError, atomic_write_text, check_vocab, doc_windows, read_json
+from data.checkpoints import load_checkpoint, model_from_checkpoint, train_len
 from lab.longrope_search import UPPER, longrope_scaling, needle_rows, parse_start_tokens, search, seed_curves
 from lab.measure.scoring import score
-from data.common import model_from_checkpoint
 from model import GPTConfig
 from lab.measure.arm_specs import parse_arms
 from finetune_long import extended_model

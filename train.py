@@ -27,7 +27,8 @@ from tqdm import tqdm
 from configurator import ConfigError, get_config
 from lab.engine.cli import cli
 from data.common import (atomic_torch_save, atomic_write_text, check_vocab, data_dir_of, doc_windows, fetch_windows,
-                         load_checkpoint, load_meta, load_split, model_args, model_from_checkpoint)
+                         load_meta, load_split)
+from data.checkpoints import load_checkpoint, model_args, model_from_checkpoint
 from lab.engine import batches, bench  # batches: PoSE windows and synthetic copies
 from lab.engine.ddp import StopOnSignal, from_rank0, in_group, rng_states  # several processes, Ctrl-C
 from lab.engine.device import ddp_ranks, setup_device  # cpu / cuda / mps, autocast, torchrun's ranks

@@ -473,7 +473,7 @@ def gpt2_encoding(cache_dir=None):
 
 
 # tokenizers that rooms build: meta['tokenizer'] -> function(meta, cache_dir) -> (encode, decode), filled by the room
-# that builds it (lab/hf/tokenizer.py: 'gguf', 'hf'), as data.common.LOADERS is for checkpoints; data/ imports no room
+# that builds it (lab/hf/tokenizer.py: 'gguf', 'hf'), as data.checkpoints.LOADERS is for checkpoints; data/ imports no room
 TOKENIZERS = {}
 # which module fills each entry: get_tokenizer imports it on first use
 TOKENIZER_ROOMS = {'gguf': 'lab.hf.tokenizer', 'hf': 'lab.hf.tokenizer'}

@@ -9,7 +9,7 @@ doc_study) and engine's runners above them. A script imports what it runs: `impo
 modules, 2,935 lines (27 and 4,717 before issue 61 item 3: no retrieval room, no scipy), finetune_long 22 (3,421),
 eval 39 (7,815; docs/results.md, "The import closures"). Importing this package imports nothing (lab.stats needs no
 torch). No room is imported for its side effect: each registry names the room that fills each entry and imports it on
-first use (model.ATTENTION_ROOMS for the attention classes, data.common.LOADER_MODULES for gguf: and hf:,
+first use (model.ATTENTION_ROOMS for the attention classes, data.checkpoints.LOADER_MODULES for gguf: and hf:,
 data.sources.TOKENIZER_ROOMS for a real model's tokenizer).
 
 The foundations the methods share:

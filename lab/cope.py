@@ -57,8 +57,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from configurator import ConfigError, get_config
-from data.common import (atomic_write_text, check_vocab, data_dir_of, doc_windows, load_checkpoint, load_meta,
-                         load_split, model_from_checkpoint, train_len)
+from data.common import atomic_write_text, check_vocab, data_dir_of, doc_windows, load_meta, load_split
+from data.checkpoints import load_checkpoint, model_from_checkpoint, train_len
 from data.sources import get_tokenizer
 from lab.attention import chunked_attention
 from lab.engine.checks import check_ranges

@@ -21,7 +21,7 @@ import os
 from dataclasses import dataclass
 
 from configurator import ConfigError
-from data.common import checkpoint_args, load_checkpoint, train_len
+from data.checkpoints import checkpoint_args, load_checkpoint, train_len
 from lab.measure.arm_specs import trained_in
 from model import GPTConfig, layer_specs
 
@@ -64,7 +64,7 @@ class ModelFacts:
 
 
 def of_checkpoint(ckpt, source):
-    """The facts of a loaded checkpoint dict (data.common.load_checkpoint's, from a run, a GGUF or an HF folder)."""
+    """The facts of a loaded checkpoint dict (data.checkpoints.load_checkpoint's, from a run, a GGUF or an HF folder)."""
     config = GPTConfig(**checkpoint_args(ckpt))
     own = (ckpt['model_args'].get('rope_scaling') or {}).get('original_max_position_embeddings')
     ds = ckpt.get('dataset') or {}

@@ -21,7 +21,7 @@ import pytest
 import lab.hf.gguf
 import lab.hf.weights  # noqa: F401  registers hf:
 from badinput import assert_refused, call, check_refused, snapshot
-from data.common import load_checkpoint
+from data.checkpoints import load_checkpoint
 
 gguf = pytest.importorskip('gguf')
 from test_real_model import LLAMA_CONFIG, gguf_tensors, hf_weights, write_folder, write_gguf  # noqa: E402
@@ -35,7 +35,7 @@ EVAL = ['--entropy_windows=1', '--eval_len=64', '--num_windows=2', '--retrieval_
 
 
 def load_main(argv):
-    """What every tool does with a model reference: load it (data.common.load_checkpoint)."""
+    """What every tool does with a model reference: load it (data.checkpoints.load_checkpoint)."""
     load_checkpoint(argv[0])
 
 

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 import lab.smeared_keys  # noqa: F401  registers attention='smear_keys'
 import lab.gated  # noqa: F401  registers attention='gated'
 import lab.sinks  # noqa: F401  registers attention='sinks'
-from data.common import model_args
+from data.checkpoints import model_args
 from lab.crop import truncated_scores, window_attention
 from lab.hf.config import from_hf_layers, to_hf_layers
 from lab.hf.export import check_exportable

@@ -14,7 +14,7 @@ from lab.hf.config import to_hf_layers
 from lab.hf.export import check_exportable
 from lab.kv_cache import KVCache, blocker, generate
 from lab.position_maps import mapped_attention
-from data.common import model_args
+from data.checkpoints import model_args
 from model import GPT, GPTConfig
 from rope_config import LayerSpec, parse_layers
 

@@ -15,7 +15,8 @@ import lab.cope as cope_mod
 from badinput import assert_refused, call
 from configurator import ConfigError
 from conftest import assert_attention_paths, bias_refusal
-from data.common import atomic_torch_save, model_args
+from data.common import atomic_torch_save
+from data.checkpoints import model_args
 from lab.cope import (CLASSES, CoPEAttention, cope_gates, cope_interpolate, cope_logits, cope_positions, counts_table,
                       gate_sums, token_class, what_it_counts)
 from model import GPT, GPTConfig
@@ -209,7 +210,8 @@ def test_trains_reloads_and_reads_what_it_counts(char_data, tmp_path, capsys):
     import eval as ev
     import train
     from conftest import tiny_cfg
-    from data.common import load_checkpoint, load_meta, model_from_checkpoint
+    from data.common import load_meta
+    from data.checkpoints import load_checkpoint, model_from_checkpoint
     from lab.measure.arms import plan_arms
     torch.manual_seed(0)
     meta = load_meta(char_data)

@@ -143,10 +143,10 @@ def test_bad_settings(study, change, match, tmp_path):
 
 def test_the_study_and_the_bench_read_real_weights_on_their_own():
     """Run as python -m, each reaches the gguf: and hf: loaders itself (not through eval.py): load_checkpoint imports
-    the loader's room on first use (data.common.LOADER_MODULES)."""
+    the loader's room on first use (data.checkpoints.LOADER_MODULES)."""
     from conftest import run
     for module in ('lab.doc_study', 'lab.engine.masked_bench'):
-        code = (f"import {module}; from data.common import load_checkpoint\ntry:\n    load_checkpoint('hf:/no/such')\n"
+        code = (f"import {module}; from data.checkpoints import load_checkpoint\ntry:\n    load_checkpoint('hf:/no/such')\n"
                 f"except ValueError as e:\n    print(e)")
         r = run(['-c', code], timeout=120)
         assert r.returncode == 0 and 'no config.json there' in r.stdout, (module, r.stdout, r.stderr[-300:])

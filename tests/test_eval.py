@@ -24,8 +24,7 @@ from lab.measure.outcomes import summarize_retrieval  # noqa: E402
 from lab.measure.retrieval import passkey_examples, retrieval_scores  # noqa: E402
 from lab.stats import mean_ci, t975, wilson  # noqa: E402
 from model import GPT, GPTConfig  # noqa: E402
-from data.common import model_from_checkpoint
-from data.common import load_checkpoint
+from data.checkpoints import load_checkpoint, model_from_checkpoint
 
 from conftest import EVAL_L as L, EVAL_N as N, EVAL_T as T, at_positions  # noqa: E402  the `lab` fixture's run
 PNGS = ('loss_vs_position.png', 'rope_ramp.png', 'attention_entropy.png', 'retrieval.png', 'finetune_curves.png')

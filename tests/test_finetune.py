@@ -8,8 +8,7 @@ import torch
 import finetune_long
 import train as train_mod
 from conftest import run
-from data.common import model_from_checkpoint
-from data.common import load_checkpoint
+from data.checkpoints import load_checkpoint, model_from_checkpoint
 from rope_config import ROPE_TYPES
 
 FT = ['--max_iters=3', '--eval_interval=3', '--eval_iters=2', '--batch_size=4', '--progress=False']

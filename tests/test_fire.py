@@ -187,7 +187,8 @@ def test_trains_reloads_and_decays_only_the_matrices(char_data, tmp_path):
     import eval as ev
     import train
     from conftest import tiny_cfg
-    from data.common import load_checkpoint, load_meta, model_from_checkpoint
+    from data.common import load_meta
+    from data.checkpoints import load_checkpoint, model_from_checkpoint
     from lab.measure.arms import plan_arms
     torch.manual_seed(0)
     model = GPT(GPTConfig(block_size=32, vocab_size=load_meta(char_data)['vocab_size'], n_layer=2, n_head=2,

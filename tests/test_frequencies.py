@@ -250,7 +250,8 @@ def test_needle_rows_score_the_values_of_needles_past_L(char_data):
 def test_search_with_the_needle_objective_scores_the_answer_tokens(tiny_run, tmp_path):
     """search_objective=needle: a seed arm's reference score is the mean NLL of the value tokens, recomputed here."""
     import search_longrope as sl
-    from data.common import doc_windows, load_checkpoint, load_meta, load_split, model_from_checkpoint
+    from data.common import doc_windows, load_meta, load_split
+    from data.checkpoints import load_checkpoint, model_from_checkpoint
     from lab.longrope_search import needle_rows
     from lab.measure.arm_specs import parse_arms
     small = ['--factor=4', '--search_population=6', '--search_parents=2', '--search_windows=3', '--batch_size=2',
@@ -320,7 +321,7 @@ def test_mixed_in_step_keeps_every_long_window_and_weighs_each_token_once():
 
 def test_mixed_fine_tune_runs_and_refuses_what_it_cannot_mix(tiny_run, tmp_path):
     import finetune_long
-    from data.common import load_checkpoint
+    from data.checkpoints import load_checkpoint
     ft = ['--max_iters=4', '--eval_interval=4', '--eval_iters=1', '--batch_size=2', '--progress=False']
     finetune_long.main([f'--init_from={tiny_run}', '--rope_type=yarn', '--factor=4', '--mixed_short=0.5',
                         f'--out_dir={tmp_path / "m"}', *ft])

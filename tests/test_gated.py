@@ -121,7 +121,7 @@ def test_trains_saves_reloads_and_the_export_refuses_it(char_data, tmp_path, mon
     model with the trained model's logits, and lab.hf.export refuses it in one line naming 'gated'."""
     import train
     from conftest import TINY
-    from data.common import load_checkpoint, model_from_checkpoint
+    from data.checkpoints import load_checkpoint, model_from_checkpoint
     from lab.hf import export as hf_export
     built = {}
 

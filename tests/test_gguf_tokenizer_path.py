@@ -14,7 +14,8 @@ import torch
 
 from conftest import FIXTURE_CORPUS
 from data import sources
-from data.common import DataError, load_checkpoint, load_meta
+from data.common import DataError, load_meta
+from data.checkpoints import load_checkpoint
 from test_real_model import bpe_gguf
 
 pytest.importorskip('gguf')

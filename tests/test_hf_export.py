@@ -17,7 +17,7 @@ from lab.hf.export import export
 from lab.hf.folder import NATIVE, read_safetensors_header
 from lab.hf.weights import neox_order
 from model import GPT, GPTConfig
-from data.common import model_args
+from data.checkpoints import model_args
 from rope_config import check_scaling, rope_inv_freq
 from lab.hf.config import from_hf
 from lab.measure.arm_specs import parse_arm
@@ -351,8 +351,7 @@ def test_a_trained_run_generates_the_same_200_tokens_in_transformers(tiny_run, t
     """The issue's 'done when' on the suite's trained char run (L = 32): 200 greedy tokens (past 6L) from a prompt, as
     trained and with YaRN switched on at export, equal the lab's model.generate (top_k=1, as sample.py --top_k=1)."""
     transformers = pytest.importorskip('transformers')
-    from data.common import model_from_checkpoint
-    from data.common import load_checkpoint
+    from data.checkpoints import load_checkpoint, model_from_checkpoint
     args = [f'--rope_type={spec}', '--factor=4'] if spec else []
     hf_export.main([f'--ckpt={tiny_run}', f'--out_dir={tmp_path / "hf"}', *args])
     ckpt = load_checkpoint(tiny_run)

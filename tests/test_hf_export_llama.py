@@ -15,7 +15,7 @@ import torch
 
 from badinput import assert_refused, call
 from conftest import run
-from data.common import load_checkpoint, model_args, model_from_checkpoint
+from data.checkpoints import load_checkpoint, model_args, model_from_checkpoint
 from lab import knobs
 from lab.hf import export_llama, serve
 from lab.hf import export as hf_export

@@ -11,7 +11,8 @@ import random
 import pytest
 
 from configurator import ConfigError
-from data.common import DataError, load_checkpoint
+from data.common import DataError
+from data.checkpoints import load_checkpoint
 from data.sources import get_tokenizer
 from lab.hf.tokenizer import GGUFTokenizer, HFTokenizer, byte_spelling, hf_tokenizer
 from test_real_model import LLAMA_CONFIG, add_meta, hf_weights, write_folder

@@ -220,7 +220,8 @@ def test_trains_and_reloads(char_data, tmp_path):
     checkpoint reloads into the same logits, 3 x L long."""
     import train
     from conftest import tiny_cfg
-    from data.common import load_checkpoint, load_meta, model_from_checkpoint
+    from data.common import load_meta
+    from data.checkpoints import load_checkpoint, model_from_checkpoint
     torch.manual_seed(0)
     mdl = GPT(GPTConfig(block_size=32, vocab_size=load_meta(char_data)['vocab_size'], n_layer=2, n_head=2, n_embd=64,
                         attention='inkling', layers='nope:w=16,nope'))

@@ -20,7 +20,7 @@ from lab.kv_cache import KVCache, generate
 from lab.measure.scoring import row_tables
 from lab.position_maps import mapped_attention
 from model import GPT, Block, CausalSelfAttention, GPTConfig, layer_specs
-from data.common import model_args, model_from_checkpoint
+from data.checkpoints import model_args, model_from_checkpoint
 from rope import apply_rope, rope_cos_sin
 from rope_config import LayerSpec, parse_layers, rope_inv_freq
 
@@ -387,7 +387,7 @@ def test_a_patterned_run_trains_resumes_exactly_and_drops_its_rope(char_data, tm
     finetune_long.py --layers=2*nope on it (DroPE's switch: the same weights, no rotation) trains at L."""
     import finetune_long
     from conftest import tiny_cfg
-    from data.common import load_checkpoint
+    from data.checkpoints import load_checkpoint
     from train import train
     pattern = 'rope:w=8,nope'
     train(tiny_cfg(char_data, tmp_path / 'full', max_iters=20, eval_interval=10, layers=pattern))

@@ -11,7 +11,7 @@ import finetune_long
 import train as train_mod
 from configurator import ConfigError
 from conftest import tiny_cfg, twins
-from data.common import load_checkpoint, model_from_checkpoint
+from data.checkpoints import load_checkpoint, model_from_checkpoint
 from lab import kv_cache
 from model import GPT, GPTConfig
 from rope import plain_inv_freq, rope_cos_sin

@@ -13,8 +13,7 @@ import rope
 import rope_config
 from lab.measure.diagnostics import attention_entropy
 from model import GPT, GPTConfig, sinusoidal_table
-from data.common import model_from_checkpoint, model_args
-from data.common import load_checkpoint
+from data.checkpoints import load_checkpoint, model_args, model_from_checkpoint
 from lab.attention import chunked_attention
 
 V = 50

@@ -14,7 +14,7 @@ import torch
 matplotlib.use('Agg')
 
 from conftest import run  # noqa: E402
-from data.common import load_checkpoint, model_from_checkpoint  # noqa: E402
+from data.checkpoints import load_checkpoint, model_from_checkpoint  # noqa: E402
 from lab.hf.export import export  # noqa: E402
 from lab.engine.checks import MODEL_KEYS  # noqa: E402
 from lab.model_facts import describe  # noqa: E402

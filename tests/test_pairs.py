@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from badinput import assert_refused, call
-from data.common import atomic_torch_save, load_meta, model_args
+from data.common import atomic_torch_save, load_meta
+from data.checkpoints import model_args
 from lab import pairs
 from model import GPT, GPTConfig
 

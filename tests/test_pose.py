@@ -15,7 +15,7 @@ from data.common import load_meta
 from lab.engine.batches import Batches
 from lab.pose import PoseDraw, pose_draw, pose_offsets, pose_positions, random_positions
 from model import GPT, GPTConfig
-from data.common import load_checkpoint
+from data.checkpoints import load_checkpoint
 from rope import rope_cos_sin
 from rope_config import rope_inv_freq
 from test_finetune import spy_batches

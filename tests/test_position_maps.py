@@ -14,8 +14,7 @@ from lab.measure.diagnostics import attention_entropy
 from lab.position_maps import far_logits, mapped_attention, mapped_logits
 from lab.position_maps import check_position_map, parse_position_map, position_map_name, position_map_positions
 from model import GPT, GPTConfig
-from data.common import model_args, model_from_checkpoint
-from data.common import load_checkpoint
+from data.checkpoints import load_checkpoint, model_args, model_from_checkpoint
 from rope_config import rope_inv_freq
 
 V = 50

@@ -16,7 +16,7 @@ import lab.hf.gguf as G
 import lab.hf.weights  # noqa: F401  registers the hf: loader
 from conftest import run
 from data import sources
-from data.common import LOADERS, load_checkpoint, model_from_checkpoint
+from data.checkpoints import LOADERS, load_checkpoint, model_from_checkpoint
 from lab import kv_cache
 from lab.hf.export import export
 from lab.hf.folder import hf_rope, write_safetensors
@@ -238,7 +238,7 @@ def test_gguf_loads_the_tiny_llama_as_its_metadata_says(tiny_gguf, capsys):
 
 
 def test_a_prefix_whose_room_is_not_imported_yet_loads_through_it(monkeypatch, tmp_path):
-    """Issue 61: no registration by import: load_checkpoint imports the room data.common.LOADER_MODULES names."""
+    """Issue 61: no registration by import: load_checkpoint imports the room data.checkpoints.LOADER_MODULES names."""
     import sys
     monkeypatch.delitem(LOADERS, 'gguf')
     monkeypatch.delitem(sys.modules, 'lab.hf.gguf')
@@ -577,7 +577,7 @@ def test_export_writes_a_llama_model_as_llama_not_gpt_neox(tiny_gguf, tmp_path):
 def test_a_fine_tune_names_its_gguf_base_so_that_it_loads_again(tiny_gguf, tmp_path, monkeypatch):
     """finetune_long.py's lineage keeps a loader's prefix: 'gguf:<file>' with the file made absolute (it loads from
     any directory), 'gguf:smollm2' as the name it is; a run folder absolute as before."""
-    from data.common import checkpoint_ref
+    from data.checkpoints import checkpoint_ref
     from finetune_long import extended_model
     monkeypatch.chdir(os.path.dirname(tiny_gguf))
     _, lineage = extended_model(load_checkpoint('gguf:' + tiny_gguf), 'gguf:tiny.gguf', {'rope_type': 'linear', 'factor': 2.0},

@@ -12,7 +12,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_finetune_long_on_a_gguf_llama(tmp_path):
-    from data.common import load_checkpoint
+    from data.checkpoints import load_checkpoint
     from lab.measure.arms import ARM_DEFAULTS, plan_arms
     path = bpe_gguf(tmp_path / 'tok.gguf')
     env = dict(os.environ, LONGCTX_CACHE=str(tmp_path), OMP_NUM_THREADS='1')

@@ -1,5 +1,5 @@
 """Issue 61 item 2: no registration by import. Each registry names the room that fills each of its entries and imports
-it on first use (model.ATTENTION_ROOMS, data.common.LOADER_MODULES, data.sources.TOKENIZER_ROOMS); no script or room
+it on first use (model.ATTENTION_ROOMS, data.checkpoints.LOADER_MODULES, data.sources.TOKENIZER_ROOMS); no script or room
 imports a room for its side effect."""
 import glob
 import os
@@ -11,7 +11,7 @@ from conftest import ROOT
 
 REGISTRIES = {  # registry -> (the table naming the rooms, how a room adds an entry)
     'ATTENTION': ('model', 'ATTENTION_ROOMS', r"^ATTENTION\['(\w+)'\] ="),
-    'LOADERS': ('data.common', 'LOADER_MODULES', r"^LOADERS\['(\w+)'\] ="),
+    'LOADERS': ('data.checkpoints', 'LOADER_MODULES', r"^LOADERS\['(\w+)'\] ="),
     'TOKENIZERS': ('data.sources', 'TOKENIZER_ROOMS', r"^TOKENIZERS\['(\w+)'\] ="),
 }
 
@@ -42,7 +42,7 @@ def test_no_module_imports_a_room_for_its_side_effect():
 
 def test_a_model_of_every_class_builds_in_a_fresh_process_that_imported_model_alone():
     code = ("from model import GPT, GPTConfig, ATTENTION_ROOMS\n"
-            "from data.common import checkpoint_exists\n"
+            "from data.checkpoints import checkpoint_exists\n"
             "for a in ATTENTION_ROOMS:\n"
             "    kw = dict(pos_emb=a) if a in ('alibi', 'fire', 'cope') else dict(attention=a)\n"
             "    if 'fope' in a:  # (FoPE mixes the tables of clipped RoPE, which it requires: lab/fope.py)\n"

@@ -25,7 +25,7 @@ from conftest import ROOT
 from data.common import load_meta
 from data.sources import run_prepare
 from data.shakespeare_char import prepare as prepare_char
-from data.common import load_checkpoint
+from data.checkpoints import load_checkpoint
 
 # a model small enough that one step takes a few ms on one CPU thread
 FAST = ['--block_size=16', '--batch_size=4', '--n_layer=1', '--n_head=2', '--n_embd=32', '--eval_iters=2',

@@ -9,7 +9,7 @@ from lab import kv_cache
 from lab.kv_cache import KVCache
 from lab.position_maps import mapped_attention
 from model import GPT, GPTConfig
-from data.common import model_args
+from data.checkpoints import model_args
 from rope_config import DYNAMIC_TYPES, ROPE_TYPES
 
 V, L = 40, 8  # a tiny L, so 26 tokens cross L and go past 2L and 3L

@@ -12,8 +12,7 @@ import eval as ev
 import search_longrope as sl
 from lab import longrope_search as ls
 from data.common import doc_windows, load_meta, load_split
-from data.common import model_from_checkpoint
-from data.common import load_checkpoint
+from data.checkpoints import load_checkpoint, model_from_checkpoint
 from train import estimate_loss
 
 S, L, T = 4.0, 32, 128  # tiny_run (conftest.py): L = 32, head_dim 32 -> 16 pairs

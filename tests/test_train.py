@@ -9,7 +9,7 @@ import torch
 
 from conftest import run, tiny_cfg
 from data.common import load_meta
-from data.common import load_checkpoint
+from data.checkpoints import load_checkpoint
 from configurator import ConfigError
 from data.common import DataError, doc_windows
 from lab.engine.checks import check_settings

@@ -9,7 +9,7 @@ import finetune_long
 import train as train_mod
 from configurator import ConfigError
 from conftest import run
-from data.common import load_checkpoint
+from data.checkpoints import load_checkpoint
 from test_train import DDP, TINY_MODEL, assert_same_weights, torchrun
 
 FT = ['--max_iters=2', '--eval_interval=2', '--eval_iters=1', '--batch_size=2', '--progress=False', '--device=cpu']

@@ -52,7 +52,7 @@ def args_of(folder):
 
 def test_the_base_is_the_composition(base):
     """train.py builds grouped heads (n_kv_head was no setting of train.py: train() dropped it, the CLI refused it)."""
-    from data.common import load_checkpoint, model_from_checkpoint
+    from data.checkpoints import load_checkpoint, model_from_checkpoint
     args = args_of(base['base'])
     assert {k: args[k] for k in MODEL} == MODEL
     m = model_from_checkpoint(load_checkpoint(base['base']))

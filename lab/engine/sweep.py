@@ -14,12 +14,12 @@ from dataclasses import dataclass
 
 from configurator import ConfigError, check_seed, get_config
 from lab.engine.device import autocast_context, ddp_ranks, pick_device
-from data.common import DataError, atomic_write_text, check_vocab, load_checkpoint, read_json, train_len
+from data.common import DataError, atomic_write_text, check_vocab, read_json
+from data.checkpoints import checkpoint_args, load_checkpoint, train_len
 from lab.engine import batches
 from lab.measure.arm_specs import parse_arms, scaling_name, slug
 from lab.engine.checks import MODEL_KEYS
 from model import ATTENTION_ROOMS, GPTConfig
-from data.common import checkpoint_args
 from rope_config import all_type_keys, rope_inv_freq
 
 DEFAULT_FACTOR = 4.0  # s when --factor is not given (0)

@@ -42,9 +42,9 @@ import torch
 
 from configurator import ConfigError, get_config
 from lab.engine.cli import cli
-from data.common import DataError, load_checkpoint, train_len
+from data.common import DataError
+from data.checkpoints import checkpoint_args, load_checkpoint, model_from_checkpoint, train_len
 from lab.hf.weights import neox_order
-from data.common import checkpoint_args, model_from_checkpoint
 from model import GPTConfig
 from rope_config import DYNAMIC_TYPES, ROPE_SCALING, rope_inv_freq
 from lab.measure.arm_specs import ALIASES, parse_arm, scaling_name

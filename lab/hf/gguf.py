@@ -36,7 +36,7 @@ import numpy as np
 import torch
 
 from configurator import ConfigError, get_config
-from data.common import LOADERS
+from data.checkpoints import LOADERS
 from data.sources import gguf_file, gguf_identity
 from lab.engine.bench import forward_speed
 from lab.engine.cli import cli
@@ -241,7 +241,7 @@ def bench_side(cfg):
         torch.set_num_threads(cfg['threads'])
     path = gguf_file(cfg['gguf'] or None)
     if cfg['side'] == 'ours':
-        from data.common import model_from_checkpoint
+        from data.checkpoints import model_from_checkpoint
         model = model_from_checkpoint(load_gguf(path)).eval()
         run = lambda idx: model(idx)[0]  # noqa: E731
     else:  # transformers: test-only in this project, needed for this comparison alone

@@ -13,7 +13,8 @@ import time
 import torch
 
 from configurator import get_config
-from data.common import atomic_write_text, load_checkpoint, model_from_checkpoint
+from data.common import atomic_write_text
+from data.checkpoints import load_checkpoint, model_from_checkpoint
 from lab.engine.cli import cli
 from lab.measure.arm_specs import parse_arm
 from lab.verdicts.summary_json import provenance

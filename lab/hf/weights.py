@@ -24,7 +24,8 @@ from dataclasses import asdict, replace
 import numpy as np
 import torch
 
-from data.common import LOADERS, read_json
+from data.common import read_json
+from data.checkpoints import LOADERS
 from lab.hf.config import from_hf, from_hf_layers, hf_rotary_fraction, without
 from lab.hf.tokenizer import char_vocabulary
 from model import GPT, GPTConfig
@@ -101,7 +102,7 @@ def check_state(state, shapes, left, source):
 
 
 def checkpoint(config, state, train_len, source, dataset):
-    """This project's checkpoint dict (what data.common.load_checkpoint returns) for a loaded model."""
+    """This project's checkpoint dict (what data.checkpoints.load_checkpoint returns) for a loaded model."""
     return {'model': {k: v.to(torch.float32).contiguous() for k, v in state.items()}, 'model_args': asdict(config),
             'config': {}, 'lineage': {'train_len': int(train_len), 'source': source}, 'dataset': dataset}
 

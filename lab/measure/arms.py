@@ -16,8 +16,8 @@ import os
 import re
 
 from configurator import ConfigError
-from data.common import (DataError, checkpoint_exists, checkpoint_ref, data_dir_of, load_checkpoint,
-                         model_from_checkpoint, read_json, read_jsonl)
+from data.common import DataError, data_dir_of, read_json, read_jsonl
+from data.checkpoints import checkpoint_exists, checkpoint_ref, load_checkpoint, model_from_checkpoint
 from lab.crop import crop_name, is_crop_spec, parse_crop, self_crop_arms
 from lab.position_maps import POSITION_MAPS, is_position_map_spec, parse_position_map, position_map_name
 from rope_config import ROPE_TYPES, is_dynamic
