@@ -161,11 +161,39 @@ def _check_factors(v, bad):
     return [float(x) for x in v]
 
 
+def _check_types(sc, allowed, bad):
+    """The generic part of check_scaling: each key of the filled config sc of its declared type (floats made float,
+    a per-pair list checked by _check_factors, a required list present) and inside its set or above its floor;
+    bad(key, what it must be) raises."""
+    for k, (typ, _) in allowed.items():
+        if k not in sc:
+            if typ is list:
+                bad(k, "missing; give a list of numbers, one per pair (head_dim / 2 of them), e.g. from search_longrope.py")
+            continue
+        v = sc[k]
+        if typ is bool and not isinstance(v, bool):
+            bad(k, "must be True or False")
+        if typ is float:
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                bad(k, "must be a finite number")
+            sc[k] = float(v)
+        if typ is list:
+            sc[k] = _check_factors(v, lambda want: bad(k, want))
+        if k == 'layers' and v not in SCALE_LAYERS:
+            bad(k, f"must be one of {', '.join(SCALE_LAYERS)} (the layers the scaling applies to)")
+        if k == 'attention_factor_on' and v not in PLACEMENTS:
+            bad(k, "must be 'all' (attention_factor^2 on the whole logit) or 'rotary' (on the pairs that turn only)")
+        low = 1 if k == 'original_max_position_embeddings' else 0
+        if typ is int and (isinstance(v, bool) or not isinstance(v, int) or v < low):
+            bad(k, "must be a positive int (the training length L)" if low else "must be a whole number >= 0 "
+                "(longrope's n-hat: the first positions, which keep plain RoPE; 0 = none)")
+
+
 def check_scaling(scaling, base=None):
-    """Validate a rope_scaling dict (Hugging Face key names); return a normalized copy with defaults filled
-    in, or None for plain RoPE. Raises ValueError naming the bad field and what it accepts.
-    Hugging Face's own forms are accepted too (lab/hf/config.py reads whole configs): 4.x 'type' for rope_type, and 5.x rope_parameters
-    with partial_rotary_factor (1 only) and rope_theta inside, which must equal `base` (the model's rope_base)."""
+    """Validate a rope_scaling dict (Hugging Face key names); return a normalized copy with defaults filled in, or None
+    for plain RoPE. Raises ValueError naming the bad field and what it accepts. Hugging Face's own forms are accepted
+    too (lab/hf/config.py reads whole configs): 4.x 'type' for rope_type, and 5.x rope_parameters with
+    partial_rotary_factor (1 only) and rope_theta inside, which must equal `base` (the model's rope_base)."""
     if scaling is None:
         return None
     if not isinstance(scaling, dict):
@@ -192,28 +220,7 @@ def check_scaling(scaling, base=None):
     sc.update(scaling)
     def bad(k, want):
         raise ValueError(f"rope_scaling['{k}'] = {reprlib.repr(sc.get(k))} for rope_type {t!r}: {want}")
-    for k, (typ, _) in allowed.items():  # the types of the keys, generic
-        if k not in sc:
-            if typ is list:
-                bad(k, "missing; give a list of numbers, one per pair (head_dim / 2 of them), e.g. from search_longrope.py")
-            continue
-        v = sc[k]
-        if typ is bool and not isinstance(v, bool):
-            bad(k, "must be True or False")
-        if typ is float:
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                bad(k, "must be a finite number")
-            sc[k] = float(v)
-        if typ is list:
-            sc[k] = _check_factors(v, lambda want: bad(k, want))
-        if k == 'layers' and v not in SCALE_LAYERS:
-            bad(k, f"must be one of {', '.join(SCALE_LAYERS)} (the layers the scaling applies to)")
-        if k == 'attention_factor_on' and v not in PLACEMENTS:
-            bad(k, "must be 'all' (attention_factor^2 on the whole logit) or 'rotary' (on the pairs that turn only)")
-        low = 1 if k == 'original_max_position_embeddings' else 0
-        if typ is int and (isinstance(v, bool) or not isinstance(v, int) or v < low):
-            bad(k, "must be a positive int (the training length L)" if low else "must be a whole number >= 0 "
-                "(longrope's n-hat: the first positions, which keep plain RoPE; 0 = none)")
+    _check_types(sc, allowed, bad)
     if t != 'default' and 'factor' not in sc:
         bad('factor', "missing; set the scale s = L'/L (a number >= 1)")
     if sc.get('factor', 1.0) < 1:

@@ -32,7 +32,7 @@ KINDS = {  # file -> {name: kind}; a name not listed is an error, 'story' is wri
     'rope_config.py': dict(
         check_bands=V, check_yarn=V, check_llama3=V, check_longrope=V, check_masks=V, check_engine_ntk=V, longrope_theta='story', yarn_theta='story',
         RopeType='story', BANDS='story', PLACEMENTS='story', PLACEMENT='story', YARN='story', ROPE_SCALING='story', ROPE_TYPES='story', DYNAMIC_TYPES='story',
-        COMMON_KEYS='story', type_keys=P, all_type_keys=P, _check_factors=V, check_scaling=V, HF_ONLY_KEYS=X,
+        COMMON_KEYS='story', type_keys=P, all_type_keys=P, _check_factors=V, _check_types=V, check_scaling=V, HF_ONLY_KEYS=X,
         _number=X, _hf_rope_dict=X, is_dynamic='story', rope_inv_freq='story',
         scaled_theta='story', LayerSpec='story', LAYER_KINDS='story', CONV_KERNEL='story', SCALE_LAYERS='story',
         parse_layers='story', scaled_layers='story'),
