@@ -40,10 +40,12 @@ Three things the sources disagree on, or that a reader would guess wrong:
   * One draw. xtuner's model has one rotary module for all layers, its noise drawn from a generator seeded 123 (so
     every rank draws the same); here every layer draws from a generator seeded SEED, so all layers start equal (and
     stay so in 'fope'), and every training seed gets the same draw.
-  * The stopped pairs. vLLM pads them with cos 1, sin 0 (no turn: clipped RoPE); xtuner, SGLang and the paper's code
-    pad sin with 1 too, which maps such a pair (x1, x2) to (x1 - x2, x2 + x1): sqrt(2) times a fixed 45-degree turn of
-    q and of k, doubling that pair's share of every score (a trained W_q, W_k absorbs it; a checkpoint moved between the
-    two changes). Here the clip's tables: cos 1, sin 0, vLLM's.
+  * The stopped pairs. xtuner (the trainer, also at 0039151f), the paper's code, vLLM 0.34.0 and SGLang 0.5.23 (their
+    wheels) pad them with cos 1 and sin 1, which maps such a pair (x1, x2) to (x1 - x2, x2 + x1): sqrt(2) times a fixed
+    45-degree turn of q and of k, doubling that pair's share of every score (a trained W_q, W_k absorbs it). vLLM's
+    later fope.py (151a2c74; issue #55204, PR #55243, open when read) pads sin with 0, no turn, calling sin 1 a bug: a
+    model trained with sin 1 is then served with other scores. Here the clip's tables: cos 1, sin 0 (a model trained
+    here is consistent with itself; lab/hf/engines.py warns on a config with use_fope).
 
 Not relative. cos'(m) cos'(n) + sin'(m) sin'(n) mixes different frequencies, so a score depends on m and n, not only
 on m - n (with C = S = I it is RoPE's again). Hence, in this lab:

@@ -237,3 +237,21 @@ def test_layer_rope_theta(tf):
     c = granite.GraniteSWAConfig(num_hidden_layers=3, hidden_size=64, num_attention_heads=2)
     assert c.layer_rope_theta == [c.rope_parameters['rope_theta']] * 3
     assert any(w[0] == 'top:layer_rope_theta' for w in readings(T5, 'default')[0].warn)
+
+
+def test_a_fope_config_warns_that_the_stopped_pairs_differ_by_engine_version():
+    """Intern-S1-Pro's rope dict turns FoPE on in vLLM's and SGLang's model files (fope_init_factor and its two
+    siblings); the inspector says how each pads the stopped pairs, and transformers 5 (no FoPE) reads none of them."""
+    from lab.hf.inspect import describe, engine_readings, report
+    d = {'model_type': 'interns1_pro', 'max_position_embeddings': 262144, 'rope_theta': 5e6, 'head_dim': 128,
+         'rope_scaling': {'rope_type': 'default', 'fope_init_factor': 0.5, 'fope_sep_head': True, 'num_inv_freq': None}}
+    # pairs that turn within M: theta_i = 5e6^(-2i/128) > 2 pi / 262144 while i < 64 ln(262144 / 2 pi) / ln 5e6 = 44.1
+    assert 'FoPE: 45 of 64 pairs turn' in report(describe(d), engine_readings(d))
+    assert describe(dict(d, rope_scaling=dict(d['rope_scaling'], num_inv_freq=40)))['fope']['kept'] == 40
+    got = {engine: warns for engine, _, _, warns in engine_readings(d)}
+    assert any('sin 1' in w and 'PR #55243' in w for w in got['vLLM'])
+    assert any('sin 1' in w and 'as vLLM 0.34.0 does' in w for w in got['SGLang'])
+    assert not any('does not read' in w for w in got['vLLM'] + got['SGLang'])
+    assert any('does not read fope_init_factor' in w for w in got['transformers 5.x'])
+    plain = {**d, 'rope_scaling': {'rope_type': 'default'}}
+    assert not any('FoPE' in w for _, _, _, warns in engine_readings(plain) for w in warns)

@@ -191,6 +191,18 @@ WL_TOP_L = ('top:original_max_position_embeddings',
             "convert_hf_to_gguf keeps the rope dict's original_max_position_embeddings and uses the top-level one only "
             "when the dict lacks it: the reverse of transformers 5")
 
+# FoPE (Intern-S1-Pro): its model files turn it on when the rope dict sets fope_init_factor, fope_sep_head or
+# num_inv_freq; the pairs it stops (past num_inv_freq, else those with theta <= 2 pi / max_position_embeddings) are
+# padded with cos 1 and sin 1 by the trainer (xtuner) and by both engines as released (lab/fope.py)
+FOPE_FIELDS = ('fope_init_factor', 'fope_sep_head', 'num_inv_freq')  # read by the Intern-S1-Pro model files
+_FOPE_PAD = ("the pairs FoPE stops get cos 1 and sin 1, as xtuner trained them: a fixed 45-degree turn that doubles "
+             "their share of every score")
+W_FOPE_V = ('has:fope_init_factor', f"FoPE (models/interns1_pro.py l. 383-394 sets use_fope): {_FOPE_PAD} (fope.py l. "
+            "114-124); vLLM's later fope.py (151a2c74, issue #55204 / PR #55243) pads sin with 0 instead, which "
+            "serves such a checkpoint with other scores: pin the vLLM version")
+W_FOPE_S = ('has:fope_init_factor', f"FoPE (models/interns1pro.py l. 47-52 sets use_fope and num_kv_heads): {_FOPE_PAD} "
+            "(rope_variant.py, FourierRotaryEmbedding._compute_cos_sin_cache), as vLLM 0.34.0 does")
+
 
 def _unsupported(engine, rope_type, note, source, checked=READ, warn=()):
     return Reading(engine, rope_type, False, (), 'not used', 'none', note, tuple(warn), source, checked)
@@ -312,9 +324,10 @@ READINGS = [
     _unsupported('transformers 5.x', 'ntk_by_parts', _T5_NONE, T5_ROPE, TESTED, W_T5),
 
     # ---------------------------------------------------------------- vLLM 0.34.0
-    Reading('vLLM', 'default', True, (), 'not used', 'none',
+    Reading('vLLM', 'default', True, FOPE_FIELDS, 'not used', 'none',
             "RotaryEmbedding, a cos/sin table of max_position rows; an 'mrope_section' key switches to "
-            "MRotaryEmbedding, 'use_fope' to Fourier RoPE", W_VLLM, V_GET, READ),
+            "MRotaryEmbedding, 'use_fope' to Fourier RoPE", W_VLLM + (W_FOPE_V,),
+            f"{V_GET}; {_v('fope.py')}; vllm/model_executor/models/interns1_pro.py @ {VL}", READ),
     Reading('vLLM', 'linear', True, ('factor',), 'not used', 'none',
             "positions / factor over a table of M x factor rows (same frequencies as HF)", W_VLLM,
             f"{V_GET}; {_v('linear_scaling_rope.py')}", READ),
@@ -392,9 +405,9 @@ READINGS = [
     _unsupported('vLLM', 'ntk_by_parts', _V_NONE, V_GET, warn=W_VLLM),
 
     # ---------------------------------------------------------------- SGLang 0.5.23
-    Reading('SGLang', 'default', True, (), 'not used', 'none',
-            "RotaryEmbedding; 'mrope_section' -> MRotaryEmbedding, 'use_fope' -> FourierRotaryEmbedding", W_SGL, S_GET,
-            READ),
+    Reading('SGLang', 'default', True, FOPE_FIELDS, 'not used', 'none',
+            "RotaryEmbedding; 'mrope_section' -> MRotaryEmbedding, 'use_fope' -> FourierRotaryEmbedding",
+            W_SGL + (W_FOPE_S,), f"{S_GET}; {S_VAR}; python/sglang/srt/models/interns1pro.py @ {SG}", READ),
     Reading('SGLang', 'linear', True, ('factor',), 'not used', 'none',
             "positions / factor over a table of M x factor rows; factor defaults to 1.0 with a warning", W_SGL,
             f'{S_GET}; python/sglang/srt/layers/rotary_embedding/base.py @ {SG}', READ),

@@ -28,7 +28,7 @@ import sys
 
 from lab.engine.cli import cli
 from lab.hf.config import from_hf, from_hf_layers, hf_rotary_fraction, without
-from lab.hf.engines import ENGINES, applies, readings
+from lab.hf.engines import ENGINES, FOPE_FIELDS, applies, readings
 from rope import critical_dimension, plain_inv_freq, yarn_mscale
 from rope_config import parse_layers, rope_inv_freq, scaled_layers
 
@@ -130,7 +130,7 @@ def temperatures(d):
 
 def layer_groups(d, name):
     """The lab's reading, one entry per kind of layer: dict(layers, rope, window, chunk, base, scaling)."""
-    d = without(text_config(d), ('partial_rotary_factor', 'rotary_pct') + TEMPERATURE_KEYS)
+    d = without(text_config(d), ('partial_rotary_factor', 'rotary_pct') + TEMPERATURE_KEYS + FOPE_FIELDS)
     if d.get('model_type') == 'gpt_neox':  # its rotation read apart (rotary_dims), not from_hf's GPTNeoXConfig default
         d['partial_rotary_factor'] = 1.0
     n = d.get('num_hidden_layers')
@@ -193,7 +193,22 @@ def describe(d, name='config.json'):
                  attention_factor=af, L=L, factor=(sc or {}).get('factor'),
                  critical=critical_dimension(rot, g['base'], L) if L else None)
     return dict(model_type=t.get('model_type'), head_dim=hd, rotary_dim=rot,
-                max_position_embeddings=t.get('max_position_embeddings'), groups=groups, temperatures=temperatures(t))
+                max_position_embeddings=t.get('max_position_embeddings'), groups=groups, temperatures=temperatures(t),
+                fope=fope_reading(t, rot, groups[0].get('base'), name))
+
+
+def fope_reading(d, rot, base, name):
+    """FoPE's settings (Intern-S1-Pro; lab/fope.py) or None: how many of the rot / 2 pairs keep turning (num_inv_freq,
+    else those with theta_i > 2 pi / max_position_embeddings: a full turn within the declared length) and its init."""
+    rp = rope_dict(d)
+    if not any(rp.get(k) is not None for k in FOPE_FIELDS):
+        return None
+    n, M = rp.get('num_inv_freq'), d.get('max_position_embeddings')
+    if n is None and not (isinstance(M, int) and M > 0 and base):
+        raise InspectError(f"{name}: FoPE keeps the pairs that turn within max_position_embeddings, which is "
+                           f"{M!r}; the config needs it (a whole number) or num_inv_freq")
+    kept = n if n is not None else sum(t > 2 * math.pi / M for t in plain_inv_freq(rot, base).tolist())
+    return dict(kept=kept, pairs=rot // 2, init=rp.get('fope_init_factor'), sep_head=rp.get('fope_sep_head'))
 
 
 # ----------------------------------------------------------------------------- the engines
@@ -302,6 +317,12 @@ def report(info, engines=(), name=''):
         lines.append(f"temperature on the {where}: {what}")
     if info['temperatures']:
         lines.append('')
+    fope = info.get('fope')
+    if fope:
+        lines += [f"FoPE: {fope['kept']} of {fope['pairs']} pairs turn; each key/value head mixes their cos and sin "
+                  f"through fixed matrices stored with the weights (fope_init_factor {fope['init']}, fope_sep_head "
+                  f"{fope['sep_head']}); the other pairs stop. In this lab: attention='fope' over rope_type 'clip' "
+                  f"(lab/fope.py). The engines differ on the stopped pairs (below).", '']
     if engines:
         lines.append('## how each engine reads it (lab/hf/engines.py)')
         for engine, rtype, row, warns in engines:
