@@ -10,7 +10,7 @@
 .PHONY: longrope2-in-step prope-base clip-base sinks-base sinks-seeds prope-seeds gated-base gated-eval fire-base
 .PHONY: cope-base fire-cope-eval neox-base placement-eval dca-window clip-sweep pairs frequencies engine-variants
 .PHONY: frequency-bases temperature-knobs designs designs-2048 drope-eval scale-layers hybrid-eval chunked-eval
-.PHONY: own-crops own-crops-test pose-random pose-random-8x lerope fope-base conv-base inkling-base
+.PHONY: own-crops own-crops-test pose-random pose-random-8x lerope lerope-alpha-lr fope-base conv-base inkling-base
 .PHONY: own-crops-2026 temperature-law real-model-temperature-law inkling-seeds
 
 ##@ real model, its parts: SmolLM2-135M's earlier eval in parts, its engine bench and the miniature
@@ -463,6 +463,19 @@ lerope: out/char-full-yarn/arms.json
 		--contrasts="yarn_s4_beta_fast8_learned-freqs_logpos_ft100 | yarn_s4_beta_fast8_ft100; \
 	yarn_s4_beta_fast8_learned-freqs_ft100 | yarn_s4_beta_fast8_ft100; \
 	yarn_s4_beta_fast8_learned-freqs_logpos_ft100 | yarn_s4_beta_fast8_learned-freqs_ft100"
+## learned RoPE frequencies with a learning rate of their own: alpha at 30 x the recipe's, 3 seeds
+# lerope's alpha barely moved at the YaRN recipe's 3e-4 (at most 0.014 in 100 steps); here alpha trains at 30 x (the
+# rest as there), against the plain YaRN fine-tune and lerope's learned-freqs run, the test split at 512; needs lerope
+lerope-alpha-lr: out/char-full-yarn/arms.json out/char-ft-lerope/arms.json
+	$(PY) finetune_long.py config/finetune_long_char_cpu.py --rope_type=yarn:beta_fast=8 --plain=False \
+		--learned_freqs=True --alpha_lr_scale=30 --out_dir=out/char-ft-lerope-alpha30 --overwrite=True
+	$(PY) eval.py config/eval_test_cpu.py --exclude=assets/demo --eval_len=512 \
+		--ckpt=out/char-base-copy,out/char-full-yarn,out/char-ft-lerope,out/char-ft-lerope-alpha30 \
+		--rope_types=crop:form=sliding,yarn:beta_fast=8 --out_dir=out/char-eval-test-lerope-alpha-lr \
+		--contrasts="yarn_s4_beta_fast8_learned-freqs_alpha-lr30_ft100 | yarn_s4_beta_fast8_ft100; \
+	yarn_s4_beta_fast8_learned-freqs_alpha-lr30_ft100 | yarn_s4_beta_fast8_learned-freqs_ft100"
+out/char-ft-lerope/arms.json:
+	$(MAKE) lerope
 out/char-full-yarn/arms.json:
 	$(PY) finetune_long.py config/finetune_pose_char_cpu.py --plain=False --pose=False \
 		--out_dir=out/char-full-yarn --overwrite=True

@@ -196,3 +196,24 @@ def test_a_fine_tune_switches_them_on_over_a_plain_base_and_reloads(char_data, t
     name = ckpt_arm(str(tmp_path / 'ft'), ft)['name']
     assert name == 'yarn s=4 β_fast=8 learned-freqs logpos ft2'
     assert arm_ids([name]) == ['yarn_s4_beta_fast8_learned-freqs_logpos_ft2']
+
+
+def test_alpha_trains_at_its_own_learning_rate_and_names_its_arm(char_data, tmp_path):
+    """--alpha_lr_scale=30: alpha in an AdamW group of its own at 30 x the scheduled learning rate. Adam's first steps
+    move a parameter by about lr per step whatever its gradient's size, so alpha moves ~30 x as far as at scale 1 over
+    the same two steps; the arm is named apart. A model without learned frequencies refuses the setting."""
+    base = tmp_path / 'base'
+    train_mod.train(dict(tiny_cfg(char_data, base, max_iters=2, eval_interval=2), eval_iters=1, batch_size=4))
+    for scale in (1, 30):
+        finetune_long.main([f'--init_from={base}', f'--out_dir={tmp_path / f"ft{scale}"}', '--max_iters=2',
+                            '--learned_freqs=True', f'--alpha_lr_scale={scale}', *FT])
+    one, fast = (load_checkpoint(str(tmp_path / f'ft{s}')) for s in (1, 30))
+    ratio = fast['model']['rope_alpha'].abs() / one['model']['rope_alpha'].abs()
+    assert ((ratio > 25) & (ratio < 35)).all(), ratio
+    from lab.measure.arms import ckpt_arm
+    assert ckpt_arm(str(tmp_path / 'ft30'), fast)['name'] == 'yarn s=4 β_fast=8 learned-freqs alpha-lr30 ft2'
+    assert ckpt_arm(str(tmp_path / 'ft1'), one)['name'] == 'yarn s=4 β_fast=8 learned-freqs ft2'
+    with pytest.raises(ValueError, match=r'alpha_lr_scale=30 .*\(learned_freqs=False\)'):
+        finetune_long.main([f'--init_from={base}', f'--out_dir={tmp_path / "plain"}', '--max_iters=2',
+                            '--alpha_lr_scale=30', *FT])
+    assert not (tmp_path / 'plain' / 'ckpt.pt').exists()

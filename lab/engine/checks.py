@@ -47,7 +47,7 @@ def check_settings(cfg, world):
     check_ranges(cfg, positive=('block_size', 'batch_size', 'gradient_accumulation_steps', 'eval_interval',
                                 'eval_iters', 'log_interval'),
                  nonneg=('max_iters', 'warmup_iters', 'lr_decay_iters', 'learning_rate', 'min_lr', 'weight_decay',
-                         'grad_clip'), fraction=('beta1', 'beta2', 'dropout'))
+                         'grad_clip', 'alpha_lr_scale'), fraction=('beta1', 'beta2', 'dropout'))
     accum = cfg['gradient_accumulation_steps']
     if accum % world:
         raise ConfigError(f"gradient_accumulation_steps={accum} is not divisible by the {world} processes; "

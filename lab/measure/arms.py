@@ -83,12 +83,14 @@ def mixed_tag(cfg):
     return (' mixed in-step' if cfg.get('mixed_in_step') else ' mixed') if cfg.get('mixed_short') else ''
 
 
-def learned_tag(args):
+def learned_tag(args, cfg=None):
     """Mistral Large 4's learned position parts in an arm's name, a base's or a fine-tune's (which may have switched
     them on over a plain base: finetune_long.py --learned_freqs=True --attention=logpos): ' learned-freqs' (RoPE's
-    frequencies times exp(alpha), model.py) and ' logpos' (the log-position query scale, lab/temperature.py)."""
-    logpos = 'logpos' in (args.get('attention') or '')
-    return (' learned-freqs' if args.get('learned_freqs') else '') + (' logpos' if logpos else '')
+    frequencies times exp(alpha), model.py), with ' alpha-lr30' when alpha trained at 30 x the learning rate
+    (train.py's alpha_lr_scale), and ' logpos' (the log-position query scale, lab/temperature.py)."""
+    logpos, scale = 'logpos' in (args.get('attention') or ''), (cfg or {}).get('alpha_lr_scale', 1.0)
+    return (' learned-freqs' + (f' alpha-lr{scale:g}' if scale != 1 else '') if args.get('learned_freqs') else '') \
+        + (' logpos' if logpos else '')
 
 
 def ckpt_arm(path, ckpt):
@@ -102,8 +104,8 @@ def ckpt_arm(path, ckpt):
         + (' learned' if att.endswith('fope_learned') else '') \
         + (f" neox p={args['partial_rotary_factor']:g}" if args.get('partial_rotary_factor', 1.0) < 1 else '') \
         + (f" {scaling_name(sc).replace(' s=1', '')}" if sc and not derived else '') \
-        + learned_tag(args)  # p-RoPE, clipped: trained in; Mistral Large 4's learned parts
-    tags = learned_tag(args) + (' needles' if lin.get('search_objective') == 'needle' else '') + \
+        + learned_tag(args, ckpt.get('config'))  # p-RoPE, clipped: trained in; Mistral Large 4's learned parts
+    tags = learned_tag(args, ckpt.get('config')) + (' needles' if lin.get('search_objective') == 'needle' else '') + \
         mixed_tag(ckpt.get('config') or {})  # the learned position parts; LongRoPE2's objective, its mixed windows
     pose = (' pose random' if lin['pose'].get('ids') == 'random' else ' pose') if lin['pose'] else ''
     name = (f"{rope_tag(args, derived)}{tags}{pose}{copy_tag(ckpt)} ft{lin['finetune_steps']}"
