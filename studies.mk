@@ -466,6 +466,7 @@ lerope: out/char-full-yarn/arms.json
 ## learned RoPE frequencies with a learning rate of their own: alpha at 30 x the recipe's, 3 seeds
 # lerope's alpha barely moved at the YaRN recipe's 3e-4 (at most 0.014 in 100 steps); here alpha trains at 30 x (the
 # rest as there), against the plain YaRN fine-tune and lerope's learned-freqs run, the test split at 512; needs lerope
+# (10 min 52 s on a quiet machine: the fine-tunes about 2 min, the eval about 9)
 lerope-alpha-lr: out/char-full-yarn/arms.json out/char-ft-lerope/arms.json
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --rope_type=yarn:beta_fast=8 --plain=False \
 		--learned_freqs=True --alpha_lr_scale=30 --out_dir=out/char-ft-lerope-alpha30 --overwrite=True

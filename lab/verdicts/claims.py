@@ -49,7 +49,9 @@ VS_CROP = f'vs_crop:{CROP}'
 GATED, CHUNKED, HYB80, APE = (f'assets/test/designs/{d}/summary.json' for d in ('gated', 'chunked', 'hybrid_w80', 'ape'))
 ALIBI_OWN, FIRE_OWN, COPE_OWN = (f'assets/test/designs/{d}_own/summary.json' for d in ('alibi', 'fire', 'cope'))
 FOPE_OWN, CONV_OWN, INKLING_OWN = (f'assets/test/designs/{d}_own/summary.json' for d in ('fope', 'conv', 'inkling'))
-LEROPE, POSE8 = (f'assets/test/designs/{d}/summary.json' for d in ('lerope', 'pose_random_8x'))
+LEROPE, POSE8, LEROPE_LR = (f'assets/test/designs/{d}/summary.json' for d in ('lerope', 'pose_random_8x',
+                                                                             'lerope_alpha_lr'))
+LR30 = 'yarn s=4 β_fast=8 learned-freqs alpha-lr30 ft100'
 Y8P, Y8R, Y8F = (f'yarn s=8 β_fast=8 {t}ft100' for t in ('pose ', 'pose random ', ''))
 SINKS = 'assets/test/designs/sinks_seeds/bases.json'
 PROPE = 'assets/test/designs/prope_seeds/bases.json'
@@ -150,6 +152,10 @@ CLAIMS = [  # the test split's claims, in the order docs/results.md states them
           file=LEROPE),
     claim('lerope-passkey-vs-yarn-ft-256', 'yarn s=4 β_fast=8 learned-freqs logpos ft100', Y8FT, '256-512',
           '−2 [−6, +3] equivalent', table='contrasts', kind='exact_match', file=LEROPE),
+    claim('lerope-alpha-lr-vs-yarn-ft-256', LR30, Y8FT, '256-512', '−0.002 [−0.005, +0.001] equivalent',
+          (RM, 'α at 30 × that rate, −0.002 [−0.005, +0.001] equivalent'), table='contrasts', file=LEROPE_LR),
+    claim('lerope-alpha-lr-passkey-vs-yarn-ft-256', LR30, Y8FT, '256-512', '−8 [−15, −1] worse',
+          (RM, 'the passkey there −8 [−15, −1] worse'), table='contrasts', kind='exact_match', file=LEROPE_LR),
     claim('pose-random-vs-full-8x-512', Y8R, Y8F, '512-1024', '+0.698 [+0.678, +0.719] worse',
           (RM, '+0.698 [+0.678, +0.719] worse than the full fine-tune'), table='contrasts', file=POSE8),
     claim('pose-random-passkey-vs-full-8x-512', Y8R, Y8F, '512-1024', '−29 [−39, −21] worse', table='contrasts',
