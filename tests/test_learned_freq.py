@@ -213,6 +213,11 @@ def test_alpha_trains_at_its_own_learning_rate_and_names_its_arm(char_data, tmp_
     from lab.measure.arms import ckpt_arm
     assert ckpt_arm(str(tmp_path / 'ft30'), fast)['name'] == 'yarn s=4 β_fast=8 learned-freqs alpha-lr30 ft2'
     assert ckpt_arm(str(tmp_path / 'ft1'), one)['name'] == 'yarn s=4 β_fast=8 learned-freqs ft2'
+    import eval as ev  # summary.json keeps each seed's alpha, the record of how far it moved
+    s = ev.main([f'--ckpt={tmp_path / "ft30"}', '--rope_types=default', '--eval_len=64', '--num_windows=4',
+                 '--retrieval_examples=0', f'--out_dir={tmp_path / "eval"}', '--device=cpu', '--progress=False'])
+    arm = next(a for a in s['arms'] if a['name'].endswith('alpha-lr30 ft2'))
+    assert arm['rope_alpha'] == [[round(x, 5) for x in fast['model']['rope_alpha'].tolist()]]
     with pytest.raises(ValueError, match=r'alpha_lr_scale=30 .*\(learned_freqs=False\)'):
         finetune_long.main([f'--init_from={base}', f'--out_dir={tmp_path / "plain"}', '--max_iters=2',
                             '--alpha_lr_scale=30', *FT])

@@ -99,6 +99,8 @@ def summarize_arm(arm, per_run, run, ent):
                temperature=arm.get('temperature'), layers=arm['runs'][0]['ckpt']['model_args'].get('layers'),
                seeds=arm['seeds'],
                head_dim=model.head_dim, rotary_dim=model.rotary_dim, rope_base=model.config.rope_base,
+               rope_alpha=None if model.rope_alpha is None else  # learned frequencies: alpha per pair, per seed
+               [[round(x, 5) for x in r['ckpt']['model']['rope_alpha'].tolist()] for r in arm['runs']],
                dynamic=arm['dynamic'],
                scoring=dict(constant_runs=per_run[0]['runs'], moving_from=per_run[0]['moving_from'], buckets=how,
                             **entropy_sampled(ent, per_run[0]['moving_from'])),
