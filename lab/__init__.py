@@ -5,9 +5,9 @@ rooms through their public functions. Imports only go down and never in a circle
 graph, function-local imports included): spine and configurator (the settings, and which errors are bad inputs) <-
 the foundations (spec, stats, attention, smeared_keys; engine's cli, checks, device) <- the methods <- measure/ <-
 verdicts/ <- pictures/, with the tools that read everything (knobs, pairs, model_facts, longrope_search, rope_table,
-doc_study) and engine's runners above them. A script imports what it runs: `import train` loads 17 project
-modules, 2,935 lines (27 and 4,717 before issue 61 item 3: no retrieval room, no scipy), finetune_long 22 (3,421),
-eval 39 (7,815; docs/results.md, "The import closures"). Importing this package imports nothing (lab.stats needs no
+doc_study) and engine's runners above them. A script imports what it runs: `import train` loads 18 project
+modules, 2,958 lines (27 and 4,717 before issue 61 item 3: no retrieval room, no scipy), finetune_long 23 (3,444),
+eval 40 (7,840; docs/results.md, "The import closures"). Importing this package imports nothing (lab.stats needs no
 torch). No room is imported for its side effect: each registry names the room that fills each entry and imports it on
 first use (model.ATTENTION_ROOMS for the attention classes, data.checkpoints.LOADER_MODULES for gguf: and hf:,
 data.sources.TOKENIZER_ROOMS for a real model's tokenizer).
