@@ -218,6 +218,8 @@ def test_alpha_trains_at_its_own_learning_rate_and_names_its_arm(char_data, tmp_
                  '--retrieval_examples=0', f'--out_dir={tmp_path / "eval"}', '--device=cpu', '--progress=False'])
     arm = next(a for a in s['arms'] if a['name'].endswith('alpha-lr30 ft2'))
     assert arm['rope_alpha'] == [[round(x, 5) for x in fast['model']['rope_alpha'].tolist()]]
+    with pytest.raises(ConfigError, match='--alpha_lr_scale=10.0 differs from the run.s own 30.0'):  # (its optimizer's)
+        finetune_long.main(['--init_from=resume', f'--out_dir={tmp_path / "ft30"}', '--alpha_lr_scale=10'])
     with pytest.raises(ValueError, match=r'alpha_lr_scale=30 .*\(learned_freqs=False\)'):
         finetune_long.main([f'--init_from={base}', f'--out_dir={tmp_path / "plain"}', '--max_iters=2',
                             '--alpha_lr_scale=30', *FT])

@@ -78,10 +78,11 @@ def check_resume(cfg, ckpt, start):
             raise ConfigError(f"{cfg['out_dir']}/ckpt.pt is inconsistent: its model has {k}={args[k]!r} but its "
                               f"stored config says {stored[k]!r} (the file was edited or damaged); start a new run in "
                               f"another out_dir")
-    k = next((k for k in MODEL_KEYS if k in start and cfg[k] != start[k]), None)
-    if k:
+    k = next((k for k in MODEL_KEYS + ('alpha_lr_scale',) if k in start and cfg[k] != start[k]), None)
+    if k:  # (alpha_lr_scale is kept in the saved optimizer's groups, which the resumed optimizer loads)
         raise ConfigError(f"--{k}={cfg[k]!r} differs from the run's own {start[k]!r}, and a resumed run keeps the model "
-                          f"it saved (out_dir={cfg['out_dir']}); drop --{k}, or start a new run in another out_dir")
+                          f"and optimizer it saved (out_dir={cfg['out_dir']}); drop --{k}, or start a new run in another "
+                          f"out_dir")
 
 
 def check_model(model, meta, data_dir, T):
