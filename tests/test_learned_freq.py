@@ -220,7 +220,9 @@ def test_alpha_trains_at_its_own_learning_rate_and_names_its_arm(char_data, tmp_
     assert arm['rope_alpha'] == [[round(x, 5) for x in fast['model']['rope_alpha'].tolist()]]
     with pytest.raises(ConfigError, match='--alpha_lr_scale=10.0 differs from the run.s own 30.0'):  # (its optimizer's)
         finetune_long.main(['--init_from=resume', f'--out_dir={tmp_path / "ft30"}', '--alpha_lr_scale=10'])
-    with pytest.raises(ValueError, match=r'alpha_lr_scale=30 .*\(learned_freqs=False\)'):
+    with pytest.raises(ConfigError, match='--alpha_lr_scale=30 .* has none; add --learned_freqs=True'):
         finetune_long.main([f'--init_from={base}', f'--out_dir={tmp_path / "plain"}', '--max_iters=2',
                             '--alpha_lr_scale=30', *FT])
-    assert not (tmp_path / 'plain' / 'ckpt.pt').exists()
+    assert not (tmp_path / 'plain').exists()  # refused before the sweep writes anything
+    with pytest.raises(ValueError, match=r'alpha_lr_scale=30 .*\(learned_freqs=False\)'):  # train.py's own path
+        GPT(GPTConfig(**CFG)).configure_optimizers(0.0, 1e-3, (0.9, 0.99), 'cpu', alpha_lr_scale=30)

@@ -17,7 +17,7 @@ from lab.engine.device import autocast_context, ddp_ranks, pick_device
 from data.common import DataError, atomic_write_text, check_vocab, read_json
 from data.checkpoints import checkpoint_args, load_checkpoint, train_len
 from lab.engine import batches
-from lab.measure.arm_specs import parse_arms, scaling_name, slug
+from lab.measure.arm_specs import learned_tag, parse_arms, scaling_name, slug
 from lab.engine.checks import MODEL_KEYS
 from model import ATTENTION_ROOMS, GPTConfig
 from rope_config import all_type_keys, rope_inv_freq
@@ -114,6 +114,8 @@ def plan_arms(cfg, base, resuming=False):
     if T < L:
         raise ConfigError(f"block_size={T} is shorter than the base model's training length L={L}; "
                           f"pass a longer --block_size or leave it 0 for factor x L")
+    learned = learned_tag({**args, **switched}, cfg)  # (its name as eval.py will give it: ' learned-freqs logpos')
+    arms = [(name + learned, sc) for name, sc in arms]
     if cfg['pose']:
         arms = [(name + (' pose random' if cfg['pose_ids'] == 'random' else ' pose'), sc) for name, sc in arms]
     run_cfg = dict(cfg, block_size=T, factor=factor, init_from='scratch', dataset=cfg['dataset'] or
@@ -139,13 +141,17 @@ def plan_arms(cfg, base, resuming=False):
 def check_run(cfg, base, plan, data_dir, meta):
     """What train() would refuse only once arms.json is written and earlier arms have trained: the device and number
     format, the data (its vocabulary, a held-out document longer than T), PoSE and the copy spans against the window
-    trained, and each arm's RoPE config against the model (a per-pair list must have one value per pair that turns)."""
+    trained, alpha's own learning rate against a model without learned frequencies, and each arm's RoPE config against
+    the model (a per-pair list must have one value per pair that turns)."""
     run_cfg, args, T = plan[0].cfg, checkpoint_args(base), plan[0].cfg['block_size']
     autocast_context(pick_device(cfg['device']).split(':')[0], cfg['dtype'], training=True)
     if cfg.get('rope_scaling') is not None:  # train.py's setting (a rope type trained in); here the arms set it
         raise ConfigError(f"rope_scaling={cfg['rope_scaling']!r} is train.py's (trained in from scratch); "
                           f"finetune_long.py sets each arm's RoPE with --rope_type (e.g. --rope_type=proportional)")
     check_vocab(base['dataset'], meta, data_dir, cfg['init_from'])
+    if run_cfg['alpha_lr_scale'] != 1 and not run_cfg['learned_freqs']:  # (model.configure_optimizers refuses it too)
+        raise ConfigError(f"--alpha_lr_scale={run_cfg['alpha_lr_scale']:g} scales the learning rate of learned RoPE "
+                          f"frequencies, and the model of {cfg['init_from']} has none; add --learned_freqs=True or drop it")
     longest = max(end - start for _, start, end in meta['docs']['val'])
     if longest <= T + 1:  # evaluation windows of T + 1 tokens lie inside one held-out document
         raise ConfigError(f"block_size={T} does not fit in a held-out document of {data_dir} (the longest has "

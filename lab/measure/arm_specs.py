@@ -126,3 +126,13 @@ def parse_arms(spec, factor, L, flags=None):
 def slug(name):
     """A folder name for an arm name: 'yarn s=4 β_fast=8' -> 'yarn_s4_beta_fast8'."""
     return ''.join(c if c.isalnum() or c in '._-' else '_' for c in name.replace('β', 'beta').replace('=', '')).strip('_')
+
+
+def learned_tag(args, cfg=None):
+    """Mistral Large 4's learned position parts in an arm's name, a base's or a fine-tune's (which may have switched
+    them on over a plain base: finetune_long.py --learned_freqs=True --attention=logpos): ' learned-freqs' (RoPE's
+    frequencies times exp(alpha), model.py), with ' alpha-lr30' when alpha trained at 30 x the learning rate
+    (train.py's alpha_lr_scale), and ' logpos' (the log-position query scale, lab/temperature.py)."""
+    logpos, scale = 'logpos' in (args.get('attention') or ''), (cfg or {}).get('alpha_lr_scale', 1.0)
+    return (' learned-freqs' + (f' alpha-lr{scale:g}' if scale != 1 else '') if args.get('learned_freqs') else '') \
+        + (' logpos' if logpos else '')

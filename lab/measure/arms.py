@@ -21,7 +21,8 @@ from data.checkpoints import checkpoint_exists, checkpoint_ref, load_checkpoint,
 from lab.crop import crop_name, is_crop_spec, parse_crop, self_crop_arms
 from lab.position_maps import POSITION_MAPS, is_position_map_spec, parse_position_map, position_map_name
 from rope_config import ROPE_TYPES, is_dynamic
-from lab.measure.arm_specs import ALIASES, check_over_trained_in, parse_arm, rope_tag, scaling_name, slug
+from lab.measure.arm_specs import (ALIASES, check_over_trained_in, learned_tag, parse_arm, rope_tag, scaling_name,
+                                   slug)
 from lab.measure.combine import check_arm
 from lab.temperature import parse_temperature, split_temperature, with_temperature
 
@@ -81,16 +82,6 @@ def mixed_tag(cfg):
     share fewer long tokens than a plain fine-tune of the same steps), ' mixed in-step' when every step held its long
     windows and short ones beside them."""
     return (' mixed in-step' if cfg.get('mixed_in_step') else ' mixed') if cfg.get('mixed_short') else ''
-
-
-def learned_tag(args, cfg=None):
-    """Mistral Large 4's learned position parts in an arm's name, a base's or a fine-tune's (which may have switched
-    them on over a plain base: finetune_long.py --learned_freqs=True --attention=logpos): ' learned-freqs' (RoPE's
-    frequencies times exp(alpha), model.py), with ' alpha-lr30' when alpha trained at 30 x the learning rate
-    (train.py's alpha_lr_scale), and ' logpos' (the log-position query scale, lab/temperature.py)."""
-    logpos, scale = 'logpos' in (args.get('attention') or ''), (cfg or {}).get('alpha_lr_scale', 1.0)
-    return (' learned-freqs' + (f' alpha-lr{scale:g}' if scale != 1 else '') if args.get('learned_freqs') else '') \
-        + (' logpos' if logpos else '')
 
 
 def ckpt_arm(path, ckpt):
