@@ -415,17 +415,20 @@ class GPT(nn.Module):
         x = pick(x) + (y if isinstance(block.attn, CausalSelfAttention) else pick(y))
         return x + block.mlp(block.ln_2(x))
 
-    def configure_optimizers(self, weight_decay, learning_rate, betas, device_type, alpha_lr_scale=1.0):
-        """AdamW; weight decay on matrices only (not on biases, LayerNorm gains). alpha_lr_scale: learned frequencies'
-        alpha in a group of its own at that multiple of the learning rate (lr_scale; train.py's schedule keeps it)."""
-        own = self.rope_alpha if self.rope_alpha is not None and alpha_lr_scale != 1 else None
-        if alpha_lr_scale != 1 and own is None:
-            raise ValueError(f"alpha_lr_scale={alpha_lr_scale:g} scales the learning rate of learned RoPE frequencies, "
-                             f"and this model has none (learned_freqs=False); drop it or set learned_freqs=True")
-        params = [p for p in self.parameters() if p.requires_grad and p is not own]
+    def configure_optimizers(self, weight_decay, learning_rate, betas, device_type, pos_lr_scale=1.0):
+        """AdamW; weight decay on matrices only (not on biases, LayerNorm gains). pos_lr_scale: the learned position
+        parts (learned frequencies' alpha, and what a room lists in its position_params: the log-position query scale)
+        in a group of their own at that multiple of the learning rate (lr_scale; train.py's schedule keeps it)."""
+        own = [p for p in [self.rope_alpha] + [getattr(m, n) for m in self.modules()
+                                               for n in getattr(m, 'position_params', ())] if p is not None]
+        if pos_lr_scale != 1 and not own:
+            raise ValueError(f"pos_lr_scale={pos_lr_scale:g} scales the learning rate of learned position parts, and "
+                             f"this model has none (learned_freqs=False, no logpos attention); drop it or add one")
+        own = own if pos_lr_scale != 1 else []
+        params = [p for p in self.parameters() if p.requires_grad and not any(p is q for q in own)]
         groups = [{'params': [p for p in params if p.dim() >= 2], 'weight_decay': weight_decay},
                   {'params': [p for p in params if p.dim() < 2], 'weight_decay': 0.0}]
-        groups += [{'params': [own], 'weight_decay': 0.0, 'lr_scale': alpha_lr_scale}] if own is not None else []
+        groups += [{'params': own, 'weight_decay': 0.0, 'lr_scale': pos_lr_scale}] if own else []
         return torch.optim.AdamW(groups, lr=learning_rate, betas=betas, fused=device_type == 'cuda')
 
     @torch.no_grad()

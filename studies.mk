@@ -10,7 +10,7 @@
 .PHONY: longrope2-in-step prope-base clip-base sinks-base sinks-seeds prope-seeds gated-base gated-eval fire-base
 .PHONY: cope-base fire-cope-eval neox-base placement-eval dca-window clip-sweep pairs frequencies engine-variants
 .PHONY: frequency-bases temperature-knobs designs designs-2048 drope-eval scale-layers hybrid-eval chunked-eval
-.PHONY: own-crops own-crops-test pose-random pose-random-8x lerope lerope-alpha-lr fope-base conv-base inkling-base
+.PHONY: own-crops own-crops-test pose-random pose-random-8x lerope lerope-pos-lr fope-base conv-base inkling-base
 .PHONY: own-crops-2026 temperature-law real-model-temperature-law inkling-seeds
 
 ##@ real model, its parts: SmolLM2-135M's earlier eval in parts, its engine bench and the miniature
@@ -463,18 +463,25 @@ lerope: out/char-full-yarn/arms.json
 		--contrasts="yarn_s4_beta_fast8_learned-freqs_logpos_ft100 | yarn_s4_beta_fast8_ft100; \
 	yarn_s4_beta_fast8_learned-freqs_ft100 | yarn_s4_beta_fast8_ft100; \
 	yarn_s4_beta_fast8_learned-freqs_logpos_ft100 | yarn_s4_beta_fast8_learned-freqs_ft100"
-## learned RoPE frequencies with a learning rate of their own: alpha at 30 x the recipe's, 3 seeds
-# lerope's alpha barely moved at the YaRN recipe's 3e-4 (at most 0.014 in 100 steps); here alpha trains at 30 x (the
-# rest as there), against the plain YaRN fine-tune and lerope's learned-freqs run, the test split at 512; needs lerope
-# (10 min 52 s on a quiet machine: the fine-tunes about 2 min, the eval about 9)
-lerope-alpha-lr: out/char-full-yarn/arms.json out/char-ft-lerope/arms.json
+## Mistral Large 4's learned parts with a learning rate of their own: 30 x the recipe's, 3 seeds
+# lerope's parts barely moved at the YaRN recipe's 3e-4 (alpha at most 0.014, the query scale 0.006 in 100 steps);
+# here they train at 30 x (--pos_lr_scale=30; the rest as there): learned frequencies alone, and both parts, against
+# the plain YaRN fine-tune and lerope's runs, the test split at 512; needs lerope
+lerope-pos-lr: out/char-full-yarn/arms.json out/char-ft-lerope/arms.json
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --rope_type=yarn:beta_fast=8 --plain=False \
-		--learned_freqs=True --alpha_lr_scale=30 --out_dir=out/char-ft-lerope-alpha30 --overwrite=True
+		--learned_freqs=True --pos_lr_scale=30 --out_dir=out/char-ft-lerope-pos30 --overwrite=True
+	$(PY) finetune_long.py config/finetune_long_char_cpu.py --rope_type=yarn:beta_fast=8 --plain=False \
+		--learned_freqs=True --attention=smear_keys_logpos --pos_lr_scale=30 \
+		--out_dir=out/char-ft-lerope-logpos-pos30 --overwrite=True
 	$(PY) eval.py config/eval_test_cpu.py --exclude=assets/demo --eval_len=512 \
-		--ckpt=out/char-base-copy,out/char-full-yarn,out/char-ft-lerope,out/char-ft-lerope-alpha30 \
-		--rope_types=crop:form=sliding,yarn:beta_fast=8 --out_dir=out/char-eval-test-lerope-alpha-lr \
-		--contrasts="yarn_s4_beta_fast8_learned-freqs_alpha-lr30_ft100 | yarn_s4_beta_fast8_ft100; \
-	yarn_s4_beta_fast8_learned-freqs_alpha-lr30_ft100 | yarn_s4_beta_fast8_learned-freqs_ft100"
+		--ckpt=out/char-base-copy,out/char-full-yarn,out/char-ft-lerope,out/char-ft-lerope-logpos,\
+	out/char-ft-lerope-pos30,out/char-ft-lerope-logpos-pos30 \
+		--rope_types=crop:form=sliding,yarn:beta_fast=8 --out_dir=out/char-eval-test-lerope-pos-lr \
+		--contrasts="yarn_s4_beta_fast8_learned-freqs_pos-lr30_ft100 | yarn_s4_beta_fast8_ft100; \
+	yarn_s4_beta_fast8_learned-freqs_pos-lr30_ft100 | yarn_s4_beta_fast8_learned-freqs_ft100; \
+	yarn_s4_beta_fast8_learned-freqs_logpos_pos-lr30_ft100 | yarn_s4_beta_fast8_ft100; \
+	yarn_s4_beta_fast8_learned-freqs_logpos_pos-lr30_ft100 | yarn_s4_beta_fast8_learned-freqs_logpos_ft100; \
+	yarn_s4_beta_fast8_learned-freqs_logpos_pos-lr30_ft100 | yarn_s4_beta_fast8_learned-freqs_pos-lr30_ft100"
 out/char-ft-lerope/arms.json:
 	$(MAKE) lerope
 out/char-full-yarn/arms.json:

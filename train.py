@@ -56,7 +56,7 @@ DEFAULTS = dict(
     pos_emb='rope',               # rope | sinusoidal | learned | alibi | fire (lab/fire.py) | cope (lab/cope.py) | none
     rope_base=10000.0, partial_rotary_factor=1.0,  # p < 1: GPT-NeoX's partial rotation (the first p * head_dim dims)
     learned_freqs=False,          # Mistral Large 4's LeRoPE: RoPE's frequencies times exp(alpha), alpha learned (model.py)
-    alpha_lr_scale=1.0,           # alpha's learning rate over learning_rate (a short fine-tune barely moves it at 1)
+    pos_lr_scale=1.0,             # learned position parts' (alpha, logpos) learning rate over learning_rate (model.py)
     rope_scaling=None,            # a rope type trained in, e.g. {'rope_type': 'proportional', 'partial_rotary_factor': 0.25}
     attention='causal',           # causal | smear_keys (lab/smeared_keys.py) | ssmax, logpos (lab/temperature.py) | sinks
                                   # (lab/sinks.py) | gated (lab/gated.py) | fope, fope_learned (lab/fope.py, on rope_type
@@ -207,7 +207,7 @@ def setup_run(cfg, model=None, lineage=None, ckpt=None):
                                                                 else {})) if cfg['pose'] else None
     model.to(device)
     optimizer = model.configure_optimizers(cfg['weight_decay'], cfg['learning_rate'],
-                                           (cfg['beta1'], cfg['beta2']), device_type, cfg['alpha_lr_scale'])
+                                           (cfg['beta1'], cfg['beta2']), device_type, cfg['pos_lr_scale'])
     net = torch.compile(model) if cfg['compile'] else model
     if world > 1:
         net = torch.nn.parallel.DistributedDataParallel(net, device_ids=[local_rank] if device_type == 'cuda' else None)
@@ -302,7 +302,7 @@ def train(cfg, model=None, lineage=None, ckpt=None):
                     break
                 lr = get_lr(it, cfg)
                 for group in run.optimizer.param_groups:
-                    group['lr'] = lr * group.get('lr_scale', 1.0)  # (learned frequencies' alpha may have its own)
+                    group['lr'] = lr * group.get('lr_scale', 1.0)  # (the learned position parts may have their own)
                 loss = train_step(run.net, run.optimizer, run.get_batch(it), run.ctx, cfg['grad_clip'], run.world > 1)
                 state['iter_num'] = it = it + 1
                 if it % cfg['log_interval'] == 0 or it == cfg['max_iters']:

@@ -203,6 +203,7 @@ def logpos_class(base):
 
     class LogPosScale(base):
         cache_at = True  # attend(q, k, v, at) is exact for queries at positions `at` over all keys (lab/kv_cache.py)
+        position_params = ('logpos_scale', 'logpos_bias')  # learned position parts (train.py's pos_lr_scale)
 
         def __init__(self, config, spec):
             super().__init__(config, spec)

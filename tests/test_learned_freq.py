@@ -198,31 +198,47 @@ def test_a_fine_tune_switches_them_on_over_a_plain_base_and_reloads(char_data, t
     assert arm_ids([name]) == ['yarn_s4_beta_fast8_learned-freqs_logpos_ft2']
 
 
-def test_alpha_trains_at_its_own_learning_rate_and_names_its_arm(char_data, tmp_path):
-    """--alpha_lr_scale=30: alpha in an AdamW group of its own at 30 x the scheduled learning rate. Adam's first steps
-    move a parameter by about lr per step whatever its gradient's size, so alpha moves ~30 x as far as at scale 1 over
-    the same two steps; the arm is named apart. A model without learned frequencies refuses the setting."""
+def test_the_learned_position_parts_train_at_their_own_learning_rate_and_name_their_arm(char_data, tmp_path):
+    """--pos_lr_scale=30: alpha (and the log-position scale and bias) in an AdamW group of their own at 30 x the
+    scheduled learning rate. Adam's first steps move a parameter by about lr per step whatever its gradient's size, so
+    alpha moves ~30 x as far as at scale 1 over the same two steps; the arm is named apart. A model without learned
+    position parts refuses the setting, and so does a resumed run that would change it."""
     base = tmp_path / 'base'
     train_mod.train(dict(tiny_cfg(char_data, base, max_iters=2, eval_interval=2), eval_iters=1, batch_size=4))
     for scale in (1, 30):
         finetune_long.main([f'--init_from={base}', f'--out_dir={tmp_path / f"ft{scale}"}', '--max_iters=2',
-                            '--learned_freqs=True', f'--alpha_lr_scale={scale}', *FT])
+                            '--learned_freqs=True', f'--pos_lr_scale={scale}', *FT])
     one, fast = (load_checkpoint(str(tmp_path / f'ft{s}')) for s in (1, 30))
     ratio = fast['model']['rope_alpha'].abs() / one['model']['rope_alpha'].abs()
     assert ((ratio > 25) & (ratio < 35)).all(), ratio
     from lab.measure.arms import ckpt_arm
-    assert ckpt_arm(str(tmp_path / 'ft30'), fast)['name'] == 'yarn s=4 β_fast=8 learned-freqs alpha-lr30 ft2'
+    assert ckpt_arm(str(tmp_path / 'ft30'), fast)['name'] == 'yarn s=4 β_fast=8 learned-freqs pos-lr30 ft2'
     assert ckpt_arm(str(tmp_path / 'ft1'), one)['name'] == 'yarn s=4 β_fast=8 learned-freqs ft2'
     import eval as ev  # summary.json keeps each seed's alpha, the record of how far it moved
     s = ev.main([f'--ckpt={tmp_path / "ft30"}', '--rope_types=default', '--eval_len=64', '--num_windows=4',
                  '--retrieval_examples=0', f'--out_dir={tmp_path / "eval"}', '--device=cpu', '--progress=False'])
-    arm = next(a for a in s['arms'] if a['name'].endswith('alpha-lr30 ft2'))
+    arm = next(a for a in s['arms'] if a['name'].endswith('pos-lr30 ft2'))
     assert arm['rope_alpha'] == [[round(x, 5) for x in fast['model']['rope_alpha'].tolist()]]
-    with pytest.raises(ConfigError, match='--alpha_lr_scale=10.0 differs from the run.s own 30.0'):  # (its optimizer's)
-        finetune_long.main(['--init_from=resume', f'--out_dir={tmp_path / "ft30"}', '--alpha_lr_scale=10'])
-    with pytest.raises(ConfigError, match='--alpha_lr_scale=30 .* has none; add --learned_freqs=True'):
+    with pytest.raises(ConfigError, match='--pos_lr_scale=10.0 differs from the run.s own 30.0'):  # (its optimizer's)
+        finetune_long.main(['--init_from=resume', f'--out_dir={tmp_path / "ft30"}', '--pos_lr_scale=10'])
+    with pytest.raises(ConfigError, match='--pos_lr_scale=30 .* has none; add --learned_freqs=True'):
         finetune_long.main([f'--init_from={base}', f'--out_dir={tmp_path / "plain"}', '--max_iters=2',
-                            '--alpha_lr_scale=30', *FT])
+                            '--pos_lr_scale=30', *FT])
     assert not (tmp_path / 'plain').exists()  # refused before the sweep writes anything
-    with pytest.raises(ValueError, match=r'alpha_lr_scale=30 .*\(learned_freqs=False\)'):  # train.py's own path
-        GPT(GPTConfig(**CFG)).configure_optimizers(0.0, 1e-3, (0.9, 0.99), 'cpu', alpha_lr_scale=30)
+    with pytest.raises(ValueError, match=r'pos_lr_scale=30 .*\(learned_freqs=False, no logpos'):  # train.py's path
+        GPT(GPTConfig(**CFG)).configure_optimizers(0.0, 1e-3, (0.9, 0.99), 'cpu', pos_lr_scale=30)
+
+
+def test_the_log_position_scale_joins_the_learned_position_group():
+    """The logpos room lists its scale and bias as position_params: with pos_lr_scale they leave the plain groups for
+    the scaled one, beside alpha; at 1 the groups are as before (no third group)."""
+    m = GPT(GPTConfig(**CFG, learned_freqs=True, attention='logpos'))
+    own = {id(m.rope_alpha)} | {id(getattr(b.attn, n)) for b in m.transformer.h for n in ('logpos_scale', 'logpos_bias')}
+    opt = m.configure_optimizers(0.1, 1e-3, (0.9, 0.99), 'cpu', pos_lr_scale=30)
+    assert len(opt.param_groups) == 3 and opt.param_groups[2]['lr_scale'] == 30
+    assert {id(p) for p in opt.param_groups[2]['params']} == own
+    assert not own & {id(p) for g in opt.param_groups[:2] for p in g['params']}
+    assert sum(p.numel() for g in opt.param_groups for p in g['params']) == sum(p.numel() for p in m.parameters())
+    assert len(m.configure_optimizers(0.1, 1e-3, (0.9, 0.99), 'cpu').param_groups) == 2
+    logpos_only = GPT(GPTConfig(**CFG, attention='logpos')).configure_optimizers(0.1, 1e-3, (0.9, 0.99), 'cpu', 30)
+    assert len(logpos_only.param_groups[2]['params']) == 2 * CFG['n_layer']

@@ -47,7 +47,7 @@ def check_settings(cfg, world):
     check_ranges(cfg, positive=('block_size', 'batch_size', 'gradient_accumulation_steps', 'eval_interval',
                                 'eval_iters', 'log_interval'),
                  nonneg=('max_iters', 'warmup_iters', 'lr_decay_iters', 'learning_rate', 'min_lr', 'weight_decay',
-                         'grad_clip', 'alpha_lr_scale'), fraction=('beta1', 'beta2', 'dropout'))
+                         'grad_clip', 'pos_lr_scale'), fraction=('beta1', 'beta2', 'dropout'))
     accum = cfg['gradient_accumulation_steps']
     if accum % world:
         raise ConfigError(f"gradient_accumulation_steps={accum} is not divisible by the {world} processes; "
@@ -78,8 +78,8 @@ def check_resume(cfg, ckpt, start):
             raise ConfigError(f"{cfg['out_dir']}/ckpt.pt is inconsistent: its model has {k}={args[k]!r} but its "
                               f"stored config says {stored[k]!r} (the file was edited or damaged); start a new run in "
                               f"another out_dir")
-    k = next((k for k in MODEL_KEYS + ('alpha_lr_scale',) if k in start and cfg[k] != start[k]), None)
-    if k:  # (alpha_lr_scale is kept in the saved optimizer's groups, which the resumed optimizer loads)
+    k = next((k for k in MODEL_KEYS + ('pos_lr_scale',) if k in start and cfg[k] != start[k]), None)
+    if k:  # (pos_lr_scale is kept in the saved optimizer's groups, which the resumed optimizer loads)
         raise ConfigError(f"--{k}={cfg[k]!r} differs from the run's own {start[k]!r}, and a resumed run keeps the model "
                           f"and optimizer it saved (out_dir={cfg['out_dir']}); drop --{k}, or start a new run in another "
                           f"out_dir")

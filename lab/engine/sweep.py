@@ -141,7 +141,7 @@ def plan_arms(cfg, base, resuming=False):
 def check_run(cfg, base, plan, data_dir, meta):
     """What train() would refuse only once arms.json is written and earlier arms have trained: the device and number
     format, the data (its vocabulary, a held-out document longer than T), PoSE and the copy spans against the window
-    trained, alpha's own learning rate against a model without learned frequencies, and each arm's RoPE config against
+    trained, pos_lr_scale against a model without learned position parts, and each arm's RoPE config against
     the model (a per-pair list must have one value per pair that turns)."""
     run_cfg, args, T = plan[0].cfg, checkpoint_args(base), plan[0].cfg['block_size']
     autocast_context(pick_device(cfg['device']).split(':')[0], cfg['dtype'], training=True)
@@ -149,9 +149,10 @@ def check_run(cfg, base, plan, data_dir, meta):
         raise ConfigError(f"rope_scaling={cfg['rope_scaling']!r} is train.py's (trained in from scratch); "
                           f"finetune_long.py sets each arm's RoPE with --rope_type (e.g. --rope_type=proportional)")
     check_vocab(base['dataset'], meta, data_dir, cfg['init_from'])
-    if run_cfg['alpha_lr_scale'] != 1 and not run_cfg['learned_freqs']:  # (model.configure_optimizers refuses it too)
-        raise ConfigError(f"--alpha_lr_scale={run_cfg['alpha_lr_scale']:g} scales the learning rate of learned RoPE "
-                          f"frequencies, and the model of {cfg['init_from']} has none; add --learned_freqs=True or drop it")
+    if run_cfg['pos_lr_scale'] != 1 and not (run_cfg['learned_freqs'] or 'logpos' in (run_cfg['attention'] or '')):
+        raise ConfigError(f"--pos_lr_scale={run_cfg['pos_lr_scale']:g} scales the learning rate of learned position "
+                          f"parts, and the model of {cfg['init_from']} has none; add --learned_freqs=True or "
+                          f"--attention=logpos, or drop it")  # (model.configure_optimizers refuses it too)
     longest = max(end - start for _, start, end in meta['docs']['val'])
     if longest <= T + 1:  # evaluation windows of T + 1 tokens lie inside one held-out document
         raise ConfigError(f"block_size={T} does not fit in a held-out document of {data_dir} (the longest has "

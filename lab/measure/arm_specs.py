@@ -131,8 +131,8 @@ def slug(name):
 def learned_tag(args, cfg=None):
     """Mistral Large 4's learned position parts in an arm's name, a base's or a fine-tune's (which may have switched
     them on over a plain base: finetune_long.py --learned_freqs=True --attention=logpos): ' learned-freqs' (RoPE's
-    frequencies times exp(alpha), model.py), with ' alpha-lr30' when alpha trained at 30 x the learning rate
-    (train.py's alpha_lr_scale), and ' logpos' (the log-position query scale, lab/temperature.py)."""
-    logpos, scale = 'logpos' in (args.get('attention') or ''), (cfg or {}).get('alpha_lr_scale', 1.0)
-    return (' learned-freqs' + (f' alpha-lr{scale:g}' if scale != 1 else '') if args.get('learned_freqs') else '') \
-        + (' logpos' if logpos else '')
+    frequencies times exp(alpha), model.py) and ' logpos' (the log-position query scale, lab/temperature.py), then
+    ' pos-lr30' when they trained at 30 x the learning rate (train.py's pos_lr_scale)."""
+    logpos, scale = 'logpos' in (args.get('attention') or ''), (cfg or {}).get('pos_lr_scale', 1.0)
+    tag = (' learned-freqs' if args.get('learned_freqs') else '') + (' logpos' if logpos else '')
+    return tag + (f' pos-lr{scale:g}' if tag and scale != 1 else '')
