@@ -214,11 +214,11 @@ def test_the_learned_position_parts_train_at_their_own_learning_rate_and_name_th
     from lab.measure.arms import ckpt_arm
     assert ckpt_arm(str(tmp_path / 'ft30'), fast)['name'] == 'yarn s=4 β_fast=8 learned-freqs pos-lr30 ft2'
     assert ckpt_arm(str(tmp_path / 'ft1'), one)['name'] == 'yarn s=4 β_fast=8 learned-freqs ft2'
-    import eval as ev  # summary.json keeps each seed's alpha, the record of how far it moved
+    import eval as ev  # summary.json keeps each seed's learned position parts, the record of how far they moved
     s = ev.main([f'--ckpt={tmp_path / "ft30"}', '--rope_types=default', '--eval_len=64', '--num_windows=4',
                  '--retrieval_examples=0', f'--out_dir={tmp_path / "eval"}', '--device=cpu', '--progress=False'])
     arm = next(a for a in s['arms'] if a['name'].endswith('pos-lr30 ft2'))
-    assert arm['rope_alpha'] == [[round(x, 5) for x in fast['model']['rope_alpha'].tolist()]]
+    assert arm['position_parts'] == {'rope_alpha': [[round(x, 5) for x in fast['model']['rope_alpha'].tolist()]]}
     with pytest.raises(ConfigError, match='--pos_lr_scale=10.0 differs from the run.s own 30.0'):  # (its optimizer's)
         finetune_long.main(['--init_from=resume', f'--out_dir={tmp_path / "ft30"}', '--pos_lr_scale=10'])
     with pytest.raises(ConfigError, match='--pos_lr_scale=30 .* has none; add --learned_freqs=True'):
@@ -242,3 +242,9 @@ def test_the_log_position_scale_joins_the_learned_position_group():
     assert len(m.configure_optimizers(0.1, 1e-3, (0.9, 0.99), 'cpu').param_groups) == 2
     logpos_only = GPT(GPTConfig(**CFG, attention='logpos')).configure_optimizers(0.1, 1e-3, (0.9, 0.99), 'cpu', 30)
     assert len(logpos_only.param_groups[2]['params']) == 2 * CFG['n_layer']
+    from lab.verdicts.summary_json import position_parts  # what an eval records of them, per seed
+    parts = position_parts(m, [{'ckpt': {'model': m.state_dict()}}] * 2)
+    assert list(parts) == ['rope_alpha'] + [f'transformer.h.{i}.attn.logpos_{n}' for i in range(CFG['n_layer'])
+                                            for n in ('scale', 'bias')]
+    assert parts['transformer.h.1.attn.logpos_bias'] == [[1.0] * CFG['n_head']] * 2
+    assert position_parts(GPT(GPTConfig(**CFG)), [{'ckpt': {'model': {}}}]) is None

@@ -30,6 +30,15 @@ from lab.measure.arm_specs import scaling_extras
 from lab.stats import seeds_mean_ci
 
 
+def position_parts(model, runs):
+    """The learned position parts of an arm's model as each seed's checkpoint holds them, the record of how far they
+    moved: {name: [values per seed]} for learned frequencies' alpha (one per pair) and what a room lists in its
+    position_params (the log-position scale and bias, one per head, per layer); None without any."""
+    names = (['rope_alpha'] if model.rope_alpha is not None else []) + [
+        f"{path}.{n}" for path, m in model.named_modules() for n in getattr(m, 'position_params', ())]
+    return {n: [[round(x, 5) for x in r['ckpt']['model'][n].flatten().tolist()] for r in runs] for n in names} or None
+
+
 def bucket_windows(losses, mask, lo, hi):
     """Per seed and window, a bucket's mean loss: over every position when all were scored ('exact'), and over the
     design's sampled positions ('design'; every arm has those). losses [S, W, T], mask [W, T]. -> (exact or None,
@@ -99,8 +108,7 @@ def summarize_arm(arm, per_run, run, ent):
                temperature=arm.get('temperature'), layers=arm['runs'][0]['ckpt']['model_args'].get('layers'),
                seeds=arm['seeds'],
                head_dim=model.head_dim, rotary_dim=model.rotary_dim, rope_base=model.config.rope_base,
-               rope_alpha=None if model.rope_alpha is None else  # learned frequencies: alpha per pair, per seed
-               [[round(x, 5) for x in r['ckpt']['model']['rope_alpha'].tolist()] for r in arm['runs']],
+               position_parts=position_parts(model, arm['runs']),
                dynamic=arm['dynamic'],
                scoring=dict(constant_runs=per_run[0]['runs'], moving_from=per_run[0]['moving_from'], buckets=how,
                             **entropy_sampled(ent, per_run[0]['moving_from'])),
