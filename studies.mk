@@ -466,7 +466,8 @@ lerope: out/char-full-yarn/arms.json
 ## Mistral Large 4's learned parts with a learning rate of their own: 30 x the recipe's, 3 seeds
 # lerope's parts barely moved at the YaRN recipe's 3e-4 (alpha at most 0.014, the query scale 0.006 in 100 steps);
 # here they train at 30 x (--pos_lr_scale=30; the rest as there): learned frequencies alone, and both parts, against
-# the plain YaRN fine-tune and lerope's runs, the test split at 512; needs lerope
+# the plain YaRN fine-tune and lerope's runs, the test split at 512; needs lerope (about 20 min on a quiet machine:
+# the two fine-tunes about 3, the eval 17)
 lerope-pos-lr: out/char-full-yarn/arms.json out/char-ft-lerope/arms.json
 	$(PY) finetune_long.py config/finetune_long_char_cpu.py --rope_type=yarn:beta_fast=8 --plain=False \
 		--learned_freqs=True --pos_lr_scale=30 --out_dir=out/char-ft-lerope-pos30 --overwrite=True

@@ -50,8 +50,8 @@ GATED, CHUNKED, HYB80, APE = (f'assets/test/designs/{d}/summary.json' for d in (
 ALIBI_OWN, FIRE_OWN, COPE_OWN = (f'assets/test/designs/{d}_own/summary.json' for d in ('alibi', 'fire', 'cope'))
 FOPE_OWN, CONV_OWN, INKLING_OWN = (f'assets/test/designs/{d}_own/summary.json' for d in ('fope', 'conv', 'inkling'))
 LEROPE, POSE8, LEROPE_LR = (f'assets/test/designs/{d}/summary.json' for d in ('lerope', 'pose_random_8x',
-                                                                             'lerope_alpha_lr'))
-LR30 = 'yarn s=4 β_fast=8 learned-freqs alpha-lr30 ft100'
+                                                                             'lerope_pos_lr'))
+LR30, BOTH30 = (f'yarn s=4 β_fast=8 learned-freqs {t}pos-lr30 ft100' for t in ('', 'logpos '))
 Y8P, Y8R, Y8F = (f'yarn s=8 β_fast=8 {t}ft100' for t in ('pose ', 'pose random ', ''))
 SINKS = 'assets/test/designs/sinks_seeds/bases.json'
 PROPE = 'assets/test/designs/prope_seeds/bases.json'
@@ -152,10 +152,14 @@ CLAIMS = [  # the test split's claims, in the order docs/results.md states them
           file=LEROPE),
     claim('lerope-passkey-vs-yarn-ft-256', 'yarn s=4 β_fast=8 learned-freqs logpos ft100', Y8FT, '256-512',
           '−2 [−6, +3] equivalent', table='contrasts', kind='exact_match', file=LEROPE),
-    claim('lerope-alpha-lr-vs-yarn-ft-256', LR30, Y8FT, '256-512', '−0.002 [−0.005, +0.001] equivalent',
-          (RM, 'α at 30 × that rate, −0.002 [−0.005, +0.001] equivalent'), table='contrasts', file=LEROPE_LR),
-    claim('lerope-alpha-lr-passkey-vs-yarn-ft-256', LR30, Y8FT, '256-512', '−8 [−15, −1] worse',
-          (RM, 'the passkey there −8 [−15, −1] worse'), table='contrasts', kind='exact_match', file=LEROPE_LR),
+    claim('lerope-pos-lr-freqs-vs-yarn-ft-256', LR30, Y8FT, '256-512', '−0.002 [−0.005, +0.001] equivalent',
+          table='contrasts', file=LEROPE_LR),
+    claim('lerope-pos-lr-freqs-passkey-vs-yarn-ft-256', LR30, Y8FT, '256-512', '−8 [−15, −1] worse',
+          table='contrasts', kind='exact_match', file=LEROPE_LR),
+    claim('lerope-pos-lr-vs-yarn-ft-256', BOTH30, Y8FT, '256-512', '−0.001 [−0.005, +0.003] equivalent',
+          (RM, 'at 30 × that rate, −0.001 [−0.005, +0.003] equivalent'), table='contrasts', file=LEROPE_LR),
+    claim('lerope-pos-lr-passkey-vs-yarn-ft-256', BOTH30, Y8FT, '256-512', '−12 [−19, −4] worse',
+          (RM, 'the passkey there −12 [−19, −4] worse'), table='contrasts', kind='exact_match', file=LEROPE_LR),
     claim('pose-random-vs-full-8x-512', Y8R, Y8F, '512-1024', '+0.698 [+0.678, +0.719] worse',
           (RM, '+0.698 [+0.678, +0.719] worse than the full fine-tune'), table='contrasts', file=POSE8),
     claim('pose-random-passkey-vs-full-8x-512', Y8R, Y8F, '512-1024', '−29 [−39, −21] worse', table='contrasts',
