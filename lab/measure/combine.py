@@ -79,6 +79,14 @@ _CLASSES = {'SSMax': ('SSMax', 'SSMax on RoPE or NoPE'), 'sinks': ('the sinks', 
             'FoPE': ("FoPE's mixing", 'FoPE on clipped RoPE'), 'Inkling': ("Inkling's bias", 'Inkling on NoPE')}
 # rules 4-5: the crops
 _CROPS = ('sliding crop', 'truncated crop')
+
+
+def _map_drops(scores, model):
+    """A position map scores with plain RoPE dot products: what a class that scores its own way loses under one."""
+    return (f"a map scores with plain RoPE dot products and would drop {scores} (mapped_logits); evaluate the {model} "
+            f"model without a map")
+
+
 # the pairs no rule states (they win over the rules)
 _EXCEPTIONS = {
     frozenset(('dynamic scaling', 'position map')): "a dynamic scale follows the forward length, for distances the "
@@ -87,12 +95,9 @@ _EXCEPTIONS = {
     frozenset(('rope scaling', 'trained-in rope type')): "a scaling replaces a trained-in rope type, rope.py composes "
                                                          "none over it (check_over_trained_in); evaluate the base as "
                                                          "trained ('default') or scale its own type",
-    frozenset(('position map', 'SSMax')): "a map scores with plain RoPE dot products and would drop SSMax's own scores "
-                                          "(mapped_logits); evaluate the SSMax model without a map",
+    frozenset(('position map', 'SSMax')): _map_drops("SSMax's own scores", 'SSMax'),
     frozenset(('sinks', 'gated')): f"{_BOTH_CLASSES} (the paper's gate is itself a way out of the first-token sink)",
-    frozenset(('position map', 'logpos')): "a map scores with plain RoPE dot products and would drop the "
-                                           "log-position scale's own scores (mapped_logits); evaluate the logpos "
-                                           "model without a map",
+    frozenset(('position map', 'logpos')): _map_drops("the log-position scale's own scores", 'logpos'),
     frozenset(('position map', 'FoPE')): "a map re-rotates q and k by plain RoPE, R(a)R(b) = R(a + b), which FoPE's "
                                          "mixed tables do not obey (rope_relative, mapped_logits); evaluate the FoPE "
                                          "model without a map",
