@@ -19,7 +19,7 @@ from data.checkpoints import checkpoint_args, load_checkpoint, train_len
 from lab.engine import batches
 from lab.measure.arm_specs import learned_tag, parse_arms, scaling_name, slug
 from lab.engine.checks import MODEL_KEYS
-from model import ATTENTION_ROOMS, GPTConfig
+from model import ATTENTION_ROOMS, GPTConfig, attention_class
 from rope_config import all_type_keys, rope_inv_freq
 
 DEFAULT_FACTOR = 4.0  # s when --factor is not given (0)
@@ -149,10 +149,11 @@ def check_run(cfg, base, plan, data_dir, meta):
         raise ConfigError(f"rope_scaling={cfg['rope_scaling']!r} is train.py's (trained in from scratch); "
                           f"finetune_long.py sets each arm's RoPE with --rope_type (e.g. --rope_type=proportional)")
     check_vocab(base['dataset'], meta, data_dir, cfg['init_from'])
-    if run_cfg['pos_lr_scale'] != 1 and not (run_cfg['learned_freqs'] or 'logpos' in (run_cfg['attention'] or '')):
+    cls = attention_class(run_cfg['attention'] or 'causal')  # (its position_params, as model.configure_optimizers reads)
+    if run_cfg['pos_lr_scale'] != 1 and not (run_cfg['learned_freqs'] or getattr(cls, 'position_params', ())):
         raise ConfigError(f"--pos_lr_scale={run_cfg['pos_lr_scale']:g} scales the learning rate of learned position "
                           f"parts, and the model of {cfg['init_from']} has none; add --learned_freqs=True or "
-                          f"--attention=logpos, or drop it")  # (model.configure_optimizers refuses it too)
+                          f"--attention=logpos, or drop it")
     longest = max(end - start for _, start, end in meta['docs']['val'])
     if longest <= T + 1:  # evaluation windows of T + 1 tokens lie inside one held-out document
         raise ConfigError(f"block_size={T} does not fit in a held-out document of {data_dir} (the longest has "
