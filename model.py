@@ -419,8 +419,7 @@ class GPT(nn.Module):
         """AdamW; weight decay on matrices only (not on biases, LayerNorm gains). pos_lr_scale: the learned position
         parts (learned frequencies' alpha, and what a room lists in its position_params: the log-position query scale)
         in a group of their own at that multiple of the learning rate (lr_scale; train.py's schedule keeps it)."""
-        own = [p for p in [self.rope_alpha] + [getattr(m, n) for m in self.modules()
-                                               for n in getattr(m, 'position_params', ())] if p is not None]
+        own = list(self.position_parts().values())
         if pos_lr_scale != 1 and not own:
             raise ValueError(f"pos_lr_scale={pos_lr_scale:g} scales the learning rate of learned position parts, and "
                              f"this model has none (learned_freqs=False, no logpos attention); drop it or add one")
@@ -430,6 +429,13 @@ class GPT(nn.Module):
                   {'params': [p for p in params if p.dim() < 2], 'weight_decay': 0.0}]
         groups += [{'params': own, 'weight_decay': 0.0, 'lr_scale': pos_lr_scale}] if own else []
         return torch.optim.AdamW(groups, lr=learning_rate, betas=betas, fused=device_type == 'cuda')
+
+    def position_parts(self):
+        """The learned position parts, {state_dict name: parameter}: learned frequencies' alpha and what an attention
+        room lists in its position_params (the log-position scale and bias)."""
+        own = {'rope_alpha': self.rope_alpha} if self.rope_alpha is not None else {}
+        return own | {f"{path}.{n}": getattr(m, n) for path, m in self.named_modules()
+                      for n in getattr(m, 'position_params', ())}
 
     @torch.no_grad()
     def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None, attend=None):

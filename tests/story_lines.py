@@ -41,7 +41,7 @@ KINDS = {  # file -> {name: kind}; a name not listed is an error, 'story' is wri
         'CausalSelfAttention.qkv CausalSelfAttention.attend CausalSelfAttention.forward MLP MLP.__init__ MLP.forward '
         'NORMS MLPS SwiGLU SwiGLU.forward RMSNorm RMSNorm.__init__ RMSNorm.forward norm '
         'Block Block.__init__ Block.forward GPT GPT.__init__ GPT._init_weights GPT.get_num_params GPT.head_dim '
-        'GPT.rotary_dim GPTConfig.rotary_dim GPT.with_alpha '
+        'GPT.rotary_dim GPTConfig.rotary_dim GPT.with_alpha GPT.position_parts '
         'GPT.set_rope_scaling GPT._build_rope GPT.rope_freqs GPT.rope_tables GPT.forward GPT.configure_optimizers '
         'GPT.generate sample_next').split()},
         'GPTConfig.attention_class': X, 'GPTConfig.__post_init__': V, 'CausalSelfAttention.logits': X,

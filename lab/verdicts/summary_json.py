@@ -34,9 +34,8 @@ def position_parts(model, runs):
     """The learned position parts of an arm's model as each seed's checkpoint holds them, the record of how far they
     moved: {name: [values per seed]} for learned frequencies' alpha (one per pair) and what a room lists in its
     position_params (the log-position scale and bias, one per head, per layer); None without any."""
-    names = (['rope_alpha'] if model.rope_alpha is not None else []) + [
-        f"{path}.{n}" for path, m in model.named_modules() for n in getattr(m, 'position_params', ())]
-    return {n: [[round(x, 5) for x in r['ckpt']['model'][n].flatten().tolist()] for r in runs] for n in names} or None
+    return {n: [[round(x, 5) for x in r['ckpt']['model'][n].flatten().tolist()] for r in runs]
+            for n in model.position_parts()} or None
 
 
 def bucket_windows(losses, mask, lo, hi):
