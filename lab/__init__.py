@@ -6,8 +6,8 @@ graph, function-local imports included): spine and configurator (the settings, a
 the foundations (spec, stats, attention, smeared_keys; engine's cli, checks, device) <- the methods <- measure/ <-
 verdicts/ <- pictures/, with the tools that read everything (knobs, pairs, model_facts, longrope_search, rope_table,
 doc_study) and engine's runners above them. A script imports what it runs: `import train` loads 18 project
-modules, 2,958 lines (27 and 4,717 before issue 61 item 3: no retrieval room, no scipy), finetune_long 23 (3,444),
-eval 40 (7,840; docs/results.md, "The import closures"). Importing this package imports nothing (lab.stats needs no
+modules, 2,968 lines (27 and 4,717 before issue 61 item 3: no retrieval room, no scipy), finetune_long 23 (3,472),
+eval 40 (7,864; docs/results.md, "The import closures"). Importing this package imports nothing (lab.stats needs no
 torch). No room is imported for its side effect: each registry names the room that fills each entry and imports it on
 first use (model.ATTENTION_ROOMS for the attention classes, data.checkpoints.LOADER_MODULES for gguf: and hf:,
 data.sources.TOKENIZER_ROOMS for a real model's tokenizer).
